@@ -1,0 +1,83 @@
+import { randomUUID } from 'node:crypto';
+
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger } from 'fastify';
+
+import type { Deps } from '../deps';
+import { authPlugin } from './plugins/auth';
+import { errorHandlerPlugin } from './plugins/error-handler';
+import { claimRoutes } from './routes/claims';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    deps: Deps;
+  }
+}
+
+export type AppOptions = { logger: FastifyBaseLogger; extraRoutes?: (app: FastifyInstance) => Promise<void> };
+
+/** Body validation is strict (no type coercion: "12" is not a boolean); query strings are coerced. */
+function validatorCompiler() {
+  const strict = addFormats.default(new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, strict: false }));
+  const coercing = addFormats.default(new Ajv({ allErrors: true, coerceTypes: 'array', useDefaults: true, strict: false }));
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? strict : coercing).compile(schema);
+}
+
+export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: logger,
+    genReqId: () => randomUUID(),
+    trustProxy: deps.config.trustProxy,
+    connectionTimeout: 30_000,
+    requestTimeout: 120_000,
+    keepAliveTimeout: 65_000,
+    bodyLimit: 1_048_576,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  app.decorate('deps', deps);
+  app.setValidatorCompiler(validatorCompiler());
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  await app.register(errorHandlerPlugin);
+  await app.register(authPlugin);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Claims Registry API',
+        version: '1.0.0',
+        description:
+          'A shared registry of insurance claims. Every call carries `Authorization: Bearer <API_TOKEN>`; create tokens in the dashboard under Settings › API Tokens.',
+      },
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'csk_…' } } },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } as never });
+
+  await app.register(
+    async (api) => {
+      api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+      await api.register(claimRoutes);
+    },
+    { prefix: '/api/v1' },
+  );
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    try {
+      await deps.store.ping();
+      return { status: 'ready' };
+    } catch {
+      return reply.status(503).send({ status: 'unavailable', message: 'The database is not reachable.' });
+    }
+  });
+
+  if (extraRoutes) await extraRoutes(app);
+  return app;
+}

@@ -1,0 +1,143 @@
+import { CLAIM_SOURCES, CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS } from '../../domain/claims/claim';
+
+const isoDate = { type: 'string', maxLength: 10, examples: ['2026-03-14'] } as const;
+
+export const claimSchema = {
+  type: 'object',
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    client: {
+      type: 'object',
+      properties: {
+        id: { type: 'string', format: 'uuid' },
+        first_name: { type: 'string' },
+        last_name: { type: 'string' },
+        date_of_birth: { type: 'string', examples: ['1985-06-02'] },
+        id_documents: {
+          type: 'array',
+          items: { type: 'object', properties: { type: { type: 'string', enum: DOCUMENT_TYPES } }, required: ['type'] },
+        },
+      },
+      required: ['id', 'first_name', 'last_name', 'date_of_birth', 'id_documents'],
+    },
+    claim_date: { type: 'string', examples: ['2026-03-14'] },
+    claim_type: { type: ['string', 'null'], enum: [...CLAIM_TYPES, null] },
+    amount: { type: ['string', 'null'], examples: ['1250.00'] },
+    currency: { type: 'string', enum: ['EUR'] },
+    is_at_fault: { type: ['boolean', 'null'] },
+    vehicle_registration: { type: 'string', examples: ['AB123C'] },
+    source: { type: 'string', enum: CLAIM_SOURCES },
+    status: { type: 'string', enum: CLAIM_STATUSES },
+    company_name: { type: 'string' },
+    created_at: { type: 'string', format: 'date-time', examples: ['2026-11-21T10:15:30+00:00'] },
+  },
+  required: [
+    'id', 'client', 'claim_date', 'claim_type', 'amount', 'currency', 'is_at_fault',
+    'vehicle_registration', 'source', 'status', 'company_name', 'created_at',
+  ],
+} as const;
+
+export const claimEnvelope = { type: 'object', properties: { data: claimSchema }, required: ['data'] } as const;
+
+/**
+ * Structure only (types, required fields, enums, lengths); the rules that need today's date or
+ * normalization live in the domain, shared with the CSV import. Unknown fields are ignored.
+ */
+export const submitClaimBody = {
+  type: 'object',
+  required: ['client', 'claim_date', 'vehicle_registration'],
+  properties: {
+    client: {
+      type: 'object',
+      required: ['first_name', 'last_name', 'date_of_birth', 'id_documents'],
+      properties: {
+        first_name: { type: 'string', maxLength: LIMITS.nameMaxLength, examples: ['Ona'] },
+        last_name: { type: 'string', maxLength: LIMITS.nameMaxLength, examples: ['Petraitė'] },
+        date_of_birth: { ...isoDate, description: 'Before today.', examples: ['1985-06-02'] },
+        id_documents: {
+          type: 'array',
+          minItems: 1,
+          maxItems: LIMITS.maxDocuments,
+          items: {
+            type: 'object',
+            required: ['type', 'number'],
+            properties: {
+              type: { type: 'string', enum: DOCUMENT_TYPES },
+              number: {
+                type: 'string',
+                maxLength: LIMITS.documentNumberMaxLength,
+                description: 'A country prefix such as "LT-" is stripped before matching. Never returned.',
+                examples: ['LT-39001010000'],
+              },
+            },
+          },
+        },
+      },
+    },
+    claim_date: { ...isoDate, description: 'Not in the future; within the last 3 years.' },
+    vehicle_registration: {
+      type: 'string',
+      maxLength: LIMITS.plateMaxLength,
+      description: 'Spaces, dots and dashes are removed and the value upper-cased.',
+      examples: ['ab-123 c'],
+    },
+    claim_type: { type: ['string', 'null'], enum: [...CLAIM_TYPES, null] },
+    amount: {
+      type: ['number', 'string', 'null'],
+      description: '>= 0, at most 2 decimals, at most 9999999999.99; returned as a string.',
+      examples: [1250],
+    },
+    currency: { type: ['string', 'null'], description: 'Only EUR; defaults to EUR.', examples: ['EUR'] },
+    is_at_fault: { type: ['boolean', 'null'] },
+    status: { type: 'string', enum: CLAIM_STATUSES, description: 'Defaults to filed.' },
+  },
+} as const;
+
+export const updateStatusBody = {
+  type: 'object',
+  required: ['status'],
+  properties: { status: { type: 'string', enum: CLAIM_STATUSES, examples: ['under_investigation'] } },
+} as const;
+
+export const claimIdParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', maxLength: 64, description: 'Claim UUID' } },
+} as const;
+
+export const searchByPlateBody = {
+  type: 'object',
+  required: ['vehicle_registration'],
+  properties: { vehicle_registration: { type: 'string', maxLength: LIMITS.plateMaxLength, examples: ['AB-123.C'] } },
+} as const;
+
+export const searchResult = {
+  type: 'object',
+  properties: {
+    data: { type: 'array', items: claimSchema },
+    meta: {
+      type: 'object',
+      properties: { total_claims: { type: 'integer' }, query_period: { type: 'string', examples: ['3 years'] } },
+      required: ['total_claims', 'query_period'],
+    },
+  },
+  required: ['data', 'meta'],
+} as const;
+
+export const listClaimsQuery = {
+  type: 'object',
+  properties: {
+    status: { type: 'string', enum: CLAIM_STATUSES },
+    cursor: { type: 'string', maxLength: 200, description: 'next_cursor of the previous page' },
+    limit: { type: 'integer', minimum: 1, maximum: 100, default: 25 },
+  },
+} as const;
+
+export const claimPage = {
+  type: 'object',
+  properties: {
+    data: { type: 'array', items: claimSchema },
+    meta: { type: 'object', properties: { next_cursor: { type: ['string', 'null'] } }, required: ['next_cursor'] },
+  },
+  required: ['data', 'meta'],
+} as const;

@@ -1,0 +1,134 @@
+import { Ajv } from 'ajv';
+
+/**
+ * The only reader of process.env. Every setting is validated here once, at start, and a bad
+ * value stops the process with one line naming every offending variable.
+ */
+const envSchema = {
+  type: 'object',
+  properties: {
+    PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
+    HOST: { type: 'string', minLength: 1, default: '0.0.0.0' },
+    DATA_DIR: { type: 'string', minLength: 1, default: './data' },
+    DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
+    DB_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 100, default: 10 },
+    APP_TIMEZONE: { type: 'string', minLength: 1, default: 'UTC' },
+    SEARCH_HISTORY_YEARS: { type: 'integer', minimum: 1, maximum: 100, default: 3 },
+    DOCUMENT_HASH_KEY: { type: 'string', minLength: 32 },
+    LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+    REDIS_URL: { type: 'string', pattern: '^rediss?://' },
+    S3_ENDPOINT: { type: 'string', pattern: '^https?://' },
+    S3_ACCESS_KEY: { type: 'string', minLength: 1 },
+    S3_SECRET_KEY: { type: 'string', minLength: 1 },
+    S3_BUCKET: { type: 'string', minLength: 3, default: 'claims-imports' },
+    S3_REGION: { type: 'string', minLength: 1, default: 'us-east-1' },
+    IMPORT_MAX_BYTES: { type: 'integer', minimum: 1, default: 10_485_760 },
+    IMPORT_CHUNK_SIZE: { type: 'integer', minimum: 1, maximum: 50_000, default: 5000 },
+    IMPORT_WAIT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
+    WORKER_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
+    OPERATOR_USER: { type: 'string', minLength: 1 },
+    OPERATOR_PASSWORD: { type: 'string', minLength: 8 },
+    SESSION_SECRET: { type: 'string', minLength: 32 },
+    TRUST_PROXY: { type: 'boolean', default: false },
+    RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 0 },
+  },
+} as const;
+
+export type Config = Readonly<{
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  dbPoolSize: number;
+  timezone: string;
+  searchHistoryYears: number;
+  documentHashKey: string | undefined;
+  logLevel: string;
+  redisUrl: string | undefined;
+  s3:
+    | { endPoint: string; port: number | undefined; useSSL: boolean; accessKey: string; secretKey: string; bucket: string; region: string }
+    | undefined;
+  importMaxBytes: number;
+  importChunkSize: number;
+  importWaitSeconds: number;
+  workerConcurrency: number;
+  operator: { user: string; password: string } | undefined;
+  sessionSecret: string | undefined;
+  trustProxy: boolean;
+  rateLimitPerMinute: number;
+}>;
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true });
+  const validate = ajv.compile(envSchema);
+  // Only the variables we know; empty strings count as unset so `.env` templates stay harmless.
+  const input: Record<string, unknown> = {};
+  for (const key of Object.keys(envSchema.properties)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const problems: string[] = [];
+  if (!validate(input)) {
+    for (const e of validate.errors ?? []) problems.push(`${e.instancePath.slice(1)} ${e.message ?? 'is invalid'}`);
+  }
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- validated against envSchema just above
+  const v = input as Record<string, any>;
+  if (problems.length === 0) {
+    if (!isValidTimeZone(v.APP_TIMEZONE)) problems.push(`APP_TIMEZONE is not a known IANA time zone`);
+    const s3Keys = ['S3_ENDPOINT', 'S3_ACCESS_KEY', 'S3_SECRET_KEY'] as const;
+    const s3Given = s3Keys.filter((k) => input[k] !== undefined);
+    if (s3Given.length > 0 && s3Given.length < s3Keys.length) {
+      problems.push(`${s3Keys.filter((k) => input[k] === undefined).join(', ')} must be set together with ${s3Given.join(', ')}`);
+    }
+    if ((input.OPERATOR_USER === undefined) !== (input.OPERATOR_PASSWORD === undefined)) {
+      problems.push('OPERATOR_USER and OPERATOR_PASSWORD must be set together');
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+
+  let s3: Config['s3'];
+  if (v.S3_ENDPOINT) {
+    const url = new URL(v.S3_ENDPOINT as string);
+    s3 = {
+      endPoint: url.hostname,
+      port: url.port ? Number(url.port) : undefined,
+      useSSL: url.protocol === 'https:',
+      accessKey: v.S3_ACCESS_KEY,
+      secretKey: v.S3_SECRET_KEY,
+      bucket: v.S3_BUCKET,
+      region: v.S3_REGION,
+    };
+  }
+  return Object.freeze({
+    port: v.PORT,
+    host: v.HOST,
+    dataDir: v.DATA_DIR,
+    databaseUrl: v.DATABASE_URL,
+    dbPoolSize: v.DB_POOL_SIZE,
+    timezone: v.APP_TIMEZONE,
+    searchHistoryYears: v.SEARCH_HISTORY_YEARS,
+    documentHashKey: v.DOCUMENT_HASH_KEY,
+    logLevel: v.LOG_LEVEL,
+    redisUrl: v.REDIS_URL,
+    s3,
+    importMaxBytes: v.IMPORT_MAX_BYTES,
+    importChunkSize: v.IMPORT_CHUNK_SIZE,
+    importWaitSeconds: v.IMPORT_WAIT_SECONDS,
+    workerConcurrency: v.WORKER_CONCURRENCY,
+    operator: v.OPERATOR_USER ? { user: v.OPERATOR_USER, password: v.OPERATOR_PASSWORD } : undefined,
+    sessionSecret: v.SESSION_SECRET,
+    trustProxy: v.TRUST_PROXY,
+    rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,
+  });
+}
+
+function isValidTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-CA', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,225 @@
+import type { Claim, ClaimInput, ClaimSource, ClaimStatus, DocumentType } from '../domain/claims/claim';
+import type { DocumentRef, IdentityPlan, KnownDocument } from '../domain/clients/identity';
+import { documentKey } from '../domain/clients/identity';
+import type { Queryable } from './db';
+
+const CREATED_AT = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+const CURSOR_TS = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** Explicit column list: the API shape, never internal columns. */
+const CLAIM_SELECT = `
+  SELECT c.id, c.claim_date, c.claim_type, c.amount::text AS amount, c.currency, c.is_at_fault,
+         c.vehicle_registration, c.source, c.status, co.name AS company_name,
+         ${CREATED_AT} AS created_at, ${CURSOR_TS} AS cursor_ts, c.company_id,
+         cl.id AS client_id, cl.first_name, cl.last_name, cl.date_of_birth,
+         ARRAY(SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id ORDER BY d.doc_type)::text[] AS document_types
+    FROM claims c
+    JOIN clients cl ON cl.id = c.client_id
+    JOIN companies co ON co.id = c.company_id`;
+
+type ClaimRow = {
+  id: string;
+  claim_date: string;
+  claim_type: Claim['claim_type'];
+  amount: string | null;
+  currency: 'EUR';
+  is_at_fault: boolean | null;
+  vehicle_registration: string;
+  source: ClaimSource;
+  status: ClaimStatus;
+  company_name: string;
+  created_at: string;
+  cursor_ts: string;
+  company_id: string;
+  client_id: string;
+  first_name: string;
+  last_name: string;
+  date_of_birth: string;
+  document_types: DocumentType[];
+};
+
+export type StoredClaim = Claim & { companyId: string; cursor: { ts: string; id: string } };
+
+function toClaim(r: ClaimRow): StoredClaim {
+  return {
+    id: r.id,
+    client: {
+      id: r.client_id,
+      first_name: r.first_name,
+      last_name: r.last_name,
+      date_of_birth: r.date_of_birth,
+      id_documents: r.document_types.map((type) => ({ type })),
+    },
+    claim_date: r.claim_date,
+    claim_type: r.claim_type,
+    amount: r.amount,
+    currency: r.currency,
+    is_at_fault: r.is_at_fault,
+    vehicle_registration: r.vehicle_registration,
+    source: r.source,
+    status: r.status,
+    company_name: r.company_name,
+    created_at: r.created_at,
+    companyId: r.company_id,
+    cursor: { ts: r.cursor_ts, id: r.id },
+  };
+}
+
+export type NewClaimRow = ClaimInput & { id: string; clientId: string; companyId: string; source: ClaimSource; importId: string | null };
+
+export function createClaimRepository(db: Queryable) {
+  return {
+    /**
+     * Takes transaction-scoped advisory locks on the documents, in a fixed order so that two
+     * submissions never deadlock: concurrent submissions of one person are serialised here.
+     */
+    async lockDocuments(refs: DocumentRef[]): Promise<void> {
+      if (refs.length === 0) return;
+      await db.query(
+        `SELECT count(pg_advisory_xact_lock(k))
+           FROM (SELECT DISTINCT hashtextextended(x, 0) AS k FROM unnest($1::text[]) AS x ORDER BY k) AS keys`,
+        [refs.map(documentKey)],
+      );
+    },
+
+    async findDocuments(refs: DocumentRef[]): Promise<KnownDocument[]> {
+      if (refs.length === 0) return [];
+      const rows = await db.query<{
+        doc_type: DocumentType;
+        number_hash: string;
+        client_id: string;
+        first_name: string;
+        last_name: string;
+        date_of_birth: string;
+        document_types: DocumentType[];
+      }>(
+        `SELECT d.doc_type, d.number_hash, d.client_id, cl.first_name, cl.last_name, cl.date_of_birth,
+                ARRAY(SELECT DISTINCT d2.doc_type FROM identity_documents d2 WHERE d2.client_id = d.client_id ORDER BY d2.doc_type)::text[] AS document_types
+           FROM unnest($1::text[], $2::text[]) AS q(doc_type, number_hash)
+           JOIN identity_documents d ON d.doc_type = q.doc_type AND d.number_hash = q.number_hash
+           JOIN clients cl ON cl.id = d.client_id`,
+        [refs.map((r) => r.type), refs.map((r) => r.hash)],
+      );
+      return rows.map((r) => ({
+        type: r.doc_type,
+        hash: r.number_hash,
+        clientId: r.client_id,
+        client: { firstName: r.first_name, lastName: r.last_name, dateOfBirth: r.date_of_birth, documentTypes: r.document_types },
+      }));
+    },
+
+    /** Writes new clients, new documents and the claims in one statement; returns each claim's created_at. */
+    async insertResolved(
+      plan: Pick<IdentityPlan, 'newClients' | 'newDocuments'>,
+      claims: NewClaimRow[]): Promise<Map<string, string>> {
+      const rows = await db.query<{ id: string; created_at: string }>(
+        `WITH new_clients AS (
+           INSERT INTO clients (id, first_name, last_name, date_of_birth)
+           SELECT id, first_name, last_name, date_of_birth
+             FROM json_to_recordset($1::json) AS t(id uuid, first_name text, last_name text, date_of_birth date)
+         ), new_documents AS (
+           INSERT INTO identity_documents (doc_type, number_hash, client_id)
+           SELECT doc_type, number_hash, client_id
+             FROM json_to_recordset($2::json) AS t(doc_type text, number_hash text, client_id uuid)
+         ), new_claims AS (
+           INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, currency, is_at_fault,
+                               vehicle_registration, source, status, import_id)
+           SELECT id, company_id, client_id, claim_date, claim_type, amount, 'EUR', is_at_fault,
+                  vehicle_registration, source, status, import_id
+             FROM json_to_recordset($3::json) AS t(id uuid, company_id uuid, client_id uuid, claim_date date,
+                  claim_type text, amount numeric, is_at_fault boolean, vehicle_registration text, source text,
+                  status text, import_id uuid)
+           RETURNING id, created_at
+         )
+         SELECT c.id, ${CREATED_AT} AS created_at FROM new_claims c`,
+        [
+          JSON.stringify(plan.newClients.map((c) => ({ id: c.id, first_name: c.firstName, last_name: c.lastName, date_of_birth: c.dateOfBirth }))),
+          JSON.stringify(plan.newDocuments.map((d) => ({ doc_type: d.type, number_hash: d.hash, client_id: d.clientId }))),
+          JSON.stringify(
+            claims.map((c) => ({
+              id: c.id,
+              company_id: c.companyId,
+              client_id: c.clientId,
+              claim_date: c.claimDate,
+              claim_type: c.claimType,
+              amount: c.amount,
+              is_at_fault: c.isAtFault,
+              vehicle_registration: c.vehicleRegistration,
+              source: c.source,
+              status: c.status,
+              import_id: c.importId,
+            })),
+          ),
+        ],
+      );
+      return new Map(rows.map((r) => [r.id, r.created_at]));
+    },
+
+    async findById(id: string): Promise<StoredClaim | undefined> {
+      const rows = await db.query<ClaimRow>(`${CLAIM_SELECT} WHERE c.id = $1`, [id]);
+      return rows[0] && toClaim(rows[0]);
+    },
+
+    async listByCompany(
+      companyId: string,
+      opts: { status?: ClaimStatus | undefined; after?: { ts: string; id: string } | undefined; limit: number }): Promise<StoredClaim[]> {
+      const rows = await db.query<ClaimRow>(
+        `${CLAIM_SELECT}
+          WHERE c.company_id = $1
+            AND ($2::text IS NULL OR c.status = $2)
+            AND ($3::timestamptz IS NULL OR (c.created_at, c.id) < ($3::timestamptz, $4::uuid))
+          ORDER BY c.created_at DESC, c.id DESC
+          LIMIT $5`,
+        [companyId, opts.status ?? null, opts.after?.ts ?? null, opts.after?.id ?? null, opts.limit],
+      );
+      return rows.map(toClaim);
+    },
+
+    async searchByPlate(plate: string, fromDate: string): Promise<StoredClaim[]> {
+      const rows = await db.query<ClaimRow>(
+        `${CLAIM_SELECT}
+          WHERE c.vehicle_registration = $1 AND c.claim_date >= $2::date
+          ORDER BY c.claim_date DESC, c.created_at DESC, c.id DESC`,
+        [plate, fromDate],
+      );
+      return rows.map(toClaim);
+    },
+
+    /**
+     * Sets the status of a claim of the given company and records the change, in one statement.
+     * Returns the owner and previous status (undefined: no such claim); a same-status update
+     * changes and records nothing.
+     */
+    async updateStatus(
+      id: string,
+      companyId: string,
+      status: ClaimStatus,
+      actor: { tokenId: string | null; userId: string | null }): Promise<{ companyId: string; previous: ClaimStatus } | undefined> {
+      const rows = await db.query<{ company_id: string; status: ClaimStatus }>(
+        `WITH current AS (
+           SELECT id, company_id, status FROM claims WHERE id = $1 FOR UPDATE
+         ), changed AS (
+           UPDATE claims SET status = $3, updated_at = now()
+             FROM current
+            WHERE claims.id = current.id AND current.company_id = $2 AND current.status <> $3
+           RETURNING claims.id
+         ), recorded AS (
+           INSERT INTO claim_status_changes (claim_id, from_status, to_status, changed_by_token_id, changed_by_user_id)
+           SELECT current.id, current.status, $3, $4::uuid, $5::uuid FROM current JOIN changed ON changed.id = current.id
+         )
+         SELECT company_id, status FROM current`,
+        [id, companyId, status, actor.tokenId, actor.userId],
+      );
+      const row = rows[0];
+      return row && { companyId: row.company_id, previous: row.status };
+    },
+
+    async statusHistory(id: string) {
+      return db.query<{ from_status: ClaimStatus; to_status: ClaimStatus; changed_by_token_id: string | null; changed_by_user_id: string | null }>(
+        'SELECT from_status, to_status, changed_by_token_id, changed_by_user_id FROM claim_status_changes WHERE claim_id = $1 ORDER BY id',
+        [id],
+      );
+    },
+  };
+}
+export type ClaimRepository = ReturnType<typeof createClaimRepository>;

@@ -1,0 +1,106 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { PGlite } from '@electric-sql/pglite';
+import postgres from 'postgres';
+import lockfile from 'proper-lockfile';
+
+export interface Queryable {
+  query<T = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<T[]>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(script: string): Promise<void>;
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'pglite' | 'postgres';
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** Dates stay `YYYY-MM-DD` strings end to end: a Date would shift a day with a time zone. */
+const DATE_OID = 1082;
+
+export type DbOptions =
+  | { kind: 'postgres'; url: string; poolSize: number; searchPath?: string }
+  | { kind: 'pglite'; dataDir: string | undefined };
+
+export class DatabaseLockedError extends Error {}
+
+export async function openDb(options: DbOptions): Promise<Db> {
+  return options.kind === 'postgres' ? openPostgres(options) : openPglite(options.dataDir);
+}
+
+function openPostgres({ url, poolSize, searchPath }: { url: string; poolSize: number; searchPath?: string }): Db {
+  const sql = postgres(url, {
+    max: poolSize,
+    prepare: true,
+    onnotice: () => {},
+    connection: { TimeZone: 'UTC', application_name: 'claims-registry', ...(searchPath ? { search_path: searchPath } : {}) },
+    types: { date: { to: DATE_OID, from: [DATE_OID], serialize: (v: string) => v, parse: (v: string) => v } },
+  });
+  const wrap = (q: postgres.Sql | postgres.TransactionSql): Queryable => ({
+    async query<T>(text: string, params: readonly unknown[] = []) {
+      return (await q.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true })) as unknown as T[];
+    },
+    async exec(script: string) {
+      // Without parameters the driver uses the simple protocol, which accepts several statements.
+      await q.unsafe(script);
+    },
+  });
+  const root = wrap(sql);
+  return {
+    kind: 'postgres',
+    query: root.query,
+    exec: root.exec,
+    async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
+      return (await sql.begin((tx) => fn(wrap(tx)))) as T;
+    },
+    async close() {
+      await sql.end({ timeout: 5 });
+    },
+  };
+}
+
+/**
+ * PGlite is single-process: two processes on one folder corrupt it. The folder is locked while
+ * open, and a second opener is refused with a clear message.
+ */
+async function openPglite(dataDir: string | undefined): Promise<Db> {
+  let release: (() => Promise<void>) | undefined;
+  if (dataDir) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    try {
+      release = await lockfile.lock(dataDir, { lockfilePath: path.join(dataDir, 'in-use.lock'), stale: 15_000, update: 5_000 });
+    } catch {
+      throw new DatabaseLockedError(
+        `The embedded database in ${dataDir} is in use by another process (a running server?). ` +
+          'Stop it first, or use PostgreSQL by setting DATABASE_URL.',
+      );
+    }
+  }
+  const pg = new PGlite(dataDir, { parsers: { [DATE_OID]: (v: string) => v } });
+  await pg.waitReady;
+  const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
+    async query<T>(text: string, params: readonly unknown[] = []) {
+      return (await q.query<T>(text, params as unknown[])).rows;
+    },
+    async exec(script: string) {
+      await q.exec(script);
+    },
+  });
+  return {
+    kind: 'pglite',
+    ...wrap(pg),
+    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    async close() {
+      await pg.close();
+      await release?.();
+    },
+  };
+}
+
+/** The Postgres error code of a failed statement, if any (both drivers expose `code`). */
+export function pgErrorCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}

@@ -1,0 +1,107 @@
+import { createHmac, randomUUID } from 'node:crypto';
+
+import type { DocumentType } from '../claims/claim';
+import { messages } from '../claims/claim';
+
+/**
+ * Document numbers are stored only as a keyed hash: matching works on the hash, and a copied
+ * database does not reveal anyone's passport number.
+ */
+export type DocumentHasher = (normalizedNumber: string) => string;
+
+export function createDocumentHasher(key: string): DocumentHasher {
+  return (normalizedNumber) => createHmac('sha256', key).update(normalizedNumber, 'utf8').digest('hex');
+}
+
+/** A fingerprint of the key, stored in the database so a process started with another key refuses to run. */
+export function keyFingerprint(key: string): string {
+  return createHmac('sha256', key).update('claims-registry/document-hash-key/v1').digest('hex').slice(0, 16);
+}
+
+export type DocumentRef = { type: DocumentType; hash: string };
+export const documentKey = (d: DocumentRef): string => `${d.type}:${d.hash}`;
+
+/** What the database knows about a document that was looked up. */
+export type KnownDocument = DocumentRef & {
+  clientId: string;
+  client: { firstName: string; lastName: string; dateOfBirth: string; documentTypes: DocumentType[] };
+};
+
+export type IdentityRow = {
+  firstName: string;
+  lastName: string;
+  dateOfBirth: string;
+  documents: DocumentRef[];
+};
+
+export type ResolvedClient = {
+  id: string;
+  firstName: string;
+  lastName: string;
+  dateOfBirth: string;
+  documentTypes: DocumentType[];
+};
+
+export type IdentityOutcome =
+  | { ok: true; client: ResolvedClient }
+  | { ok: false; field: 'client.date_of_birth' | 'client.id_documents'; message: string };
+
+export type IdentityPlan = {
+  outcomes: IdentityOutcome[];
+  newClients: { id: string; firstName: string; lastName: string; dateOfBirth: string }[];
+  newDocuments: (DocumentRef & { clientId: string })[];
+};
+
+/**
+ * Resolves the client of each row, in order, against the documents already on record and those
+ * created by earlier rows of the same batch (a person created by row 2 is found by row 9).
+ *
+ * - No document known: a new client with all the documents.
+ * - All known documents on one client with the same date of birth: that client; unknown
+ *   documents are added to it. Names on record are not overwritten.
+ * - Date of birth differs, or documents on two clients: a data-quality error; nothing is written.
+ *
+ * Pure: the caller looks the documents up (under a lock) and writes the plan.
+ */
+export function planIdentities(rows: IdentityRow[], known: KnownDocument[], newId: () => string = randomUUID): IdentityPlan {
+  const owner = new Map<string, string>();
+  const clients = new Map<string, ResolvedClient>();
+  for (const doc of known) {
+    owner.set(documentKey(doc), doc.clientId);
+    if (!clients.has(doc.clientId)) clients.set(doc.clientId, { id: doc.clientId, ...doc.client, documentTypes: [...doc.client.documentTypes] });
+  }
+  const plan: IdentityPlan = { outcomes: [], newClients: [], newDocuments: [] };
+
+  for (const row of rows) {
+    const matched = new Set<string>();
+    for (const doc of row.documents) {
+      const id = owner.get(documentKey(doc));
+      if (id) matched.add(id);
+    }
+    if (matched.size > 1) {
+      plan.outcomes.push({ ok: false, field: 'client.id_documents', message: messages.documentsOfDifferentClients });
+      continue;
+    }
+    let client: ResolvedClient;
+    if (matched.size === 1) {
+      client = clients.get([...matched][0]!)!;
+      if (client.dateOfBirth !== row.dateOfBirth) {
+        plan.outcomes.push({ ok: false, field: 'client.date_of_birth', message: messages.dobMismatch });
+        continue;
+      }
+    } else {
+      client = { id: newId(), firstName: row.firstName, lastName: row.lastName, dateOfBirth: row.dateOfBirth, documentTypes: [] };
+      clients.set(client.id, client);
+      plan.newClients.push({ id: client.id, firstName: row.firstName, lastName: row.lastName, dateOfBirth: row.dateOfBirth });
+    }
+    for (const doc of row.documents) {
+      const key = documentKey(doc);
+      if (owner.has(key)) continue;
+      owner.set(key, client.id);
+      plan.newDocuments.push({ ...doc, clientId: client.id });
+      if (!client.documentTypes.includes(doc.type)) client.documentTypes.push(doc.type);
+    }
+    plan.outcomes.push({ ok: true, client: { ...client, documentTypes: [...client.documentTypes].sort() } });
+  }
+  return plan;
+}

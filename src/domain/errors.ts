@@ -1,0 +1,34 @@
+/** Field path → messages, in the order the fields were checked. */
+export type FieldErrors = Record<string, string[]>;
+
+export const ErrorCode = {
+  NOT_FOUND: 'NOT_FOUND',
+  CONFLICT: 'CONFLICT',
+  VALIDATION_FAILED: 'VALIDATION_FAILED',
+  UNAUTHORIZED: 'UNAUTHORIZED',
+  FORBIDDEN: 'FORBIDDEN',
+  UNAVAILABLE: 'UNAVAILABLE',
+  INTERNAL: 'INTERNAL',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** An error meant for the caller: its message is safe to show (no document numbers, no SQL). */
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly fields?: FieldErrors,
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+}
+
+export function validationError(fields: FieldErrors): AppError {
+  const first = Object.values(fields)[0]?.[0] ?? 'The given data was invalid.';
+  return new AppError('VALIDATION_FAILED', first, fields);
+}
+
+export function addFieldError(errors: FieldErrors, field: string, message: string): void {
+  (errors[field] ??= []).push(message);
+}

@@ -1,0 +1,128 @@
+import { parseArgs } from 'node:util';
+
+import { ConfigError, loadConfig } from './config';
+import { DatabaseLockedError } from './db/db';
+import { createDeps, StartupError, type Deps } from './deps';
+import { AppError } from './domain/errors';
+
+const USAGE = `Usage: npm run admin -- <command> [options] [--json]
+
+Commands:
+  company:create --name NAME
+  company:list
+  user:create --company ID --email EMAIL [--password PW] [--role admin|member]   (default role: admin)
+  operator:create --email EMAIL [--password PW]
+  token:create --company ID --name NAME
+  token:list --company ID
+  token:revoke ID
+
+Works against the same database as the server: DATABASE_URL, or the embedded one in DATA_DIR
+(which must not be in use by a running server).`;
+
+class UsageError extends Error {}
+
+type Options = { name?: string; company?: string; email?: string; password?: string; role?: string; json?: boolean };
+
+function need(value: string | undefined, flag: string): string {
+  if (!value) throw new UsageError(`Missing --${flag}.`);
+  return value;
+}
+
+type Output = { json: unknown; text: string };
+
+async function run(deps: Deps, command: string, args: string[], o: Options): Promise<Output> {
+  switch (command) {
+    case 'company:create': {
+      const c = await deps.companies.createCompany(need(o.name, 'name'));
+      return { json: { id: c.id, name: c.name }, text: `Created company ${c.name} (${c.id})` };
+    }
+    case 'company:list': {
+      const list = await deps.companies.listCompanies();
+      return {
+        json: list.map((c) => ({ id: c.id, name: c.name, created_at: c.created_at })),
+        text: list.length ? list.map((c) => `${c.id}  ${c.name}`).join('\n') : 'No companies yet.',
+      };
+    }
+    case 'user:create':
+    case 'operator:create': {
+      const operator = command === 'operator:create';
+      const role = operator ? 'operator' : (o.role ?? 'admin');
+      if (role !== 'operator' && role !== 'admin' && role !== 'member') throw new UsageError('--role must be admin or member.');
+      const { user, password } = await deps.companies.createUser({
+        companyId: operator ? null : need(o.company, 'company'),
+        email: need(o.email, 'email'),
+        password: o.password,
+        role,
+      });
+      const json = { id: user.id, email: user.email, role: user.role, company_id: user.company_id, ...(password ? { password } : {}) };
+      return { json, text: `Created ${user.role} ${user.email} (${user.id})${password ? `\nPassword (shown once): ${password}` : ''}` };
+    }
+    case 'token:create': {
+      const t = await deps.tokens.create(need(o.company, 'company'), need(o.name, 'name'));
+      return {
+        json: { id: t.id, name: t.name, token: t.token },
+        text: `Created token "${t.name}" (${t.id}). Its value is shown once; store it now:\n${t.token}`,
+      };
+    }
+    case 'token:list': {
+      const list = await deps.tokens.list(need(o.company, 'company'));
+      return {
+        json: list,
+        text: list.length
+          ? list.map((t) => `${t.id}  ${t.token_prefix}…  ${t.name}  created ${t.created_at}  last used ${t.last_used_at ?? 'never'}${t.revoked_at ? '  REVOKED' : ''}`).join('\n')
+          : 'No tokens.',
+      };
+    }
+    case 'token:revoke': {
+      const t = await deps.tokens.revoke(need(args[0], 'token id (as the argument)'), null);
+      return { json: { id: t.id, name: t.name, revoked_at: t.revoked_at }, text: `Revoked token "${t.name}" (${t.id}).` };
+    }
+    default:
+      throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
+  }
+}
+
+async function main(): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      allowPositionals: true,
+      options: {
+        name: { type: 'string' },
+        company: { type: 'string' },
+        email: { type: 'string' },
+        password: { type: 'string' },
+        role: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    console.error(`${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const [command = '', ...args] = parsed.positionals;
+  if (parsed.values.help || command === 'help') {
+    console.log(USAGE);
+    return 0;
+  }
+  let deps: Deps | undefined;
+  try {
+    deps = await createDeps(loadConfig());
+    const out = await run(deps, command, args, parsed.values);
+    console.log(parsed.values.json ? JSON.stringify(out.json) : out.text);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) console.error(`${err.message}\n\n${USAGE}`);
+    else if (err instanceof AppError) {
+      const details = err.fields ? Object.values(err.fields).flat().filter((m) => m !== err.message) : [];
+      console.error([err.message, ...details].join('\n'));
+    } else if (err instanceof ConfigError || err instanceof StartupError || err instanceof DatabaseLockedError) console.error(err.message);
+    else console.error('Failed:', (err as Error).message);
+    return err instanceof UsageError ? 2 : 1;
+  } finally {
+    await deps?.close();
+  }
+}
+
+process.exitCode = await main();
