@@ -1,9 +1,20 @@
 import pino, { type Logger } from 'pino';
 
+/**
+ * Errors are logged by type, code and message only: no stack trace, and none of the SQL text or
+ * bound parameters that driver errors carry (they can hold personal data).
+ */
+export function safeError(err: unknown): Record<string, unknown> {
+  if (!(err instanceof Error)) return { type: typeof err };
+  const code = (err as { code?: unknown }).code;
+  return { type: err.name, ...(typeof code === 'string' ? { code } : {}), message: err.message.slice(0, 300) };
+}
+
 /** Secrets never reach a log line: tokens, cookies, passwords. */
 export function createLogger(level: string): Logger {
   return pino({
     level,
+    serializers: { err: safeError, error: safeError },
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]', '*.password', '*.token'],
       censor: '[redacted]',

@@ -116,17 +116,17 @@ export function createClaimRepository(db: Queryable) {
         `WITH new_clients AS (
            INSERT INTO clients (id, first_name, last_name, date_of_birth)
            SELECT id, first_name, last_name, date_of_birth
-             FROM json_to_recordset($1::json) AS t(id uuid, first_name text, last_name text, date_of_birth date)
+             FROM json_to_recordset($1::text::json) AS t(id uuid, first_name text, last_name text, date_of_birth date)
          ), new_documents AS (
            INSERT INTO identity_documents (doc_type, number_hash, client_id)
            SELECT doc_type, number_hash, client_id
-             FROM json_to_recordset($2::json) AS t(doc_type text, number_hash text, client_id uuid)
+             FROM json_to_recordset($2::text::json) AS t(doc_type text, number_hash text, client_id uuid)
          ), new_claims AS (
            INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, currency, is_at_fault,
                                vehicle_registration, source, status, import_id)
            SELECT id, company_id, client_id, claim_date, claim_type, amount, 'EUR', is_at_fault,
                   vehicle_registration, source, status, import_id
-             FROM json_to_recordset($3::json) AS t(id uuid, company_id uuid, client_id uuid, claim_date date,
+             FROM json_to_recordset($3::text::json) AS t(id uuid, company_id uuid, client_id uuid, claim_date date,
                   claim_type text, amount numeric, is_at_fault boolean, vehicle_registration text, source text,
                   status text, import_id uuid)
            RETURNING id, created_at
