@@ -1,6 +1,5 @@
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus, DocumentType } from '../domain/claims/claim';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../domain/clients/identity';
-import { documentKey } from '../domain/clients/identity';
 import type { Queryable } from './db';
 
 const CREATED_AT = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
@@ -69,19 +68,6 @@ export type NewClaimRow = ClaimInput & { id: string; clientId: string; companyId
 
 export function createClaimRepository(db: Queryable) {
   return {
-    /**
-     * Takes transaction-scoped advisory locks on the documents, in a fixed order so that two
-     * submissions never deadlock: concurrent submissions of one person are serialised here.
-     */
-    async lockDocuments(refs: DocumentRef[]): Promise<void> {
-      if (refs.length === 0) return;
-      await db.query(
-        `SELECT count(pg_advisory_xact_lock(k))
-           FROM (SELECT DISTINCT hashtextextended(x, 0) AS k FROM unnest($1::text[]) AS x ORDER BY k) AS keys`,
-        [refs.map(documentKey)],
-      );
-    },
-
     async findDocuments(refs: DocumentRef[]): Promise<KnownDocument[]> {
       if (refs.length === 0) return [];
       const rows = await db.query<{
@@ -108,11 +94,16 @@ export function createClaimRepository(db: Queryable) {
       }));
     },
 
-    /** Writes new clients, new documents and the claims in one statement; returns each claim's created_at. */
+    /**
+     * Writes new clients, new documents and the claims in one statement. A document another
+     * transaction created since the look-up is not inserted (the unique key decides); the caller
+     * compares `documentsInserted` with the plan and retries on a lost race. All claims of one
+     * statement share created_at (the transaction time).
+     */
     async insertResolved(
       plan: Pick<IdentityPlan, 'newClients' | 'newDocuments'>,
-      claims: NewClaimRow[]): Promise<Map<string, string>> {
-      const rows = await db.query<{ id: string; created_at: string }>(
+      claims: NewClaimRow[]): Promise<{ documentsInserted: number; createdAt: string | null }> {
+      const rows = await db.query<{ documents_inserted: number; created_at: string | null }>(
         `WITH new_clients AS (
            INSERT INTO clients (id, first_name, last_name, date_of_birth)
            SELECT id, first_name, last_name, date_of_birth
@@ -121,6 +112,9 @@ export function createClaimRepository(db: Queryable) {
            INSERT INTO identity_documents (doc_type, number_hash, client_id)
            SELECT doc_type, number_hash, client_id
              FROM json_to_recordset($2::text::json) AS t(doc_type text, number_hash text, client_id uuid)
+            ORDER BY doc_type, number_hash
+           ON CONFLICT DO NOTHING
+           RETURNING 1
          ), new_claims AS (
            INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, currency, is_at_fault,
                                vehicle_registration, source, status, import_id)
@@ -129,9 +123,10 @@ export function createClaimRepository(db: Queryable) {
              FROM json_to_recordset($3::text::json) AS t(id uuid, company_id uuid, client_id uuid, claim_date date,
                   claim_type text, amount numeric, is_at_fault boolean, vehicle_registration text, source text,
                   status text, import_id uuid)
-           RETURNING id, created_at
+           RETURNING created_at
          )
-         SELECT c.id, ${CREATED_AT} AS created_at FROM new_claims c`,
+         SELECT (SELECT count(*) FROM new_documents)::int AS documents_inserted,
+                (SELECT ${CREATED_AT} FROM new_claims c LIMIT 1) AS created_at`,
         [
           JSON.stringify(plan.newClients.map((c) => ({ id: c.id, first_name: c.firstName, last_name: c.lastName, date_of_birth: c.dateOfBirth }))),
           JSON.stringify(plan.newDocuments.map((d) => ({ doc_type: d.type, number_hash: d.hash, client_id: d.clientId }))),
@@ -152,7 +147,7 @@ export function createClaimRepository(db: Queryable) {
           ),
         ],
       );
-      return new Map(rows.map((r) => [r.id, r.created_at]));
+      return { documentsInserted: Number(rows[0]!.documents_inserted), createdAt: rows[0]!.created_at };
     },
 
     async findById(id: string): Promise<StoredClaim | undefined> {

@@ -78,7 +78,7 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
       );
     }
   }
-  const pg = new PGlite(dataDir, { parsers: { [DATE_OID]: (v: string) => v } });
+  const pg = new PGlite({ ...(dataDir ? { dataDir } : {}), parsers: { [DATE_OID]: (v: string) => v } });
   await pg.waitReady;
   const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
     async query<T>(text: string, params: readonly unknown[] = []) {

@@ -1,6 +1,7 @@
 import { createClaimRepository } from './claim-repository';
 import { createCompanyRepository } from './company-repository';
-import type { Db, Queryable } from './db';
+import { RetryableConflict } from '../domain/errors';
+import { pgErrorCode, type Db, type Queryable } from './db';
 import { createTokenRepository } from './token-repository';
 
 function repositories(q: Queryable) {
@@ -22,6 +23,24 @@ function repositories(q: Queryable) {
 }
 export type Repositories = ReturnType<typeof repositories>;
 
+/** Runs fn inside a savepoint: on error the work of fn alone is rolled back, and the error rethrown. */
+export type Savepoint = <T>(fn: () => Promise<T>) => Promise<T>;
+let savepointSeq = 0;
+function savepointOn(q: Queryable): Savepoint {
+  return async (fn) => {
+    const name = `sp_${++savepointSeq}`;
+    await q.query(`SAVEPOINT ${name}`);
+    try {
+      const result = await fn();
+      await q.query(`RELEASE SAVEPOINT ${name}`);
+      return result;
+    } catch (err) {
+      await q.query(`ROLLBACK TO SAVEPOINT ${name}`);
+      throw err;
+    }
+  };
+}
+
 /**
  * The repositories, and a way to run several of their calls in one transaction. Domain services
  * receive this; they never see SQL.
@@ -29,8 +48,15 @@ export type Repositories = ReturnType<typeof repositories>;
 export function createStore(db: Db) {
   return {
     ...repositories(db),
-    transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
-      return db.transaction((q) => fn(repositories(q)));
+    /** Runs fn in a transaction. Deadlocks and serialization failures surface as RetryableConflict. */
+    async transaction<T>(fn: (tx: Repositories & { savepoint: Savepoint }) => Promise<T>): Promise<T> {
+      try {
+        return await db.transaction((q) => fn({ ...repositories(q), savepoint: savepointOn(q) }));
+      } catch (err) {
+        const code = pgErrorCode(err);
+        if (code === '40P01' || code === '40001') throw new RetryableConflict(`database conflict ${code}`);
+        throw err;
+      }
     },
     async ping(): Promise<void> {
       await db.query('SELECT 1');

@@ -32,3 +32,14 @@ export function validationError(fields: FieldErrors): AppError {
 export function addFieldError(errors: FieldErrors, field: string, message: string): void {
   (errors[field] ??= []).push(message);
 }
+
+/**
+ * A transaction lost a race (another one created the same identity document first, or the
+ * database chose it as a deadlock victim). Running the whole transaction again resolves it.
+ */
+export class RetryableConflict extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'RetryableConflict';
+  }
+}

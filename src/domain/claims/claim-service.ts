@@ -4,7 +4,7 @@ import type { NewClaimRow, StoredClaim } from '../../db/claim-repository';
 import type { Store } from '../../db/store';
 import { minusYears } from '../dates';
 import { isUuid } from '../ids';
-import { AppError, validationError, type FieldErrors } from '../errors';
+import { AppError, RetryableConflict, validationError, type FieldErrors } from '../errors';
 import type { DocumentHasher, IdentityOutcome } from '../clients/identity';
 import { planIdentities } from '../clients/identity';
 import type { Principal } from '../principal';
@@ -33,32 +33,36 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
 
   /**
    * Resolves identities and stores the claims of a batch inside the caller's transaction, with a
-   * fixed number of statements whatever the batch size: lock the documents, look them up, write.
+   * fixed number of statements whatever the batch size: look the documents up, plan, write.
    * Rows are resolved in order; a row that fails identity resolution is reported and not written.
+   * Concurrency is optimistic: the unique key on documents decides who created a person first,
+   * and a batch that lost such a race throws RetryableConflict (run it again: it will then find
+   * the person). 50 parallel submissions of one new person thus create exactly one client.
    */
   async function storeBatch(
-    tx: Parameters<Parameters<Store['transaction']>[0]>[0],
+    tx: Pick<Store, 'claims'>,
     principal: Pick<Principal, 'companyId'>,
     inputs: ClaimInput[],
     source: ClaimSource,
     importId: string | null,
-  ): Promise<{ outcomes: IdentityOutcome[]; claims: (NewClaimRow | null)[]; createdAt: Map<string, string> }> {
+  ): Promise<{ outcomes: IdentityOutcome[]; claims: (NewClaimRow | null)[]; createdAt: string | null }> {
     const rows = inputs.map((input) => ({ ...input.client, documents: refsOf(input) }));
-    const refs = rows.flatMap((r) => r.documents);
-    await tx.claims.lockDocuments(refs);
-    const known = await tx.claims.findDocuments(refs);
+    const known = await tx.claims.findDocuments(rows.flatMap((r) => r.documents));
     const plan = planIdentities(rows, known);
     const claims = plan.outcomes.map((o, i): NewClaimRow | null =>
       o.ok ? { ...inputs[i]!, id: randomUUID(), clientId: o.client.id, companyId: principal.companyId, source, importId } : null,
     );
-    const createdAt = await tx.claims.insertResolved(plan, claims.filter((c): c is NewClaimRow => c !== null));
+    const { documentsInserted, createdAt } = await tx.claims.insertResolved(plan, claims.filter((c): c is NewClaimRow => c !== null));
+    if (documentsInserted !== plan.newDocuments.length) throw new RetryableConflict('identity document created concurrently');
     return { outcomes: plan.outcomes, claims, createdAt };
   }
 
   async function submit(principal: Principal, body: unknown, source: ClaimSource = 'api'): Promise<Claim> {
     const { value, errors } = validateClaimInput(body, today());
     if (!value) throw validationError(errors);
-    const { outcomes, claims, createdAt } = await store.transaction((tx) => storeBatch(tx, principal, [value], source, null));
+    const { outcomes, claims, createdAt } = await withRetries(() =>
+      store.transaction((tx) => storeBatch(tx, principal, [value], source, null)),
+    );
     const outcome = outcomes[0]!;
     if (!outcome.ok) throw validationError({ [outcome.field]: [outcome.message] });
     const row = claims[0]!;
@@ -81,7 +85,7 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
       source,
       status: row.status,
       company_name: principal.companyName,
-      created_at: createdAt.get(row.id)!,
+      created_at: createdAt!,
     };
   }
 
@@ -151,4 +155,16 @@ function decodeCursor(raw: string): { ts: string; id: string } | undefined {
   const [ts, id] = Buffer.from(raw, 'base64url').toString('utf8').split('|');
   if (!ts || !id || !isUuid(id) || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/u.test(ts)) return undefined;
   return { ts, id };
+}
+
+/** Runs fn again when it lost a race; a handful of attempts always suffices in practice. */
+export async function withRetries<T>(fn: () => Promise<T>, attempts = 8): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof RetryableConflict) || attempt >= attempts) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
+    }
+  }
 }
