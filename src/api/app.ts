@@ -1,5 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 
+import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
@@ -62,6 +63,17 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
 
   await app.register(
     async (api) => {
+      if (deps.config.rateLimitPerMinute > 0) {
+        // Per token (hashed, so the key in memory is not a credential), else per client address.
+        await api.register(rateLimit, {
+          max: deps.config.rateLimitPerMinute,
+          timeWindow: 60_000,
+          keyGenerator: (request) => {
+            const auth = request.headers.authorization;
+            return auth ? createHash('sha256').update(auth).digest('hex') : request.ip;
+          },
+        });
+      }
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await api.register(claimRoutes);
     },
