@@ -1,6 +1,7 @@
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus, DocumentType } from '../domain/claims/claim';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../domain/clients/identity';
-import type { Queryable } from './db';
+import { RetryableConflict } from '../domain/errors';
+import { pgErrorCode, type Queryable } from './db';
 
 const CREATED_AT = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 const CURSOR_TS = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
@@ -95,14 +96,14 @@ export function createClaimRepository(db: Queryable) {
     },
 
     /**
-     * Writes new clients, new documents and the claims in one statement. A document another
-     * transaction created since the look-up is not inserted (the unique key decides); the caller
-     * compares `documentsInserted` with the plan and retries on a lost race. All claims of one
-     * statement share created_at (the transaction time).
+     * Writes new clients, new documents and the claims in one statement, which is atomic on its
+     * own. A document another transaction created since the look-up violates the documents'
+     * unique key: the statement writes nothing and RetryableConflict is thrown (look up again).
+     * All claims of one statement share created_at (the transaction time).
      */
     async insertResolved(
       plan: Pick<IdentityPlan, 'newClients' | 'newDocuments'>,
-      claims: NewClaimRow[]): Promise<{ documentsInserted: number; createdAt: string | null }> {
+      claims: NewClaimRow[]): Promise<{ createdAt: string | null }> {
       const rows = await db.query<{ documents_inserted: number; created_at: string | null }>(
         `WITH new_clients AS (
            INSERT INTO clients (id, first_name, last_name, date_of_birth)
@@ -113,8 +114,6 @@ export function createClaimRepository(db: Queryable) {
            SELECT doc_type, number_hash, client_id
              FROM json_to_recordset($2::text::json) AS t(doc_type text, number_hash text, client_id uuid)
             ORDER BY doc_type, number_hash
-           ON CONFLICT DO NOTHING
-           RETURNING 1
          ), new_claims AS (
            INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, currency, is_at_fault,
                                vehicle_registration, source, status, import_id)
@@ -125,8 +124,7 @@ export function createClaimRepository(db: Queryable) {
                   status text, import_id uuid)
            RETURNING created_at
          )
-         SELECT (SELECT count(*) FROM new_documents)::int AS documents_inserted,
-                (SELECT ${CREATED_AT} FROM new_claims c LIMIT 1) AS created_at`,
+         SELECT (SELECT ${CREATED_AT} FROM new_claims c LIMIT 1) AS created_at`,
         [
           JSON.stringify(plan.newClients.map((c) => ({ id: c.id, first_name: c.firstName, last_name: c.lastName, date_of_birth: c.dateOfBirth }))),
           JSON.stringify(plan.newDocuments.map((d) => ({ doc_type: d.type, number_hash: d.hash, client_id: d.clientId }))),
@@ -146,8 +144,11 @@ export function createClaimRepository(db: Queryable) {
             })),
           ),
         ],
-      );
-      return { documentsInserted: Number(rows[0]!.documents_inserted), createdAt: rows[0]!.created_at };
+      ).catch((err: unknown) => {
+        if (pgErrorCode(err) === '23505') throw new RetryableConflict('identity document created concurrently');
+        throw err;
+      });
+      return { createdAt: rows[0]!.created_at };
     },
 
     async findById(id: string): Promise<StoredClaim | undefined> {

@@ -36,8 +36,9 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
    * fixed number of statements whatever the batch size: look the documents up, plan, write.
    * Rows are resolved in order; a row that fails identity resolution is reported and not written.
    * Concurrency is optimistic: the unique key on documents decides who created a person first,
-   * and a batch that lost such a race throws RetryableConflict (run it again: it will then find
-   * the person). 50 parallel submissions of one new person thus create exactly one client.
+   * and a batch that lost such a race throws RetryableConflict having written nothing (run it
+   * again: it will then find the person). 50 parallel submissions of one new person thus create
+   * exactly one client. Inside a longer transaction, run it in a savepoint.
    */
   async function storeBatch(
     tx: Pick<Store, 'claims'>,
@@ -52,17 +53,15 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     const claims = plan.outcomes.map((o, i): NewClaimRow | null =>
       o.ok ? { ...inputs[i]!, id: randomUUID(), clientId: o.client.id, companyId: principal.companyId, source, importId } : null,
     );
-    const { documentsInserted, createdAt } = await tx.claims.insertResolved(plan, claims.filter((c): c is NewClaimRow => c !== null));
-    if (documentsInserted !== plan.newDocuments.length) throw new RetryableConflict('identity document created concurrently');
+    const { createdAt } = await tx.claims.insertResolved(plan, claims.filter((c): c is NewClaimRow => c !== null));
     return { outcomes: plan.outcomes, claims, createdAt };
   }
 
   async function submit(principal: Principal, body: unknown, source: ClaimSource = 'api'): Promise<Claim> {
     const { value, errors } = validateClaimInput(body, today());
     if (!value) throw validationError(errors);
-    const { outcomes, claims, createdAt } = await withRetries(() =>
-      store.transaction((tx) => storeBatch(tx, principal, [value], source, null)),
-    );
+    // One look-up and one (atomic) write statement: no explicit transaction needed.
+    const { outcomes, claims, createdAt } = await withRetries(() => storeBatch(store, principal, [value], source, null));
     const outcome = outcomes[0]!;
     if (!outcome.ok) throw validationError({ [outcome.field]: [outcome.message] });
     const row = claims[0]!;
