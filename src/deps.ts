@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
+import type { Logger } from 'pino';
+
 import type { Config } from './config';
 import { openDb, type Db } from './db/db';
 import { migrate } from './db/migrate';
@@ -9,8 +11,17 @@ import { createStore } from './db/store';
 import { createClaimService } from './domain/claims/claim-service';
 import { createDocumentHasher, keyFingerprint } from './domain/clients/identity';
 import { createCompanyService } from './domain/companies/company-service';
+import { createDashboardService } from './domain/dashboard/dashboard-service';
+import { createSessionService } from './domain/dashboard/session-service';
 import { todayIn } from './domain/dates';
+import { createIdempotencyService } from './domain/idempotency/idempotency-service';
+import { createImportService, type ImportQueue } from './domain/imports/import-service';
 import { createTokenService } from './domain/tokens/token-service';
+import { createLogger } from './logger';
+import { createObjectStore } from './storage/object-store';
+import { importCsvProcessor } from './workers/import-csv.processor';
+import { createInProcessImportQueue } from './workers/in-process-runner';
+import { createBullImportQueue, type BullImportQueue } from './workers/queues';
 
 export class StartupError extends Error {}
 
@@ -33,17 +44,39 @@ function resolveDocumentHashKey(config: Config): string {
   return fs.readFileSync(file, 'utf8').trim();
 }
 
+/**
+ * The dashboard's cookie-signing secret: SESSION_SECRET, or in embedded mode one generated once
+ * into DATA_DIR and reused. PostgreSQL mode requires the variable (several processes share sessions).
+ * Resolved when the dashboard is registered, so the worker and the admin CLI do not need it.
+ */
+function resolveSessionSecret(config: Config): string {
+  if (config.sessionSecret) return config.sessionSecret;
+  if (config.databaseUrl) {
+    throw new StartupError('SESSION_SECRET must be set when DATABASE_URL is set (at least 32 characters, the same for every server process).');
+  }
+  const file = path.join(config.dataDir, 'session-secret.key');
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  try {
+    fs.writeFileSync(file, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  return fs.readFileSync(file, 'utf8').trim();
+}
+
 export type DepsOptions = {
   /** Test isolation: a PostgreSQL schema, or an in-memory PGlite (dataDir null). */
   searchPath?: string;
   inMemory?: boolean;
+  /** Where the queue, storage and import job log; default: a logger at LOG_LEVEL. */
+  logger?: Logger;
 };
 
 export async function createDeps(config: Config, options: DepsOptions = {}) {
   const key = resolveDocumentHashKey(config);
   const db: Db = await openDb(
     config.databaseUrl
-      ? { kind: 'postgres', url: config.databaseUrl, poolSize: config.dbPoolSize, ...(options.searchPath ? { searchPath: options.searchPath } : {}) }
+      ? { kind: 'postgres', url: config.databaseUrl, poolSize: config.dbPoolSize, ...((options.searchPath ?? config.dbSearchPath) ? { searchPath: options.searchPath ?? config.dbSearchPath } : {}) }
       : { kind: 'pglite', dataDir: options.inMemory ? undefined : path.join(config.dataDir, 'pgdata') },
   );
   try {
@@ -56,6 +89,23 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     }
     const today = () => todayIn(config.timezone);
     const claims = createClaimService({ store, hashDocument: createDocumentHasher(key), today, searchHistoryYears: config.searchHistoryYears });
+    const log = options.logger ?? createLogger(config.logLevel);
+    const storage = createObjectStore(config);
+    // With REDIS_URL the API only produces jobs (`npm run worker` consumes them); without it the
+    // same processor runs inside this process.
+    const importQueue: BullImportQueue | ReturnType<typeof createInProcessImportQueue> = config.redisUrl
+      ? createBullImportQueue({ url: config.redisUrl, prefix: config.queuePrefix, attempts: config.importAttempts, log })
+      : createInProcessImportQueue({ concurrency: config.workerConcurrency, attempts: config.importAttempts, log });
+    const imports = createImportService({
+      store,
+      claims,
+      storage,
+      queue: importQueue satisfies ImportQueue,
+      today,
+      limits: { maxBytes: config.importMaxBytes, chunkSize: config.importChunkSize, uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000 },
+      progressInDatabase: db.kind === 'postgres',
+    });
+    if (importQueue.kind === 'in-process') importQueue.start(importCsvProcessor({ imports }));
     return {
       config,
       db,
@@ -64,7 +114,15 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       claims,
       tokens: createTokenService({ store }),
       companies: createCompanyService({ store }),
+      storage,
+      importQueue,
+      imports,
+      idempotency: createIdempotencyService({ store }),
+      dashboard: createDashboardService({ store, today }),
+      sessions: createSessionService({ store }),
+      sessionSecret: () => resolveSessionSecret(config),
       async close() {
+        await importQueue.close();
         await db.close();
       },
     };

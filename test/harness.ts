@@ -36,6 +36,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
   }
   const config = loadConfig({
     DOCUMENT_HASH_KEY: TEST_HASH_KEY,
+    SESSION_SECRET: 'test-session-secret-0123456789abcdef0123',
     LOG_LEVEL: 'silent',
     DATA_DIR: `/tmp/claims-test-${schema}`,
     ...(kind === 'postgres' ? { DATABASE_URL: url! } : {}),

@@ -12,6 +12,7 @@ import type { Deps } from '../deps';
 import { authPlugin } from './plugins/auth';
 import { errorHandlerPlugin } from './plugins/error-handler';
 import { claimRoutes } from './routes/claims';
+import { dashboardPlugin } from '../web/index';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -90,6 +91,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     }
   });
 
+  await app.register(dashboardPlugin);
   if (extraRoutes) await extraRoutes(app);
   return app;
 }

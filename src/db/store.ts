@@ -1,7 +1,9 @@
 import { createClaimRepository } from './claim-repository';
 import { createCompanyRepository } from './company-repository';
+import { createDashboardRepository } from './dashboard-repository';
 import { RetryableConflict } from '../domain/errors';
 import { pgErrorCode, type Db, type Queryable } from './db';
+import { createSessionRepository } from './session-repository';
 import { createTokenRepository } from './token-repository';
 
 function repositories(q: Queryable) {
@@ -9,6 +11,8 @@ function repositories(q: Queryable) {
     claims: createClaimRepository(q),
     tokens: createTokenRepository(q),
     companies: createCompanyRepository(q),
+    sessions: createSessionRepository(q),
+    dashboard: createDashboardRepository(q),
     meta: {
       async get(key: string): Promise<string | undefined> {
         return (await q.query<{ value: string }>('SELECT value FROM app_meta WHERE key = $1', [key]))[0]?.value;

@@ -1,0 +1,53 @@
+import type { MonthCount } from '../domain/dashboard/dashboard-service';
+
+export type BarChart = {
+  width: number;
+  height: number;
+  plot: { left: number; top: number; width: number; height: number };
+  ticks: { value: number; y: number }[];
+  bars: { x: number; y: number; width: number; height: number; value: number; label: string; short: string; year: string | null; center: number }[];
+  max: number;
+};
+
+/** A round axis maximum at or above `max`: 1, 2, 5 × 10^n, and at least 4. */
+export function niceMax(max: number): number {
+  if (max <= 4) return 4;
+  const pow = 10 ** Math.floor(Math.log10(max));
+  for (const step of [1, 2, 2.5, 5, 10]) if (step * pow >= max) return step * pow;
+  return 10 * pow;
+}
+
+/**
+ * Geometry of a vertical bar chart of claims per month, computed here so the template only draws.
+ * The SVG scales with its container (viewBox); font sizes are set in CSS so that labels stay
+ * readable on a phone.
+ */
+export function monthBarChart(months: MonthCount[]): BarChart {
+  const width = 720;
+  const height = 280;
+  const plot = { left: 48, top: 24, width: width - 48 - 8, height: height - 24 - 56 };
+  const max = niceMax(Math.max(0, ...months.map((m) => m.claims)));
+  const slot = plot.width / Math.max(1, months.length);
+  const barWidth = Math.round(slot * 0.62);
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => ({ value: Math.round(max * f), y: round(plot.top + plot.height * (1 - f)) }));
+  const bars = months.map((m, i) => {
+    const h = round((m.claims / max) * plot.height);
+    const x = round(plot.left + slot * i + (slot - barWidth) / 2);
+    const [short = '', year = ''] = m.label.split(' ');
+    return {
+      x,
+      y: round(plot.top + plot.height - h),
+      width: barWidth,
+      height: h,
+      value: m.claims,
+      label: m.label,
+      short,
+      // The year is written under the first bar and under every January.
+      year: i === 0 || m.month.endsWith('-01') ? year : null,
+      center: round(x + barWidth / 2),
+    };
+  });
+  return { width, height, plot, ticks, bars, max };
+}
+
+const round = (n: number) => Math.round(n * 10) / 10;

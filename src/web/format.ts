@@ -1,0 +1,42 @@
+import type { ClaimStatus } from '../domain/claims/claim';
+
+/** Helpers every template receives as `it.fmt`. Pure; the time zone is the service's (APP_TIMEZONE). */
+export function createFormatters(timeZone: string) {
+  const dateTime = new Intl.DateTimeFormat('en-GB', { timeZone, dateStyle: 'medium', timeStyle: 'short' });
+  return {
+    /** "21 Nov 2026, 10:15" for an RFC 3339 time; "Never" for null. */
+    dateTime(iso: string | null | undefined, never = 'Never'): string {
+      if (!iso) return never;
+      const d = new Date(iso);
+      return Number.isNaN(d.getTime()) ? iso : dateTime.format(d);
+    },
+    status(status: ClaimStatus | string): string {
+      const text = status.replace(/_/gu, ' ');
+      return text.charAt(0).toUpperCase() + text.slice(1);
+    },
+    /** "1,250.00 EUR" from the API's "1250.00"; an em dash for no amount. */
+    amount(amount: string | null, currency = 'EUR'): string {
+      if (amount === null) return '—';
+      const [int = '0', frac = '00'] = amount.split('.');
+      return `${int.replace(/\B(?=(\d{3})+(?!\d))/gu, ',')}.${frac} ${currency}`;
+    },
+    yesNo(value: boolean | null): string {
+      return value === null ? 'Not known' : value ? 'Yes' : 'No';
+    },
+    label(value: string | null): string {
+      return value === null ? '—' : (value.charAt(0).toUpperCase() + value.slice(1)).replace(/_/gu, ' ');
+    },
+    number(n: number): string {
+      return n.toLocaleString('en-GB');
+    },
+    timeZone,
+  };
+}
+export type Formatters = ReturnType<typeof createFormatters>;
+
+/** Dotted field path → the id of its input, e.g. client.id_documents.0.number → f-client-id_documents-0-number. */
+export const fieldId = (path: string) => `f-${path.replace(/\./gu, '-')}`;
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+/** For the few template helpers that build markup in code; plain `<%= %>` output is escaped by Eta. */
+export const escapeHtml = (value: unknown) => String(value).replace(/[&<>"']/gu, (c) => HTML_ESCAPES[c]!);

@@ -1,0 +1,122 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import fastifyCookie from '@fastify/cookie';
+import fastifyCsrf from '@fastify/csrf-protection';
+import fastifyFormbody from '@fastify/formbody';
+import fastifyRateLimit from '@fastify/rate-limit';
+import fastifySession from '@fastify/session';
+import fastifyStatic from '@fastify/static';
+import fastifyView from '@fastify/view';
+import { Eta } from 'eta';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+
+import { SESSION_COOKIE, SESSION_MAX_AGE_MS } from './context';
+import { webErrorHandler } from './errors';
+import { createFormatters, escapeHtml, fieldId } from './format';
+import { authRoutes } from './routes/auth';
+import { claimRoutes } from './routes/claims';
+import { importRoutes } from './routes/imports';
+import { operatorRoutes } from './routes/operator';
+import { overviewRoutes } from './routes/overview';
+import { peopleRoutes } from './routes/people';
+import { tokenRoutes } from './routes/tokens';
+import { createSessionStore } from './session-store';
+import { renderPage } from './render';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+/** Changes whenever a file under public/ changes, so browsers may cache assets for a long time. */
+function assetVersion(dir: string): string {
+  const hash = createHash('sha256');
+  for (const file of fs.readdirSync(dir).sort()) hash.update(file).update(fs.readFileSync(path.join(dir, file)));
+  return hash.digest('hex').slice(0, 10);
+}
+
+/** Security headers for every dashboard response. No inline script or style is used anywhere. */
+const SECURITY_HEADERS = {
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'same-origin',
+} as const;
+
+/**
+ * The web dashboard: server-rendered pages for company people and the operator, on the same
+ * server as the API. Encapsulated: its cookie, session, CSRF, form-body and view plugins do not
+ * reach /api/v1.
+ */
+export async function dashboardPlugin(app: FastifyInstance) {
+  const deps = app.deps;
+  const secret = deps.sessionSecret();
+  const publicDir = path.join(HERE, 'public');
+  const version = assetVersion(publicDir);
+
+  // Assets in a scope of their own: no session look-up for a stylesheet.
+  await app.register(async (assets) => {
+    assets.addHook('onSend', async (_request, reply) => {
+      reply.headers({ 'x-content-type-options': 'nosniff' });
+    });
+    await assets.register(fastifyStatic, { root: publicDir, prefix: '/assets/', maxAge: '7d', immutable: true, index: false, wildcard: false });
+  });
+
+  await app.register(async (pages) => {
+    await pages.register(fastifyCookie);
+    await pages.register(fastifySession, {
+      secret,
+      cookieName: SESSION_COOKIE,
+      store: createSessionStore(deps.sessions),
+      saveUninitialized: false,
+      rolling: false,
+      // 'auto': Secure when the request came over HTTPS (X-Forwarded-Proto counts when TRUST_PROXY is on).
+      cookie: { path: '/', httpOnly: true, sameSite: 'lax', secure: 'auto', maxAge: SESSION_MAX_AGE_MS },
+    });
+    await pages.register(fastifyCsrf, {
+      sessionPlugin: '@fastify/session',
+      getToken: (request: FastifyRequest) => {
+        const fromBody = (request.body as { _csrf?: unknown } | undefined)?._csrf;
+        if (typeof fromBody === 'string') return fromBody;
+        const header = request.headers['x-csrf-token'];
+        return typeof header === 'string' ? header : undefined;
+      },
+    });
+    await pages.register(fastifyFormbody, { bodyLimit: 64 * 1024 });
+    await pages.register(fastifyRateLimit, { global: false });
+    await pages.register(fastifyView, {
+      engine: { eta: new Eta({ autoEscape: true, cache: true }) },
+      templates: path.join(HERE, 'views'),
+      production: true,
+      defaultContext: { fmt: createFormatters(deps.config.timezone), fieldId, escapeHtml, assetVersion: version },
+    });
+
+    pages.decorateRequest('webUser', null);
+    pages.addHook('onSend', async (_request, reply) => {
+      reply.headers(SECURITY_HEADERS);
+      if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    });
+    // Who is signed in: looked up again on every request, so a removed person is out at once.
+    pages.addHook('preHandler', async (request) => {
+      const userId = request.session?.userId;
+      request.webUser = userId ? ((await deps.dashboard.currentUser(userId)) ?? null) : null;
+    });
+    pages.setErrorHandler(webErrorHandler);
+
+    await pages.register(authRoutes);
+    await pages.register(overviewRoutes);
+    await pages.register(claimRoutes);
+    await pages.register(tokenRoutes);
+    await pages.register(peopleRoutes);
+    await pages.register(importRoutes);
+    await pages.register(operatorRoutes);
+
+    // Unknown page addresses get an HTML page; anything under /api keeps the API's JSON 404.
+    pages.get('/*', async (request, reply) => {
+      if (request.url.startsWith('/api/') || request.url === '/api') return reply.callNotFound();
+      return renderPage(reply, 'error', { title: 'Page not found', message: 'There is no page at this address.' }, 404);
+    });
+  });
+}

@@ -1,0 +1,124 @@
+// Progressive enhancement only: every page works without this file.
+'use strict';
+
+document.addEventListener('DOMContentLoaded', () => {
+  // Copy buttons (token value, first password): shown only when the Clipboard API is there.
+  for (const button of document.querySelectorAll('[data-copy]')) {
+    const input = document.getElementById(button.dataset.copy);
+    const status = document.querySelector(`[data-copy-status="${button.dataset.copy}"]`);
+    if (!input || !navigator.clipboard) continue;
+    button.hidden = false;
+    button.addEventListener('click', async () => {
+      try {
+        await navigator.clipboard.writeText(input.value);
+        if (status) status.textContent = 'Copied to the clipboard.';
+      } catch {
+        input.focus();
+        input.select();
+        if (status) status.textContent = 'Copying was not allowed: the value is selected, press Ctrl+C (or ⌘C).';
+      }
+    });
+  }
+  for (const input of document.querySelectorAll('[data-select-on-focus]')) {
+    input.addEventListener('focus', () => input.select());
+  }
+  // After a failed form, move focus to the error summary (or the first invalid field).
+  const focusTarget = document.querySelector('[data-focus]');
+  if (focusTarget) focusTarget.focus();
+
+  const upload = document.querySelector('[data-import-form]');
+  if (upload) enhanceImportForm(upload);
+  const poll = document.querySelector('[data-import-status-url]');
+  if (poll) pollImport(poll);
+});
+
+/** Uploads with XMLHttpRequest to show upload progress, then follows the import until it has finished. */
+function enhanceImportForm(form) {
+  const block = document.getElementById('import-progress');
+  const bar = document.getElementById('import-progress-bar');
+  const label = document.getElementById('import-progress-label');
+  const errorBox = document.getElementById('import-error');
+  form.addEventListener('submit', (event) => {
+    const file = form.querySelector('input[type="file"]');
+    if (!file || !file.files || file.files.length === 0) return; // let the server explain
+    event.preventDefault();
+    const button = form.querySelector('button[type="submit"]');
+    button.disabled = true;
+    errorBox.hidden = true;
+    block.hidden = false;
+    bar.removeAttribute('value');
+    label.textContent = 'Uploading…';
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', form.action);
+    xhr.setRequestHeader('Accept', 'application/json');
+    xhr.setRequestHeader('X-CSRF-Token', form.querySelector('input[name="_csrf"]').value);
+    xhr.upload.addEventListener('progress', (e) => {
+      if (!e.lengthComputable) return;
+      bar.max = e.total;
+      bar.value = e.loaded;
+      label.textContent = `Uploading… ${Math.round((e.loaded / e.total) * 100)}%`;
+    });
+    xhr.upload.addEventListener('load', () => {
+      bar.removeAttribute('value');
+      label.textContent = 'Uploaded. Processing the rows…';
+    });
+    xhr.addEventListener('load', () => {
+      let body = {};
+      try { body = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
+      if (xhr.status >= 200 && xhr.status < 300 && body.statusUrl) {
+        followImport(body.statusUrl, body.resultUrl, bar, label);
+      } else {
+        fail(body.message || 'The upload failed. Try again.');
+      }
+    });
+    xhr.addEventListener('error', () => fail('The upload failed: the connection was lost. Try again.'));
+    xhr.send(new FormData(form));
+
+    function fail(message) {
+      block.hidden = true;
+      errorBox.hidden = false;
+      errorBox.querySelector('p').textContent = message;
+      errorBox.focus();
+      button.disabled = false;
+    }
+  });
+}
+
+function followImport(statusUrl, resultUrl, bar, label) {
+  const tick = async () => {
+    try {
+      const res = await fetch(statusUrl, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
+      const body = await res.json();
+      if (body.done) {
+        label.textContent = 'Finished. Opening the results…';
+        window.location.assign(resultUrl);
+        return;
+      }
+      if (typeof body.processed === 'number' && typeof body.total === 'number' && body.total > 0) {
+        bar.max = body.total;
+        bar.value = body.processed;
+        label.textContent = `Processing… ${body.processed} of ${body.total} rows`;
+      } else {
+        label.textContent = 'Processing the rows…';
+      }
+    } catch {
+      label.textContent = 'Processing… (waiting for the server)';
+    }
+    setTimeout(tick, 1000);
+  };
+  tick();
+}
+
+/** On a results page of an import that is still running: reload when it has finished. */
+function pollImport(el) {
+  const url = el.dataset.importStatusUrl;
+  const tick = async () => {
+    try {
+      const res = await fetch(url, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
+      const body = await res.json();
+      if (body.done) return window.location.reload();
+    } catch { /* try again */ }
+    setTimeout(tick, 1500);
+  };
+  setTimeout(tick, 1500);
+}

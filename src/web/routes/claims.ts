@@ -1,0 +1,90 @@
+import type { FastifyInstance } from 'fastify';
+
+import { CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, type ClaimStatus } from '../../domain/claims/claim';
+import { AppError } from '../../domain/errors';
+import { companyUser, principalOf, requireCompanyUser } from '../context';
+import { claimBodyFromForm, emptyClaimForm, errorSummary, text, type FormBody } from '../forms';
+import { renderPage } from '../render';
+
+const PAGE_SIZE = 25;
+const isStatus = (v: string): v is ClaimStatus => (CLAIM_STATUSES as readonly string[]).includes(v);
+const choices = { statuses: CLAIM_STATUSES, claimTypes: CLAIM_TYPES, documentTypes: DOCUMENT_TYPES };
+
+export async function claimRoutes(app: FastifyInstance) {
+  const { claims } = app.deps;
+
+  app.get('/claims', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const query = request.query as FormBody;
+    const status = text(query, 'status', 40);
+    const cursor = text(query, 'cursor', 200);
+    const filter = isStatus(status) ? status : undefined;
+    const page = await claims.list(principalOf(companyUser(request)), { status: filter, cursor: cursor || undefined, limit: PAGE_SIZE });
+    const nextUrl = page.meta.next_cursor
+      ? `/claims?${new URLSearchParams({ ...(filter ? { status: filter } : {}), cursor: page.meta.next_cursor }).toString()}`
+      : null;
+    return renderPage(reply, 'claims', {
+      title: 'Claims',
+      claims: page.data,
+      filter: filter ?? '',
+      isFirstPage: !cursor,
+      firstUrl: filter ? `/claims?status=${filter}` : '/claims',
+      nextUrl,
+      ...choices,
+    });
+  });
+
+  app.get('/claims/new', { preHandler: requireCompanyUser }, async (request, reply) => {
+    return renderPage(reply, 'claim-new', { title: 'Enter a claim', values: emptyClaimForm(app.deps.today()), errors: {}, summary: [], ...choices });
+  });
+
+  app.post('/claims', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+    const { body, values } = claimBodyFromForm(request.body as FormBody);
+    try {
+      const claim = await claims.submit(principalOf(companyUser(request)), body, 'assisted');
+      return reply.redirect(`/claims/${claim.id}?saved=1`, 303);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED' || !err.fields) throw err;
+      const summary = errorSummary(err.fields);
+      return renderPage(reply, 'claim-new', { title: 'Enter a claim', values, errors: err.fields, summary, ...choices }, 422);
+    }
+  });
+
+  app.get('/claims/:id', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const claim = await claims.get(principalOf(companyUser(request)), id);
+    const query = request.query as FormBody;
+    const notice = text(query, 'saved') === '1' ? 'The claim was saved.' : text(query, 'updated') === '1' ? 'The status was changed.' : null;
+    return renderPage(reply, 'claim', { title: `Claim of ${claim.claim_date}`, claim, notice, statuses: CLAIM_STATUSES });
+  });
+
+  app.post('/claims/:id/status', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    try {
+      await claims.updateStatus(principalOf(companyUser(request)), id, text(request.body as FormBody, 'status', 40));
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'FORBIDDEN') {
+        throw new AppError('FORBIDDEN', 'This claim belongs to another company. Only that company can change its status.');
+      }
+      throw err;
+    }
+    return reply.redirect(`/claims/${id}?updated=1`, 303);
+  });
+
+  app.get('/search', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const plate = text(request.query as FormBody, 'plate', 100);
+    const user = companyUser(request);
+    const years = app.deps.config.searchHistoryYears;
+    const period = `${years} year${years === 1 ? '' : 's'}`;
+    let result: Awaited<ReturnType<typeof claims.searchByPlate>> | null = null;
+    let error: string | null = null;
+    if (plate !== '') {
+      try {
+        result = await claims.searchByPlate(plate);
+      } catch (err) {
+        if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
+        error = err.message;
+      }
+    }
+    return renderPage(reply, 'search', { title: 'Search by plate', plate, result, error, ownCompany: user.companyName, period }, error ? 422 : 200);
+  });
+}

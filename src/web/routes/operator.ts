@@ -1,0 +1,102 @@
+import type { FastifyInstance } from 'fastify';
+
+import { PASSWORD_MIN_LENGTH } from '../../domain/companies/company-service';
+import { AppError } from '../../domain/errors';
+import { requireOperator } from '../context';
+import { text, type FormBody } from '../forms';
+import { renderPage } from '../render';
+import { personFormErrors, ROLES } from './people';
+
+/** The operator's area: companies, their people, and a link to the queues (Bull Board). */
+export async function operatorRoutes(app: FastifyInstance) {
+  const { companies, dashboard } = app.deps;
+
+  async function companiesPage(extra: Record<string, unknown> = {}) {
+    const [list, people] = await Promise.all([companies.listCompanies(), dashboard.peopleCountByCompany()]);
+    return {
+      title: 'Companies',
+      companies: list.map((c) => ({ ...c, people: people.get(c.id) ?? 0 })),
+      name: '',
+      error: null,
+      ...extra,
+    };
+  }
+
+  async function companyPage(companyId: string, extra: Record<string, unknown> = {}) {
+    const company = await companies.getCompany(companyId);
+    return {
+      title: company.name,
+      company,
+      people: await companies.listUsers(company.id),
+      form: { email: '', role: 'admin' },
+      errors: {},
+      notice: null,
+      roles: ROLES,
+      passwordMin: PASSWORD_MIN_LENGTH,
+      ...extra,
+    };
+  }
+
+  app.get('/operator', { preHandler: requireOperator }, async (_request, reply) => renderPage(reply, 'operator-companies', await companiesPage()));
+
+  app.post('/operator/companies', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
+    const name = text(request.body as FormBody, 'name', 300);
+    try {
+      const company = await companies.createCompany(name);
+      request.log.info({ companyId: company.id }, 'company created');
+      return reply.redirect(`/operator/companies/${company.id}?created=1`, 303);
+    } catch (err) {
+      if (!(err instanceof AppError) || (err.code !== 'VALIDATION_FAILED' && err.code !== 'CONFLICT')) throw err;
+      return renderPage(reply, 'operator-companies', await companiesPage({ name, error: err.message }), 422);
+    }
+  });
+
+  app.get('/operator/companies/:id', { preHandler: requireOperator }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const q = request.query as FormBody;
+    const notice =
+      text(q, 'created') === '1'
+        ? 'The company was created. Now add its first admin.'
+        : text(q, 'removed') === '1'
+          ? 'The person was removed and signed out.'
+          : text(q, 'added') === '1'
+            ? 'The person was added.'
+            : null;
+    return renderPage(reply, 'operator-company', await companyPage(id, { notice }));
+  });
+
+  app.post('/operator/companies/:id/people', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const company = await companies.getCompany(id);
+    const body = request.body as FormBody;
+    const form = { email: text(body, 'email', 300), role: text(body, 'role', 20) };
+    const password = typeof body?.password === 'string' ? body.password : '';
+    try {
+      if (form.role !== 'admin' && form.role !== 'member') throw new AppError('VALIDATION_FAILED', 'Choose a role.', { role: ['Choose member or admin.'] });
+      const created = await companies.createUser({ companyId: company.id, email: form.email, password, role: form.role });
+      request.log.info({ userId: created.user.id, companyId: company.id }, 'person added by the operator');
+      if (!created.password) return reply.redirect(`/operator/companies/${company.id}?added=1`, 303);
+      const back = `/operator/companies/${company.id}`;
+      return renderPage(reply, 'person-created', { title: 'Person added', person: created.user, password: created.password, back }, 201);
+    } catch (err) {
+      return renderPage(reply, 'operator-company', await companyPage(company.id, { form, errors: personFormErrors(err) }), 422);
+    }
+  });
+
+  app.get('/operator/companies/:id/people/:personId/remove', { preHandler: requireOperator }, async (request, reply) => {
+    const { id, personId } = request.params as { id: string; personId: string };
+    const company = await companies.getCompany(id);
+    const person = (await companies.listUsers(company.id)).find((p) => p.id === personId);
+    if (!person) throw new AppError('NOT_FOUND', 'Person not found.');
+    const back = `/operator/companies/${company.id}`;
+    return renderPage(reply, 'person-remove', { title: 'Remove person', person, action: `${back}/people/${person.id}/remove`, back });
+  });
+
+  app.post('/operator/companies/:id/people/:personId/remove', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
+    const { id, personId } = request.params as { id: string; personId: string };
+    const company = await companies.getCompany(id);
+    await companies.removeUser(personId, company.id);
+    request.log.info({ userId: personId, companyId: company.id }, 'person removed by the operator');
+    return reply.redirect(`/operator/companies/${company.id}?removed=1`, 303);
+  });
+}

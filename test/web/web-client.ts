@@ -1,0 +1,78 @@
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+
+import type { TestContext } from '../harness';
+
+/** A tiny browser for app.inject: keeps cookies, finds CSRF tokens, submits forms urlencoded. */
+export class WebClient {
+  readonly cookies = new Map<string, string>();
+  lastCsrf = '';
+
+  constructor(
+    private readonly app: FastifyInstance,
+    private readonly headers: Record<string, string> = {},
+  ) {}
+
+  private cookieHeader(): Record<string, string> {
+    return this.cookies.size ? { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') } : {};
+  }
+
+  private remember(res: LightMyRequestResponse) {
+    for (const c of res.cookies as { name: string; value: string; expires?: Date; maxAge?: number }[]) {
+      if (c.value === '' || (c.expires && c.expires.getTime() < Date.now()) || c.maxAge === 0) this.cookies.delete(c.name);
+      else this.cookies.set(c.name, c.value);
+    }
+    const m = /name="_csrf" value="([^"]+)"/u.exec(res.body);
+    if (m) this.lastCsrf = m[1]!;
+  }
+
+  async get(url: string, headers: Record<string, string> = {}) {
+    const res = await this.app.inject({ method: 'GET', url, headers: { accept: 'text/html', ...this.headers, ...this.cookieHeader(), ...headers } });
+    this.remember(res);
+    return res;
+  }
+
+  /** Posts a form; the CSRF token of the last page is added unless `_csrf` is given (null: none). */
+  async post(url: string, form: Record<string, string> = {}, opts: { csrf?: string | null; headers?: Record<string, string> } = {}) {
+    const fields = { ...form };
+    const csrf = opts.csrf === undefined ? this.lastCsrf : opts.csrf;
+    if (csrf !== null) fields._csrf = csrf;
+    const res = await this.app.inject({
+      method: 'POST',
+      url,
+      headers: {
+        accept: 'text/html',
+        'content-type': 'application/x-www-form-urlencoded',
+        ...this.headers,
+        ...this.cookieHeader(),
+        ...(opts.headers ?? {}),
+      },
+      payload: new URLSearchParams(fields).toString(),
+    });
+    this.remember(res);
+    return res;
+  }
+
+  async signIn(email: string, password: string) {
+    await this.get('/login');
+    const res = await this.post('/login', { email, password });
+    if (res.statusCode !== 303) throw new Error(`sign-in failed: ${res.statusCode}`);
+    return res;
+  }
+}
+
+export const PASSWORD = 'correct horse battery staple';
+
+/** A company with an admin and a member who can sign in (and a live API token from the harness). */
+export async function companyWithPeople(ctx: TestContext, name = 'Company') {
+  const company = await ctx.newCompany(name);
+  const tag = Math.random().toString(36).slice(2, 8);
+  const admin = (await ctx.deps.companies.createUser({ companyId: company.id, email: `admin-${tag}@${tag}.example`, password: PASSWORD, role: 'admin' })).user;
+  const member = (await ctx.deps.companies.createUser({ companyId: company.id, email: `member-${tag}@${tag}.example`, password: PASSWORD, role: 'member' })).user;
+  return { ...company, admin, member };
+}
+
+export async function signedIn(ctx: TestContext, email: string, password = PASSWORD) {
+  const client = new WebClient(ctx.app);
+  await client.signIn(email, password);
+  return client;
+}
