@@ -42,6 +42,12 @@ export function fieldErrorsFromAjv(issues: AjvIssue[]): FieldErrors {
       case 'maxItems':
         message = messages.maxItems(field, Number(issue.params.limit));
         break;
+      case 'minimum':
+        message = messages.min(field, Number(issue.params.limit));
+        break;
+      case 'maximum':
+        message = messages.max(field, Number(issue.params.limit));
+        break;
       case 'type': {
         const type = String(issue.params.type);
         if (field === '') message = 'The request body must be a JSON object.';

@@ -99,10 +99,14 @@ export const updateStatusBody = {
   properties: { status: { type: 'string', enum: CLAIM_STATUSES, examples: ['under_investigation'] } },
 } as const;
 
+/**
+ * Deliberately no `format: uuid` and no bound tighter than the router's maxParamLength (100): an
+ * id that is not a claim's, UUID or not, is a 404 "Claim not found." (DECISIONS.md), never a 422.
+ */
 export const claimIdParams = {
   type: 'object',
   required: ['id'],
-  properties: { id: { type: 'string', maxLength: 64, description: 'Claim UUID' } },
+  properties: { id: { type: 'string', maxLength: 100, description: 'Claim UUID' } },
 } as const;
 
 export const searchByPlateBody = {

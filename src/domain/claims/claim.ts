@@ -62,7 +62,8 @@ export function normalizeDocumentNumber(raw: string): string {
 }
 
 const label = (field: string): string => {
-  const last = field.replace(/\.\d+\./gu, '.').split('.');
+  // Array indexes are part of the path, not of the name: "client.id_documents.0" is an id document.
+  const last = field.replace(/\.\d+(?=\.|$)/gu, '').split('.');
   const key = last.slice(-2).join('.');
   const known: Record<string, string> = {
     'id_documents.type': 'document type',
@@ -86,6 +87,9 @@ export const messages = {
   minItems: (f: string, n: number) => `The ${label(f)} field must have at least ${n} item${n === 1 ? '' : 's'}.`,
   maxItems: (f: string, n: number) => `The ${label(f)} field must not have more than ${n} items.`,
   number: (f: string) => `The ${label(f)} field must be a number.`,
+  min: (f: string, n: number) => `The ${label(f)} field must be at least ${n}.`,
+  max: (f: string, n: number) => `The ${label(f)} field must not be greater than ${n}.`,
+  characters: (f: string) => `The ${label(f)} field contains characters that are not allowed (control characters).`,
   dobBeforeToday: 'The date of birth must be a date before today.',
   claimDateFuture: 'The claim date cannot be in the future.',
   claimDateTooOld: (years: number) => `The claim date must be within the last ${years} years.`,
@@ -112,11 +116,22 @@ function requiredString(value: unknown, field: string, max: number, { errors }: 
     addFieldError(errors, field, messages.string(field));
     return undefined;
   }
-  if (value.length > max) {
+  // Characters as people count them (code points), the same as the JSON schema's maxLength.
+  if ([...value].length > max) {
     addFieldError(errors, field, messages.maxLength(field, max));
     return undefined;
   }
   return value;
+}
+
+/** A name: PostgreSQL text cannot hold NUL or an unpaired surrogate, and no name has control characters. */
+function requiredName(value: unknown, field: string, ctx: Ctx): string | undefined {
+  const name = requiredString(value, field, LIMITS.nameMaxLength, ctx);
+  if (name !== undefined && /[\p{Cc}\p{Cs}]/u.test(name)) {
+    addFieldError(ctx.errors, field, messages.characters(field));
+    return undefined;
+  }
+  return name;
 }
 
 function requiredDate(value: unknown, field: string, { errors }: Ctx): string | undefined {
@@ -184,8 +199,8 @@ export function validateClaimInput(body: unknown, today: string): { value?: Clai
   } else if (!isObject(client)) {
     addFieldError(errors, 'client', messages.object('client'));
   } else {
-    firstName = requiredString(client.first_name, 'client.first_name', LIMITS.nameMaxLength, ctx);
-    lastName = requiredString(client.last_name, 'client.last_name', LIMITS.nameMaxLength, ctx);
+    firstName = requiredName(client.first_name, 'client.first_name', ctx);
+    lastName = requiredName(client.last_name, 'client.last_name', ctx);
     dateOfBirth = requiredDate(client.date_of_birth, 'client.date_of_birth', ctx);
     if (dateOfBirth !== undefined && dateOfBirth >= today) {
       addFieldError(errors, 'client.date_of_birth', messages.dobBeforeToday);
