@@ -51,7 +51,7 @@ function resolveDocumentHashKey(config: Config): string {
  * into DATA_DIR and reused. PostgreSQL mode requires the variable (several processes share sessions).
  * Resolved when the dashboard is registered, so the worker and the admin CLI do not need it.
  */
-function resolveSessionSecret(config: Config): string {
+export function resolveSessionSecret(config: Config): string {
   if (config.sessionSecret) return config.sessionSecret;
   if (config.databaseUrl) {
     throw new StartupError('SESSION_SECRET must be set when DATABASE_URL is set (at least 32 characters, the same for every server process).');
@@ -71,7 +71,7 @@ function resolveSessionSecret(config: Config): string {
  * into DATA_DIR and reused. PostgreSQL mode requires the variable (several processes share sessions).
  * Resolved when the dashboard is registered, so the worker and the admin CLI do not need it.
  */
-function resolveSessionSecret(config: Config): string {
+export function resolveSessionSecret(config: Config): string {
   if (config.sessionSecret) return config.sessionSecret;
   if (config.databaseUrl) {
     throw new StartupError('SESSION_SECRET must be set when DATABASE_URL is set (at least 32 characters, the same for every server process).');

@@ -1,0 +1,55 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { loadConfig } from '../../src/config';
+import { resolveSessionSecret, StartupError } from '../../src/deps';
+import { createTestContext, type TestContext } from '../harness';
+import { WebClient } from './web-client';
+
+describe('SESSION_SECRET', () => {
+  it('is generated once into DATA_DIR in embedded mode and reused', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'claims-secret-'));
+    const config = loadConfig({ DATA_DIR: dir });
+    const first = resolveSessionSecret(config);
+    expect(first.length).toBeGreaterThanOrEqual(32);
+    expect(resolveSessionSecret(config)).toBe(first);
+    expect(fs.readFileSync(path.join(dir, 'session-secret.key'), 'utf8').trim()).toBe(first);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('must be set when DATABASE_URL is set, with a clear startup error', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test' });
+    expect(() => resolveSessionSecret(config)).toThrow(StartupError);
+    expect(() => resolveSessionSecret(config)).toThrow(/SESSION_SECRET must be set when DATABASE_URL is set/u);
+  });
+
+  it('is used as given when set', () => {
+    const secret = 'a-session-secret-of-at-least-32-characters';
+    expect(resolveSessionSecret(loadConfig({ SESSION_SECRET: secret, DATABASE_URL: 'postgres://x@h/db' }))).toBe(secret);
+  });
+});
+
+describe('behind a TLS proxy (TRUST_PROXY=true)', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext({ TRUST_PROXY: 'true' });
+  });
+  afterAll(async () => ctx.close());
+
+  it('marks the session cookie Secure when the request came over HTTPS', async () => {
+    const res = await new WebClient(ctx.app, { 'x-forwarded-proto': 'https' }).get('/login');
+    const cookie = ([] as string[]).concat(res.headers['set-cookie'] ?? []).find((c) => c.startsWith('claims_session='))!;
+    expect(cookie).toMatch(/; Secure/u);
+    expect(cookie).toMatch(/; HttpOnly/u);
+    expect(cookie).toMatch(/; SameSite=Lax/u);
+  });
+
+  it('does not mark it Secure for plain HTTP', async () => {
+    const res = await new WebClient(ctx.app).get('/login');
+    const cookie = ([] as string[]).concat(res.headers['set-cookie'] ?? []).find((c) => c.startsWith('claims_session='))!;
+    expect(cookie).not.toMatch(/; Secure/u);
+  });
+});

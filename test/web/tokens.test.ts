@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestContext, type TestContext } from '../harness';
+import { companyWithPeople, signedIn } from './web-client';
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createTestContext();
+});
+afterAll(async () => ctx.close());
+
+const tokenValue = (html: string) => /id="token-value"[^>]*value="(csk_[A-Za-z0-9_-]{43})"/u.exec(html)?.[1];
+
+describe('Settings › API Tokens', () => {
+  it('is reached through navigation labelled exactly "Settings" and "API Tokens"', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.member.email);
+    const home = await web.get('/');
+    expect(home.body).toMatch(/<a href="\/settings\/tokens"[^>]*>Settings<\/a>/u);
+    const page = await web.get('/settings/tokens');
+    expect(page.body).toMatch(/<a href="\/settings\/tokens" aria-current="page">API Tokens<\/a>/u);
+    expect(page.body).toMatch(/<button type="submit" class="button">Create Token<\/button>/u);
+  });
+
+  it('creates a token that works at once, shows its value once, lists it without the value, and a revoked token gets 401', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.member.email);
+    await web.get('/settings/tokens');
+    const created = await web.post('/settings/tokens', { name: 'Claims system (production)' });
+    expect(created.statusCode).toBe(201);
+    expect(created.headers['cache-control']).toBe('no-store');
+    expect(created.body).toContain('It will not be shown again');
+    expect(created.body).toContain('data-copy="token-value"');
+    const token = tokenValue(created.body)!;
+    expect(token).toBeTruthy();
+
+    const api = await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: { authorization: `Bearer ${token}` } });
+    expect(api.statusCode).toBe(200);
+
+    const list = await web.get('/settings/tokens');
+    expect(list.body).toContain('Claims system (production)');
+    expect(list.body).not.toContain(token);
+    expect(list.body).not.toContain(token.slice(4, 20));
+    const row = (await ctx.deps.tokens.list(c.id)).find((t) => t.name === 'Claims system (production)')!;
+    expect(row.last_used_at).not.toBeNull();
+
+    const confirm = await web.get(`/settings/tokens/${row.id}/revoke`);
+    expect(confirm.statusCode).toBe(200);
+    expect(confirm.body).toContain('Revoke “Claims system (production)”?');
+    expect(confirm.body).not.toContain(token);
+    const revoked = await web.post(`/settings/tokens/${row.id}/revoke`);
+    expect(revoked.statusCode).toBe(303);
+    expect(revoked.headers.location).toBe('/settings/tokens?revoked=1');
+    const after = await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: { authorization: `Bearer ${token}` } });
+    expect(after.statusCode).toBe(401);
+    expect((await web.get('/settings/tokens')).body).toContain('Revoked');
+  });
+
+  it('asks for a name', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.member.email);
+    await web.get('/settings/tokens');
+    const res = await web.post('/settings/tokens', { name: '   ' });
+    expect(res.statusCode).toBe(422);
+    expect(res.body).toContain('id="token-name-error">The name field is required.');
+    expect(res.body).not.toMatch(/csk_[A-Za-z0-9_-]{43}/u);
+  });
+
+  it('escapes what people type', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.member.email);
+    await web.get('/settings/tokens');
+    await web.post('/settings/tokens', { name: '<script>alert(1)</script>' });
+    const list = await web.get('/settings/tokens');
+    expect(list.body).not.toContain('<script>alert(1)</script>');
+    expect(list.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+  });
+});
