@@ -12,6 +12,7 @@ const envSchema = {
     DATA_DIR: { type: 'string', minLength: 1, default: './data' },
     DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
     DB_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 100, default: 10 },
+    DB_SEARCH_PATH: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
     APP_TIMEZONE: { type: 'string', minLength: 1, default: 'UTC' },
     SEARCH_HISTORY_YEARS: { type: 'integer', minimum: 1, maximum: 100, default: 3 },
     DOCUMENT_HASH_KEY: { type: 'string', minLength: 32 },
@@ -26,6 +27,10 @@ const envSchema = {
     IMPORT_CHUNK_SIZE: { type: 'integer', minimum: 1, maximum: 50_000, default: 5000 },
     IMPORT_WAIT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
     WORKER_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
+    WORKER_LOCK_SECONDS: { type: 'integer', minimum: 2, maximum: 600, default: 30 },
+    IMPORT_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 20, default: 3 },
+    IMPORT_UPLOAD_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 120 },
+    QUEUE_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'bull' },
     OPERATOR_USER: { type: 'string', minLength: 1 },
     OPERATOR_PASSWORD: { type: 'string', minLength: 8 },
     SESSION_SECRET: { type: 'string', minLength: 32 },
@@ -40,6 +45,8 @@ export type Config = Readonly<{
   dataDir: string;
   databaseUrl: string | undefined;
   dbPoolSize: number;
+  /** Test/ops setting: the PostgreSQL schema to work in (search_path), e.g. a test's own schema. */
+  dbSearchPath: string | undefined;
   timezone: string;
   searchHistoryYears: number;
   documentHashKey: string | undefined;
@@ -52,6 +59,11 @@ export type Config = Readonly<{
   importChunkSize: number;
   importWaitSeconds: number;
   workerConcurrency: number;
+  /** How long a worker's lock on a job lasts without renewal; a killed worker's job is retried after about this long. */
+  workerLockSeconds: number;
+  importAttempts: number;
+  importUploadTimeoutSeconds: number;
+  queuePrefix: string;
   operator: { user: string; password: string } | undefined;
   sessionSecret: string | undefined;
   trustProxy: boolean;
@@ -82,6 +94,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (s3Given.length > 0 && s3Given.length < s3Keys.length) {
       problems.push(`${s3Keys.filter((k) => input[k] === undefined).join(', ')} must be set together with ${s3Given.join(', ')}`);
     }
+    if (input.REDIS_URL !== undefined && input.DATABASE_URL === undefined) {
+      problems.push('REDIS_URL needs DATABASE_URL: the embedded database can be opened by one process only, so separate workers could not reach it (unset REDIS_URL to run imports inside the server)');
+    }
     if ((input.OPERATOR_USER === undefined) !== (input.OPERATOR_PASSWORD === undefined)) {
       problems.push('OPERATOR_USER and OPERATOR_PASSWORD must be set together');
     }
@@ -107,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: v.DATA_DIR,
     databaseUrl: v.DATABASE_URL,
     dbPoolSize: v.DB_POOL_SIZE,
+    dbSearchPath: v.DB_SEARCH_PATH,
     timezone: v.APP_TIMEZONE,
     searchHistoryYears: v.SEARCH_HISTORY_YEARS,
     documentHashKey: v.DOCUMENT_HASH_KEY,
@@ -117,6 +133,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importChunkSize: v.IMPORT_CHUNK_SIZE,
     importWaitSeconds: v.IMPORT_WAIT_SECONDS,
     workerConcurrency: v.WORKER_CONCURRENCY,
+    workerLockSeconds: v.WORKER_LOCK_SECONDS,
+    importAttempts: v.IMPORT_ATTEMPTS,
+    importUploadTimeoutSeconds: v.IMPORT_UPLOAD_TIMEOUT_SECONDS,
+    queuePrefix: v.QUEUE_PREFIX,
     operator: v.OPERATOR_USER ? { user: v.OPERATOR_USER, password: v.OPERATOR_PASSWORD } : undefined,
     sessionSecret: v.SESSION_SECRET,
     trustProxy: v.TRUST_PROXY,

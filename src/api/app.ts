@@ -10,8 +10,10 @@ import type { FastifyBaseLogger } from 'fastify';
 
 import type { Deps } from '../deps';
 import { authPlugin } from './plugins/auth';
+import { bullBoardPlugin } from './plugins/bull-board';
 import { errorHandlerPlugin } from './plugins/error-handler';
 import { claimRoutes } from './routes/claims';
+import { importRoutes } from './routes/imports';
 import { dashboardPlugin } from '../web/index';
 
 declare module 'fastify' {
@@ -77,10 +79,12 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
       }
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await api.register(claimRoutes);
+      await api.register(importRoutes);
     },
     { prefix: '/api/v1' },
   );
 
+  if (deps.importQueue.kind === 'bullmq') await app.register(bullBoardPlugin, { queue: deps.importQueue.bull, operator: deps.config.operator });
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     try {

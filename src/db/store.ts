@@ -3,6 +3,7 @@ import { createCompanyRepository } from './company-repository';
 import { createDashboardRepository } from './dashboard-repository';
 import { RetryableConflict } from '../domain/errors';
 import { pgErrorCode, type Db, type Queryable } from './db';
+import { createIdempotencyRepository, createImportRepository } from './import-repository';
 import { createSessionRepository } from './session-repository';
 import { createTokenRepository } from './token-repository';
 
@@ -11,6 +12,8 @@ function repositories(q: Queryable) {
     claims: createClaimRepository(q),
     tokens: createTokenRepository(q),
     companies: createCompanyRepository(q),
+    imports: createImportRepository(q),
+    idempotency: createIdempotencyRepository(q),
     sessions: createSessionRepository(q),
     dashboard: createDashboardRepository(q),
     meta: {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 
 import type { ClaimStatus } from '../../domain/claims/claim';
+import { idempotentRoute } from '../plugins/idempotency';
 import { commonErrors, errorBody } from '../schemas/common';
 import {
   claimEnvelope,
@@ -20,6 +21,7 @@ export async function claimRoutes(app: FastifyInstance) {
   app.addHook('onRequest', app.requireToken);
 
   app.post('/claims', {
+    ...idempotentRoute(app),
     schema: {
       operationId: 'submitClaim',
       summary: 'Submit a claim',
@@ -27,7 +29,11 @@ export async function claimRoutes(app: FastifyInstance) {
       tags: ['claims'],
       security,
       body: submitClaimBody,
-      response: { 201: claimEnvelope, ...commonErrors },
+      response: {
+        201: claimEnvelope,
+        ...commonErrors,
+        409: { description: 'A request with the same Idempotency-Key is still running', ...errorBody },
+      },
     },
   }, async (request, reply) => {
     const data = await app.deps.claims.submit(request.principal, request.body, 'api');

@@ -1,0 +1,148 @@
+import multipart, { type MultipartFile } from '@fastify/multipart';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+import type { ImportRecord } from '../../db/import-repository';
+import { validationError } from '../../domain/errors';
+import { fileMessages } from '../../domain/imports/csv-file';
+import { summaryOf } from '../../domain/imports/import-service';
+import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/idempotency';
+import { commonErrors, errorBody, validationErrorBody } from '../schemas/common';
+import { importBodyDoc, importEnvelope, importIdParams, importPage, importSummary, listImportsQuery } from '../schemas/imports';
+
+const security = [{ bearerAuth: [] }];
+const notFound = { 404: { description: 'Unknown import id, or an import of another company', ...errorBody } } as const;
+const locationOf = (id: string) => `/api/v1/imports/${id}`;
+
+function toListItem(run: ImportRecord) {
+  return {
+    id: run.id,
+    status: run.status,
+    file_name: run.fileName,
+    size_bytes: run.sizeBytes,
+    progress: { rows_done: run.rowsDone, rows_total: run.rowsTotal },
+    imported: run.imported,
+    failed: run.failed,
+    message: run.status === 'completed' ? summaryOf(run).message : run.message,
+    created_at: run.createdAt,
+    finished_at: run.finishedAt,
+  };
+}
+
+const toDetail = (run: ImportRecord) => ({ ...toListItem(run), summary: run.status === 'completed' ? summaryOf(run) : null });
+
+const wantsAsync = (request: FastifyRequest) => /(^|[\s,;])respond-async($|[\s,;])/iu.test(String(request.headers.prefer ?? ''));
+
+/** 202 with the import's handle, as for `Prefer: respond-async` and for a wait that ran out. */
+function accepted(reply: FastifyReply, run: ImportRecord) {
+  return reply.code(202).header('location', locationOf(run.id)).send({ data: toDetail(run) });
+}
+
+/** The answer once the job settled: the summary (200), the file's problem (422), or a failure (500). */
+function outcome(reply: FastifyReply, run: ImportRecord) {
+  if (run.status === 'completed') return reply.code(200).send(summaryOf(run));
+  if (run.status === 'failed' && run.failure === 'invalid_file') {
+    const message = run.message ?? fileMessages.empty;
+    return reply.code(422).send({ message, errors: { file: [message] } });
+  }
+  if (run.status === 'failed') return reply.code(500).send({ message: run.message ?? 'Server error.' });
+  return accepted(reply, run);
+}
+
+/** The `file` part; anything else (no multipart, no file, another field name) is a 422. */
+async function filePart(request: FastifyRequest): Promise<MultipartFile> {
+  let part: MultipartFile | undefined;
+  try {
+    part = request.isMultipart() ? await request.file() : undefined;
+  } catch {
+    part = undefined;
+  }
+  if (!part || part.fieldname !== 'file') {
+    part?.file.resume();
+    throw validationError({ file: [fileMessages.required] });
+  }
+  return part;
+}
+
+/**
+ * CSV import: POST /claims/import and the imports resource. The upload is streamed to storage
+ * (checked on its way), then processed as a job; the request waits for it up to
+ * IMPORT_WAIT_SECONDS, or answers 202 at once with `Prefer: respond-async`.
+ */
+export async function importRoutes(app: FastifyInstance) {
+  const { config, imports } = app.deps;
+  // Past fileSize busboy truncates the stream rather than failing: `truncated` is checked after.
+  await app.register(multipart, { limits: { fileSize: config.importMaxBytes, files: 1, fields: 10, fieldSize: 1024, parts: 20 } });
+  app.addHook('onRequest', app.requireToken);
+  app.addHook('onReady', async () => {
+    const resumed = await imports.resumeUnfinished();
+    if (resumed > 0) app.log.info({ resumed }, 'resumed unfinished imports');
+  });
+
+  app.post('/claims/import', {
+    schema: {
+      operationId: 'importClaims',
+      summary: 'Import claims from a CSV file',
+      description:
+        'multipart/form-data with one part `file` (.csv or .txt, UTF-8, at most IMPORT_MAX_BYTES). Rows are validated independently; ' +
+        'the response lists every failed row with its spreadsheet row number. With `Prefer: respond-async`, or when the import takes ' +
+        'longer than IMPORT_WAIT_SECONDS, the answer is 202 with a Location to poll. Accepts an `Idempotency-Key` header.',
+      tags: ['imports'],
+      security,
+      consumes: ['multipart/form-data'],
+      body: importBodyDoc,
+      response: {
+        200: { description: 'The import finished (also when every row failed)', ...importSummary },
+        202: { description: 'The import is queued or running; poll the Location', ...importEnvelope },
+        ...commonErrors,
+        409: { description: 'A request with the same Idempotency-Key is still running', ...errorBody },
+        422: { description: 'The file is invalid (nothing was imported), or the Idempotency-Key was used for another request', ...validationErrorBody },
+        503: { description: 'The import queue or storage is unavailable; nothing was imported', ...errorBody },
+      },
+    },
+    // The body is a stream the handler reads and checks itself; the schema above documents it.
+    validatorCompiler: () => () => true,
+    onSend: idempotencyOnSend(app),
+  }, async (request, reply) => {
+    const part = await filePart(request);
+    const file = await imports.receive(request.principal, { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated });
+    if (await beginIdempotent(app, request, reply, fileRequestHash(request, file.sha256))) {
+      await imports.discard(file);
+      return reply;
+    }
+    const run = await imports.start(request.principal, file);
+    if (wantsAsync(request)) return accepted(reply.header('preference-applied', 'respond-async'), run);
+    // The wait can be longer than the server's idle-socket timeout.
+    const socket = request.raw.socket as { setTimeout?: (ms: number) => unknown } | undefined;
+    socket?.setTimeout?.(config.importWaitSeconds * 1000 + 30_000);
+    return outcome(reply, await imports.waitForResult(request.principal, run.id, config.importWaitSeconds * 1000));
+  });
+
+  app.get('/imports/:id', {
+    schema: {
+      operationId: 'getImport',
+      summary: 'Status, progress and (when done) the summary of one of your imports',
+      tags: ['imports'],
+      security,
+      params: importIdParams,
+      response: { 200: importEnvelope, ...commonErrors, ...notFound },
+    },
+  }, async (request) => {
+    const { id } = request.params as { id: string };
+    return { data: toDetail(await imports.get(request.principal, id)) };
+  });
+
+  app.get('/imports', {
+    schema: {
+      operationId: 'listImports',
+      summary: "List your company's imports, newest first",
+      tags: ['imports'],
+      security,
+      querystring: listImportsQuery,
+      response: { 200: importPage, ...commonErrors },
+    },
+  }, async (request) => {
+    const q = request.query as { cursor?: string; limit: number };
+    const page = await imports.list(request.principal, q);
+    return { data: page.data.map(toListItem), meta: { next_cursor: page.nextCursor } };
+  });
+}

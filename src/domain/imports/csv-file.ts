@@ -1,0 +1,405 @@
+import { createHash } from 'node:crypto';
+import { Readable, Transform } from 'node:stream';
+
+import { parse } from 'csv-parse';
+import { parse as parseSync } from 'csv-parse/sync';
+
+import type { FieldErrors } from '../errors';
+
+/**
+ * The CSV import file format (DECISIONS.md, "CSV import"): pure rules plus the two streaming
+ * readers, one that inspects the upload on its way to storage and one that yields the rows to
+ * the worker. Row validation itself is the single-claim endpoint's `validateClaimInput`.
+ */
+
+export const REQUIRED_COLUMNS = [
+  'first_name',
+  'last_name',
+  'date_of_birth',
+  'id_type',
+  'id_number',
+  'claim_date',
+  'vehicle_registration',
+] as const;
+export const OPTIONAL_COLUMNS = ['claim_type', 'amount', 'currency', 'is_at_fault', 'status'] as const;
+export type Column = (typeof REQUIRED_COLUMNS)[number] | (typeof OPTIONAL_COLUMNS)[number];
+const KNOWN = new Set<string>([...REQUIRED_COLUMNS, ...OPTIONAL_COLUMNS]);
+
+export const ALLOWED_EXTENSIONS = ['csv', 'txt'] as const;
+/** How far into the file the header row must end. */
+export const MAX_HEADER_BYTES = 64 * 1024;
+/** A single record larger than this is a broken file (an unclosed quote swallowing the rest). */
+export const MAX_RECORD_CHARS = 1024 * 1024;
+
+/** The file as a whole is unacceptable: answered as 422 with the message on `file`. */
+export class InvalidImportFile extends Error {
+  constructor(readonly messages: string[]) {
+    super(messages[0]);
+    this.name = 'InvalidImportFile';
+  }
+  get fields(): FieldErrors {
+    return { file: this.messages };
+  }
+}
+
+export const fileMessages = {
+  required: 'The file field is required.',
+  extension: `The file must be a file of type: ${ALLOWED_EXTENSIONS.join(', ')}.`,
+  empty: 'The file is empty.',
+  tooLarge: (maxBytes: number) =>
+    `The file must not be greater than ${Math.floor(maxBytes / 1024)} kilobytes (${maxBytes} bytes).`,
+  binary: 'The file must be a CSV text file; it looks like a binary file (save a spreadsheet as CSV first).',
+  notUtf8: 'The file must be UTF-8 text.',
+  blankHeader: 'The first row must be the header row; it is blank.',
+  headerTooLong: `The header row must end within the first ${MAX_HEADER_BYTES / 1024} KB of the file.`,
+  missing: (cols: string[]) => `The header row is missing the required column${cols.length > 1 ? 's' : ''}: ${cols.join(', ')}.`,
+  unknown: (cols: string[]) => `The header row has unknown column${cols.length > 1 ? 's' : ''}: ${cols.join(', ')}.`,
+  duplicate: (cols: string[]) => `The header row names ${cols.length > 1 ? 'these columns' : 'a column'} more than once: ${cols.join(', ')}.`,
+  unclosedQuote: (row: number) => `Row ${row} has a quoted field that is never closed; the file is not valid CSV.`,
+  recordTooLarge: (row: number) => `Row ${row} is larger than ${MAX_RECORD_CHARS / 1024 / 1024} MB; the file is not valid CSV.`,
+} as const;
+
+export const rowMessages = {
+  fieldCount: (got: number, want: number) => `The row has ${got} field${got === 1 ? '' : 's'}; the header has ${want}.`,
+} as const;
+
+/** The file name's extension is checked before any byte is read. */
+export function checkFileName(fileName: string | undefined): string | undefined {
+  const ext = /\.([A-Za-z0-9]+)$/u.exec(fileName ?? '')?.[1]?.toLowerCase();
+  return ext && (ALLOWED_EXTENSIONS as readonly string[]).includes(ext) ? undefined : fileMessages.extension;
+}
+
+/** For display only: no path, no control characters, bounded length. */
+export function sanitizeFileName(fileName: string | undefined): string {
+  const base = (fileName ?? '').split(/[\\/]/u).pop() ?? '';
+  // eslint-disable-next-line no-control-regex
+  const clean = base.replace(/[\u0000-\u001f\u007f"<>|:*?]/gu, '_').trim().slice(0, 255);
+  return clean === '' ? 'upload.csv' : clean;
+}
+
+export type Delimiter = ',' | ';' | '\t';
+
+/** The delimiter is whichever of comma, semicolon and tab the header line uses most (comma when none). */
+export function detectDelimiter(headerLine: string): Delimiter {
+  let best: Delimiter = ',';
+  let bestCount = 0;
+  for (const d of [',', ';', '\t'] as const) {
+    const count = headerLine.split(d).length - 1;
+    if (count > bestCount) [best, bestCount] = [d, count];
+  }
+  return best;
+}
+
+/** Header names must match exactly (case-sensitive, no trimming); column order is free. */
+export function checkHeader(names: string[]): string[] {
+  const problems: string[] = [];
+  const missing = REQUIRED_COLUMNS.filter((c) => !names.includes(c));
+  const unknown = [...new Set(names.filter((n) => !KNOWN.has(n)))].map((n) => (n === '' ? '(empty)' : JSON.stringify(n).slice(1, -1)));
+  const duplicate = [...new Set(names.filter((n, i) => KNOWN.has(n) && names.indexOf(n) !== i))];
+  if (missing.length > 0) problems.push(fileMessages.missing(missing));
+  if (unknown.length > 0) problems.push(fileMessages.unknown(unknown.map((u) => (u.length > 60 ? `${u.slice(0, 60)}…` : u))));
+  if (duplicate.length > 0) problems.push(fileMessages.duplicate(duplicate));
+  return problems;
+}
+
+export type Header = { delimiter: Delimiter; columns: Column[] };
+
+/** Parses and checks the header line (BOM and line end already removed). */
+export function parseHeader(line: string): Header {
+  const delimiter = detectDelimiter(line);
+  let names: string[];
+  try {
+    names = (parseSync(line, { delimiter, relax_quotes: true, relax_column_count: true }) as string[][])[0] ?? [];
+  } catch {
+    names = line.split(delimiter);
+  }
+  const problems = checkHeader(names);
+  if (problems.length > 0) throw new InvalidImportFile(problems);
+  return { delimiter, columns: names as Column[] };
+}
+
+/** What the upload inspection learnt about a valid file. */
+export type InspectedFile = { size: number; sha256: string; dataRows: number; header: Header | undefined };
+
+const QUOTE = 0x22;
+const LF = 0x0a;
+const CR = 0x0d;
+const SPACE = 0x20;
+const TAB = 0x09;
+
+/**
+ * A pass-through stream that rejects an unacceptable file on its way to storage, on the first
+ * bytes where possible: binary content (NUL bytes), text that is not UTF-8, a header row that does
+ * not match, a quote that is never closed. It also hashes the bytes (for Idempotency-Key) and
+ * counts the data rows (the progress total). Nothing is buffered beyond the header line.
+ */
+export function createFileInspector(): Transform & { result(): InspectedFile } {
+  const hash = createHash('sha256');
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  let size = 0;
+  let headBytes: Buffer[] = [];
+  let header: Header | undefined;
+  let delimiterByte = 0x2c;
+  // Record scanner state (after the header): inside quotes, at the start of a field, the record
+  // has content, the previous byte was a CR, the record number (header = 1), the quote's record.
+  let inQuotes = false;
+  let quoteClosedPending = false;
+  let atFieldStart = true;
+  let hasContent = false;
+  let afterCr = false;
+  let record = 1;
+  let quoteRecord = 0;
+  let dataRows = 0;
+
+  const endRecord = () => {
+    if (hasContent) dataRows++;
+    record++;
+    hasContent = false;
+    atFieldStart = true;
+  };
+
+  /** Mirrors csv-parse with relax_quotes: a quote opens a quoted field only at the field's start. */
+  const scan = (buf: Buffer, from: number) => {
+    for (let i = from; i < buf.length; i++) {
+      const b = buf[i]!;
+      if (afterCr) {
+        afterCr = false;
+        if (b === LF && !inQuotes) continue;
+      }
+      if (inQuotes) {
+        if (quoteClosedPending) {
+          quoteClosedPending = false;
+          if (b === QUOTE) continue; // "" is an escaped quote
+          inQuotes = false; // the quote closed the field; fall through to handle b unquoted
+        } else {
+          if (b === QUOTE) quoteClosedPending = true;
+          continue;
+        }
+      }
+      if (b === LF || b === CR) {
+        endRecord();
+        afterCr = b === CR;
+      } else if (b === delimiterByte) {
+        atFieldStart = true;
+      } else if (b === QUOTE && atFieldStart) {
+        inQuotes = true;
+        quoteRecord = record;
+        atFieldStart = false;
+      } else {
+        atFieldStart = false;
+        if (b !== SPACE && b !== TAB && b !== QUOTE) hasContent = true;
+      }
+    }
+  };
+
+  const takeHeader = (final: boolean): number | undefined => {
+    const head = Buffer.concat(headBytes);
+    headBytes = [head];
+    let end = head.indexOf(LF);
+    const cr = head.indexOf(CR);
+    if (cr !== -1 && (end === -1 || cr < end)) end = cr;
+    if (end === -1) {
+      if (head.length > MAX_HEADER_BYTES) throw new InvalidImportFile([fileMessages.headerTooLong]);
+      if (!final) return undefined;
+      end = head.length;
+    }
+    const bom = head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0;
+    const line = head.subarray(bom, end).toString('utf8');
+    if (line.trim() === '') {
+      // Only white space so far: an empty file if it stays so, else a blank first row.
+      const allBlank = head.subarray(bom).toString('utf8').trim() === '';
+      if (allBlank && final) throw new InvalidImportFile([fileMessages.empty]);
+      if (allBlank && head.length <= MAX_HEADER_BYTES) return undefined;
+      throw new InvalidImportFile([fileMessages.blankHeader]);
+    }
+    header = parseHeader(line);
+    delimiterByte = header.delimiter.charCodeAt(0);
+    return end;
+  };
+
+  const inspector = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      try {
+        size += chunk.length;
+        hash.update(chunk);
+        if (chunk.indexOf(0) !== -1) throw new InvalidImportFile([fileMessages.binary]);
+        try {
+          decoder.decode(chunk, { stream: true });
+        } catch {
+          throw new InvalidImportFile([fileMessages.notUtf8]);
+        }
+        if (header) {
+          scan(chunk, 0);
+        } else {
+          headBytes.push(chunk);
+          const end = takeHeader(false);
+          if (end !== undefined) {
+            const head = headBytes[0]!;
+            headBytes = [];
+            // The header's own line end: continue scanning right after it.
+            afterCr = head[end] === CR;
+            scan(head, Math.min(end + 1, head.length));
+          }
+        }
+        done(null, chunk);
+      } catch (err) {
+        done(err as Error);
+      }
+    },
+    flush(done) {
+      try {
+        try {
+          decoder.decode();
+        } catch {
+          throw new InvalidImportFile([fileMessages.notUtf8]);
+        }
+        if (size === 0) throw new InvalidImportFile([fileMessages.empty]);
+        if (!header) takeHeader(true);
+        if (inQuotes && !quoteClosedPending) throw new InvalidImportFile([fileMessages.unclosedQuote(quoteRecord)]);
+        if (inQuotes) inQuotes = false;
+        if (hasContent) dataRows++;
+        done();
+      } catch (err) {
+        done(err as Error);
+      }
+    },
+  }) as Transform & { result(): InspectedFile };
+  inspector.result = () => ({ size, sha256: hash.digest('hex'), dataRows, header });
+  return inspector;
+}
+
+/** A data row: the claim body (POST /claims shape), or errors that need no validation to find. */
+export type ImportRow = { row: number; body: Record<string, unknown> } | { row: number; errors: FieldErrors };
+
+const blank = (cell: string | undefined) => cell === undefined || cell.trim() === '';
+
+/** true/false/1/0 in any case; anything else stays a string so the validator reports it. */
+function toBoolean(cell: string | undefined): unknown {
+  if (blank(cell)) return undefined;
+  const v = cell!.toLowerCase();
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0') return false;
+  return cell;
+}
+
+/** One record as the JSON body of POST /claims; empty cells are "not given". */
+export function toClaimBody(record: string[], columns: Column[]): Record<string, unknown> {
+  const cell: Partial<Record<Column, string>> = {};
+  columns.forEach((c, i) => {
+    const v = record[i];
+    if (!blank(v)) cell[c] = v;
+  });
+  return {
+    client: {
+      first_name: cell.first_name,
+      last_name: cell.last_name,
+      date_of_birth: cell.date_of_birth,
+      id_documents: [{ type: cell.id_type, number: cell.id_number }],
+    },
+    claim_date: cell.claim_date,
+    vehicle_registration: cell.vehicle_registration,
+    claim_type: cell.claim_type,
+    amount: cell.amount,
+    currency: cell.currency,
+    is_at_fault: toBoolean(cell.is_at_fault),
+    status: cell.status,
+  };
+}
+
+const FIELD_TO_COLUMN: Record<string, string> = {
+  'client.first_name': 'first_name',
+  'client.last_name': 'last_name',
+  'client.date_of_birth': 'date_of_birth',
+  'client.id_documents.0.type': 'id_type',
+  'client.id_documents.0.number': 'id_number',
+  'client.id_documents.0': 'id_number',
+  'client.id_documents': 'id_number',
+};
+
+/** The API's field paths (`client.id_documents.0.number`) as the CSV's column names (`id_number`). */
+export function toColumnErrors(errors: FieldErrors): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [field, list] of Object.entries(errors)) {
+    const column = FIELD_TO_COLUMN[field] ?? field;
+    const target = (out[column] ??= []);
+    for (const m of list) if (!target.includes(m)) target.push(m);
+  }
+  return out;
+}
+
+/** Reads up to the end of the first line, so the delimiter is known before the parser starts. */
+async function peekHeader(source: Readable): Promise<{ line: string; replay: Readable }> {
+  const iterator = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const head: Buffer[] = [];
+  let length = 0;
+  let line: string | undefined;
+  for (;;) {
+    const next = await iterator.next();
+    if (next.done) break;
+    head.push(next.value);
+    length += next.value.length;
+    const joined = Buffer.concat(head);
+    const lf = joined.indexOf(LF);
+    const cr = joined.indexOf(CR);
+    const end = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
+    if (end !== -1) {
+      line = joined.subarray(0, end).toString('utf8');
+      break;
+    }
+    if (length > MAX_HEADER_BYTES) throw new InvalidImportFile([fileMessages.headerTooLong]);
+  }
+  line ??= Buffer.concat(head).toString('utf8');
+  if (line.charCodeAt(0) === 0xfeff) line = line.slice(1);
+  async function* replayAll() {
+    for (const chunk of head) yield chunk;
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) return;
+      yield next.value;
+    }
+  }
+  return { line, replay: Readable.from(replayAll(), { objectMode: false }) };
+}
+
+/**
+ * Yields the data rows of a stored import file in order, numbered as a spreadsheet shows them
+ * (header = 1). Blank rows are skipped but keep their number; a row with the wrong number of
+ * fields is a row error. The header is checked again here (the file was checked at upload).
+ */
+export async function* readImportRows(source: Readable): AsyncGenerator<ImportRow, void, undefined> {
+  const { line, replay } = await peekHeader(source);
+  const header = parseHeader(line);
+  const parser = replay.pipe(
+    parse({
+      bom: true,
+      delimiter: header.delimiter,
+      record_delimiter: ['\r\n', '\n', '\r'],
+      relax_quotes: true,
+      relax_column_count: true,
+      skip_empty_lines: false,
+      max_record_size: MAX_RECORD_CHARS,
+    }),
+  );
+  replay.on('error', (err) => parser.destroy(err));
+  let row = 0;
+  try {
+    for await (const record of parser as AsyncIterable<string[]>) {
+      row++;
+      if (row === 1) continue;
+      if (record.every(blank)) continue;
+      if (record.length !== header.columns.length) {
+        yield { row, errors: { row: [rowMessages.fieldCount(record.length, header.columns.length)] } };
+        continue;
+      }
+      yield { row, body: toClaimBody(record, header.columns) };
+    }
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'CSV_QUOTE_NOT_CLOSED') throw new InvalidImportFile([fileMessages.unclosedQuote(row + 1)]);
+    if (code === 'CSV_MAX_RECORD_SIZE') throw new InvalidImportFile([fileMessages.recordTooLarge(row + 1)]);
+    throw err;
+  } finally {
+    parser.destroy();
+    replay.destroy();
+  }
+}

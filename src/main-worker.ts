@@ -1,0 +1,48 @@
+import closeWithGrace from 'close-with-grace';
+import { Redis } from 'ioredis';
+
+import { ConfigError, loadConfig } from './config';
+import { DatabaseLockedError } from './db/db';
+import { createDeps, StartupError } from './deps';
+import { createLogger } from './logger';
+import { startImportWorker } from './workers/import-worker';
+import { checkEvictionPolicy } from './workers/queues';
+
+/**
+ * `npm run worker`: consumes the import queue. Run as many as needed (each takes
+ * WORKER_CONCURRENCY jobs at a time). On SIGTERM it stops taking jobs and lets the running ones
+ * finish (worker.close()); one still running after the grace period is abandoned, and another
+ * worker runs it again from the start once its lock expires, its transaction having been rolled back.
+ */
+const SHUTDOWN_GRACE_MS = 110_000;
+
+async function main() {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  if (!config.redisUrl) throw new StartupError('npm run worker needs REDIS_URL (and DATABASE_URL); without REDIS_URL the server runs imports itself.');
+
+  const probe = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+  await probe.connect();
+  await checkEvictionPolicy(probe, logger);
+  probe.disconnect();
+
+  const deps = await createDeps(config, { logger });
+  const worker = startImportWorker(deps, config, logger);
+  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ err, signal }) => {
+    if (err) logger.error({ err }, 'worker closing after an error');
+    else logger.info({ signal }, 'worker closing: finishing running imports');
+    await worker.close();
+    await deps.close();
+  });
+  await worker.waitUntilReady();
+  logger.info({ concurrency: config.workerConcurrency, pid: process.pid }, 'import worker ready');
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError || err instanceof StartupError || err instanceof DatabaseLockedError) {
+    console.error(err.message);
+  } else {
+    console.error('Worker failed to start:', err instanceof Error ? err.message : err);
+  }
+  process.exit(1);
+});

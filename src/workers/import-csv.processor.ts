@@ -1,0 +1,53 @@
+import { UnrecoverableError } from 'bullmq';
+
+import { InvalidImportFile } from '../domain/imports/csv-file';
+import {
+  ImportBusy,
+  ImportGone,
+  importMessages,
+  type ImportProgress,
+  type ImportService,
+  type ProcessOutcome,
+} from '../domain/imports/import-service';
+import { isUuid } from '../domain/ids';
+import type { JobData } from './queues';
+
+/** What the processor needs of a job: a BullMQ Job, or the in-process runner's stand-in. */
+export type ImportJob = {
+  data: JobData<'claims-import', 'import-csv'>;
+  attemptsMade: number;
+  opts: { attempts?: number | undefined };
+  updateProgress(progress: ImportProgress): Promise<unknown>;
+};
+
+export type ImportProcessorDeps = { imports: Pick<ImportService, 'process' | 'markFailed'> };
+
+const isLastAttempt = (job: ImportJob) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+
+/**
+ * A thin adapter from a job to ImportService.process. Permanent failures (a bad file, a missing
+ * file or import) become UnrecoverableError so they are not retried; anything else is rethrown so
+ * the queue's attempts and backoff apply, and the import is marked failed on the last attempt.
+ */
+export function importCsvProcessor(deps: ImportProcessorDeps) {
+  return async (job: ImportJob): Promise<ProcessOutcome> => {
+    const importId = job.data?.importId;
+    if (typeof importId !== 'string' || !isUuid(importId)) throw new UnrecoverableError('The job carries no valid import id.');
+    try {
+      return await deps.imports.process(importId, { onProgress: async (p) => void (await job.updateProgress(p)) });
+    } catch (err) {
+      if (err instanceof InvalidImportFile) {
+        await deps.imports.markFailed(importId, 'invalid_file', err.message);
+        throw new UnrecoverableError(err.message);
+      }
+      if (err instanceof ImportGone) {
+        await deps.imports.markFailed(importId, 'error', importMessages.failed);
+        throw new UnrecoverableError(err.message);
+      }
+      // Busy: another run holds the import and will finish it; this attempt just waits its turn.
+      if (!(err instanceof ImportBusy) && isLastAttempt(job)) await deps.imports.markFailed(importId, 'error', importMessages.failed);
+      throw err;
+    }
+  };
+}
+export type ImportProcessor = ReturnType<typeof importCsvProcessor>;

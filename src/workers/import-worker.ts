@@ -1,0 +1,48 @@
+import { UnrecoverableError, Worker } from 'bullmq';
+import type { Logger } from 'pino';
+
+import type { Config } from '../config';
+import { importMessages, type ImportService } from '../domain/imports/import-service';
+import { importCsvProcessor } from './import-csv.processor';
+import { IMPORT_QUEUE, workerConnection } from './queues';
+
+/**
+ * The consumer side of the import queue (`npm run worker`). Each job's lock is renewed while it
+ * runs; a worker that dies loses it after `WORKER_LOCK_SECONDS`, and another worker then takes the
+ * job again (its transaction was rolled back). A job that stalls twice fails for good.
+ */
+export function startImportWorker(
+  deps: { imports: Pick<ImportService, 'process' | 'markFailed'> },
+  config: Pick<Config, 'redisUrl' | 'queuePrefix' | 'workerConcurrency' | 'workerLockSeconds'>,
+  log: Logger,
+): Worker {
+  if (!config.redisUrl) throw new Error('The import worker needs REDIS_URL');
+  const processor = importCsvProcessor(deps);
+  const lockDuration = config.workerLockSeconds * 1000;
+  const worker = new Worker(IMPORT_QUEUE, async (job) => processor(job), {
+    connection: workerConnection(config.redisUrl),
+    prefix: config.queuePrefix,
+    concurrency: config.workerConcurrency,
+    lockDuration,
+    stalledInterval: lockDuration,
+    maxStalledCount: 1,
+  });
+  worker.on('active', (job) => log.info({ jobId: job.id, attempt: job.attemptsMade + 1 }, 'import job started'));
+  worker.on('completed', (job) => log.info({ jobId: job.id }, 'import job completed'));
+  worker.on('stalled', (jobId) => log.warn({ jobId }, 'import job stalled (its worker died or blocked); it will run again'));
+  worker.on('failed', (job, err) => {
+    if (!job) return;
+    void (async () => {
+      // Covers failures the processor never saw, such as a job that stalled too often.
+      const final = err instanceof UnrecoverableError || (await job.isFailed().catch(() => false));
+      log.warn({ jobId: job.id, err, final }, 'import job failed');
+      if (final && typeof job.data?.importId === 'string') {
+        await deps.imports.markFailed(job.data.importId, 'error', importMessages.failed).catch((e: unknown) => {
+          log.error({ err: e, jobId: job.id }, 'could not mark the import failed');
+        });
+      }
+    })();
+  });
+  worker.on('error', (err) => log.error({ err }, 'import worker error'));
+  return worker;
+}

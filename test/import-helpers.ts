@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import type { FastifyInstance } from 'fastify';
+
+import { minusYears, todayIn } from '../src/domain/dates';
+
+export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
+export const fixture = (name: string): Buffer => fs.readFileSync(path.join(FIXTURES, name));
+
+export const HEADER = 'first_name,last_name,date_of_birth,id_type,id_number,claim_date,vehicle_registration,claim_type,amount,currency,is_at_fault,status';
+
+/** A claim date safely inside the 3-year window, whatever today is. */
+export const recentDate = (daysAgo = 30): string => {
+  const d = new Date(`${todayIn('UTC')}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() - daysAgo);
+  return d.toISOString().slice(0, 10);
+};
+export const tooOldDate = (): string => minusYears(recentDate(0), 4);
+export const futureDate = (): string => {
+  const d = new Date(`${todayIn('UTC')}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + 10);
+  return d.toISOString().slice(0, 10);
+};
+
+/** A document number nobody else uses, so tests never share persons. */
+export const docNumber = (prefix = 'P'): string => `${prefix}${randomBytes(6).toString('hex').toUpperCase()}`;
+export const plate = (): string => `AB${randomBytes(3).toString('hex').toUpperCase()}`;
+
+export type CsvRow = Partial<Record<'first_name' | 'last_name' | 'date_of_birth' | 'id_type' | 'id_number' | 'claim_date' | 'vehicle_registration' | 'claim_type' | 'amount' | 'currency' | 'is_at_fault' | 'status', string>>;
+
+export function validRow(overrides: CsvRow = {}): CsvRow {
+  return {
+    first_name: 'Ona',
+    last_name: 'Petraitė',
+    date_of_birth: '1985-06-02',
+    id_type: 'passport',
+    id_number: docNumber(),
+    claim_date: recentDate(),
+    vehicle_registration: plate(),
+    claim_type: 'accident',
+    amount: '1250.50',
+    currency: 'EUR',
+    is_at_fault: 'false',
+    status: 'filed',
+    ...overrides,
+  };
+}
+
+const quote = (v: string, delimiter: string) => (/["\r\n]/u.test(v) || v.includes(delimiter) ? `"${v.replace(/"/gu, '""')}"` : v);
+
+/** A CSV text with the full header (or `columns`), one line per row. */
+export function csv(rows: CsvRow[], opts: { columns?: string[]; delimiter?: string; eol?: string } = {}): string {
+  const columns = opts.columns ?? HEADER.split(',');
+  const d = opts.delimiter ?? ',';
+  const eol = opts.eol ?? '\n';
+  const lines = [columns.join(d), ...rows.map((r) => columns.map((c) => quote((r as Record<string, string | undefined>)[c] ?? '', d)).join(d))];
+  return lines.join(eol) + eol;
+}
+
+/** A multipart/form-data body with one file part. */
+export async function multipart(content: string | Buffer, opts: { fileName?: string; field?: string } = {}) {
+  const form = new FormData();
+  form.append(opts.field ?? 'file', new Blob([content]), opts.fileName ?? 'claims.csv');
+  const res = new Response(form);
+  return { payload: Buffer.from(await res.arrayBuffer()), contentType: res.headers.get('content-type')! };
+}
+
+/** POST /api/v1/claims/import through inject. */
+export async function postImport(
+  app: FastifyInstance,
+  auth: Record<string, string>,
+  content: string | Buffer,
+  opts: { fileName?: string; field?: string; headers?: Record<string, string> } = {},
+) {
+  const body = await multipart(content, opts);
+  return app.inject({
+    method: 'POST',
+    url: '/api/v1/claims/import',
+    headers: { ...auth, 'content-type': body.contentType, ...opts.headers },
+    payload: body.payload,
+  });
+}
+
+/** Polls GET /api/v1/imports/:id until the import is finished (or the time runs out). */
+export async function waitForImport(app: FastifyInstance, auth: Record<string, string>, id: string, timeoutMs = 30_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: auth });
+    const data = res.json().data;
+    if (data.status === 'completed' || data.status === 'failed' || Date.now() > until) return data;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
