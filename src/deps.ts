@@ -13,8 +13,6 @@ import { createDocumentHasher, keyFingerprint } from './domain/clients/identity'
 import { createCompanyService } from './domain/companies/company-service';
 import { createDashboardService } from './domain/dashboard/dashboard-service';
 import { createSessionService } from './domain/dashboard/session-service';
-import { createDashboardService } from './domain/dashboard/dashboard-service';
-import { createSessionService } from './domain/dashboard/session-service';
 import { todayIn } from './domain/dates';
 import { createIdempotencyService } from './domain/idempotency/idempotency-service';
 import { createImportService, type ImportQueue } from './domain/imports/import-service';
@@ -37,26 +35,6 @@ function resolveDocumentHashKey(config: Config): string {
     throw new StartupError('DOCUMENT_HASH_KEY must be set when DATABASE_URL is set (at least 32 characters, the same for every process).');
   }
   const file = path.join(config.dataDir, 'document-hash.key');
-  fs.mkdirSync(config.dataDir, { recursive: true });
-  try {
-    fs.writeFileSync(file, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  return fs.readFileSync(file, 'utf8').trim();
-}
-
-/**
- * The dashboard's cookie-signing secret: SESSION_SECRET, or in embedded mode one generated once
- * into DATA_DIR and reused. PostgreSQL mode requires the variable (several processes share sessions).
- * Resolved when the dashboard is registered, so the worker and the admin CLI do not need it.
- */
-export function resolveSessionSecret(config: Config): string {
-  if (config.sessionSecret) return config.sessionSecret;
-  if (config.databaseUrl) {
-    throw new StartupError('SESSION_SECRET must be set when DATABASE_URL is set (at least 32 characters, the same for every server process).');
-  }
-  const file = path.join(config.dataDir, 'session-secret.key');
   fs.mkdirSync(config.dataDir, { recursive: true });
   try {
     fs.writeFileSync(file, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
@@ -136,9 +114,6 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       claims,
       tokens: createTokenService({ store }),
       companies: createCompanyService({ store }),
-      dashboard: createDashboardService({ store, today }),
-      sessions: createSessionService({ store }),
-      sessionSecret: () => resolveSessionSecret(config),
       storage,
       importQueue,
       imports,
