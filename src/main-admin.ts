@@ -21,6 +21,8 @@ Works against the same database as the server: DATABASE_URL, or the embedded one
 
 class UsageError extends Error {}
 
+const COMMANDS = ['company:create', 'company:list', 'user:create', 'operator:create', 'token:create', 'token:list', 'token:revoke'];
+
 type Options = { name?: string; company?: string; email?: string; password?: string; role?: string; json?: boolean };
 
 function need(value: string | undefined, flag: string): string {
@@ -108,6 +110,8 @@ async function main(): Promise<number> {
   }
   let deps: Deps | undefined;
   try {
+    // A typo is reported as such before the database is opened (which may be in use, or slow to start).
+    if (!COMMANDS.includes(command)) throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
     deps = await createDeps(loadConfig());
     const out = await run(deps, command, args, parsed.values);
     console.log(parsed.values.json ? JSON.stringify(out.json) : out.text);

@@ -1,0 +1,130 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { openDb } from '../../src/db/db';
+import { dbKind } from '../harness';
+
+const TSX = path.resolve('node_modules/.bin/tsx');
+const ADMIN = path.resolve('src/main-admin.ts');
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const SPAWN_TIMEOUT = 60_000;
+
+type Result = { code: number; stdout: string; stderr: string };
+
+/**
+ * Runs the admin CLI as an operator would, against the embedded database in `dataDir`. The
+ * environment is built from scratch so that a DATABASE_URL of the developer's shell cannot leak in.
+ */
+function admin(dataDir: string, ...args: string[]): Promise<Result> {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: os.tmpdir(), DATA_DIR: dataDir };
+  return new Promise((resolve, reject) => {
+    execFile(TSX, [ADMIN, ...args], { env, timeout: SPAWN_TIMEOUT }, (err, stdout, stderr) => {
+      if (err && typeof err.code !== 'number') return reject(err);
+      resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
+    });
+  });
+}
+
+// Spawning costs a second or two each, and the CLI's PostgreSQL path is the same code as the
+// server's: one run, against the embedded database, is enough.
+describe.skipIf(dbKind() === 'postgres')('admin CLI (embedded database)', () => {
+  let dir: string;
+  let dataDir: string;
+  let created: Result;
+  const companyName = `Base ${randomBytes(3).toString('hex')}`;
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'claims-admin-cli-'));
+    dataDir = path.join(dir, 'data');
+    created = await admin(dataDir, 'company:create', '--name', companyName, '--json');
+  }, SPAWN_TIMEOUT);
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  const company = () => JSON.parse(created.stdout) as { id: string; name: string };
+
+  it('company:create --json prints exactly {"id","name"} on stdout and nothing else', () => {
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stderr).toBe('');
+    expect(created.stdout.endsWith('\n')).toBe(true);
+    expect(created.stdout.trim().split('\n')).toHaveLength(1);
+    const json = JSON.parse(created.stdout);
+    expect(Object.keys(json)).toEqual(['id', 'name']);
+    expect(json).toEqual({ id: expect.stringMatching(UUID), name: companyName });
+  });
+
+  it(
+    'token:create --json prints {"id","name","token"} once; token:list never shows the value; token:revoke marks it revoked',
+    async () => {
+      const made = await admin(dataDir, 'token:create', '--company', company().id, '--name', 'ci pipeline', '--json');
+      expect(made.code, made.stderr).toBe(0);
+      expect(made.stderr).toBe('');
+      const token = JSON.parse(made.stdout);
+      expect(Object.keys(token)).toEqual(['id', 'name', 'token']);
+      expect(token).toEqual({ id: expect.stringMatching(UUID), name: 'ci pipeline', token: expect.stringMatching(/^csk_[A-Za-z0-9_-]{43}$/) });
+
+      const listed = await admin(dataDir, 'token:list', '--company', company().id, '--json');
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).not.toContain(token.token);
+      const list = JSON.parse(listed.stdout) as Record<string, unknown>[];
+      const entry = list.find((t) => t.id === token.id);
+      expect(entry).toMatchObject({ name: 'ci pipeline', created_at: expect.any(String), last_used_at: null, revoked_at: null });
+      expect(entry).not.toHaveProperty('token');
+      expect(token.token.startsWith(entry!.token_prefix as string)).toBe(true);
+      expect((entry!.token_prefix as string).length).toBeLessThan(16);
+
+      const revoked = await admin(dataDir, 'token:revoke', token.id, '--json');
+      expect(revoked.code, revoked.stderr).toBe(0);
+      expect(JSON.parse(revoked.stdout)).toMatchObject({ id: token.id, revoked_at: expect.any(String) });
+
+      const after = await admin(dataDir, 'token:list', '--company', company().id);
+      expect(after.code).toBe(0);
+      expect(after.stdout).toContain('REVOKED');
+    },
+    4 * SPAWN_TIMEOUT,
+  );
+
+  it(
+    'refuses bad arguments with a non-zero exit and a clear message on stderr',
+    async () => {
+      // A typo is reported before any database is opened or created.
+      const untouched = path.join(dir, 'never-created');
+      const unknownCommand = await admin(untouched, 'company:delete', '--json');
+      expect(unknownCommand.code).not.toBe(0);
+      expect(unknownCommand.stderr).toContain('Unknown command "company:delete"');
+      expect(unknownCommand.stdout).toBe('');
+      expect(fs.existsSync(untouched)).toBe(false);
+
+      const unknownOption = await admin(dataDir, 'company:create', '--title', 'X');
+      expect(unknownOption.code).not.toBe(0);
+      expect(unknownOption.stderr).toMatch(/Unknown option '--title'/);
+      expect(unknownOption.stdout).toBe('');
+
+      const missing = await admin(dataDir, 'token:create', '--name', 'no company', '--json');
+      expect(missing.code).not.toBe(0);
+      expect(missing.stderr).toContain('Missing --company.');
+      expect(missing.stdout).toBe('');
+    },
+    3 * SPAWN_TIMEOUT,
+  );
+
+  it(
+    'refuses with a clear message while another process holds the embedded database',
+    async () => {
+      const held = await openDb({ kind: 'pglite', dataDir: path.join(dataDir, 'pgdata') });
+      try {
+        const res = await admin(dataDir, 'company:list', '--json');
+        expect(res.code).not.toBe(0);
+        expect(res.stderr).toMatch(/in use by another process/);
+        expect(res.stdout).toBe('');
+      } finally {
+        await held.close();
+      }
+    },
+    SPAWN_TIMEOUT,
+  );
+});
