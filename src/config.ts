@@ -87,19 +87,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- validated against envSchema just above
   const v = input as Record<string, any>;
-  if (problems.length === 0) {
-    if (!isValidTimeZone(v.APP_TIMEZONE)) problems.push(`APP_TIMEZONE is not a known IANA time zone`);
-    const s3Keys = ['S3_ENDPOINT', 'S3_ACCESS_KEY', 'S3_SECRET_KEY'] as const;
-    const s3Given = s3Keys.filter((k) => input[k] !== undefined);
-    if (s3Given.length > 0 && s3Given.length < s3Keys.length) {
-      problems.push(`${s3Keys.filter((k) => input[k] === undefined).join(', ')} must be set together with ${s3Given.join(', ')}`);
-    }
-    if (input.REDIS_URL !== undefined && input.DATABASE_URL === undefined) {
-      problems.push('REDIS_URL needs DATABASE_URL: the embedded database can be opened by one process only, so separate workers could not reach it (unset REDIS_URL to run imports inside the server)');
-    }
-    if ((input.OPERATOR_USER === undefined) !== (input.OPERATOR_PASSWORD === undefined)) {
-      problems.push('OPERATOR_USER and OPERATOR_PASSWORD must be set together');
-    }
+  // Checked even when the schema failed, so that one start names every bad variable.
+  if (!isValidTimeZone(v.APP_TIMEZONE)) problems.push(`APP_TIMEZONE is not a known IANA time zone`);
+  if (typeof input.S3_ENDPOINT === 'string' && !hasHost(input.S3_ENDPOINT)) problems.push('S3_ENDPOINT is not a valid URL');
+  const s3Keys = ['S3_ENDPOINT', 'S3_ACCESS_KEY', 'S3_SECRET_KEY'] as const;
+  const s3Given = s3Keys.filter((k) => input[k] !== undefined);
+  if (s3Given.length > 0 && s3Given.length < s3Keys.length) {
+    problems.push(`${s3Keys.filter((k) => input[k] === undefined).join(', ')} must be set together with ${s3Given.join(', ')}`);
+  }
+  if (input.REDIS_URL !== undefined && input.DATABASE_URL === undefined) {
+    problems.push('REDIS_URL needs DATABASE_URL: the embedded database can be opened by one process only, so separate workers could not reach it (unset REDIS_URL to run imports inside the server)');
+  }
+  if ((input.OPERATOR_USER === undefined) !== (input.OPERATOR_PASSWORD === undefined)) {
+    problems.push('OPERATOR_USER and OPERATOR_PASSWORD must be set together');
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
 
@@ -142,6 +142,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: v.TRUST_PROXY,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,
   });
+}
+
+function hasHost(url: string): boolean {
+  try {
+    return new URL(url).hostname !== '';
+  } catch {
+    return false;
+  }
 }
 
 function isValidTimeZone(tz: string): boolean {

@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+
+import { ConfigError, loadConfig } from '../../src/config';
+
+const configError = (env: Record<string, string>): string => {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error('expected loadConfig to fail');
+};
+
+const s3 = { S3_ENDPOINT: 'http://127.0.0.1:9000', S3_ACCESS_KEY: 'access', S3_SECRET_KEY: 'secret-key' };
+
+describe('loadConfig', () => {
+  it('has working defaults with an empty environment: embedded database, UTC, 3-year search window', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 3000,
+      host: '0.0.0.0',
+      dataDir: './data',
+      databaseUrl: undefined,
+      dbPoolSize: 10,
+      timezone: 'UTC',
+      searchHistoryYears: 3,
+      documentHashKey: undefined,
+      logLevel: 'info',
+      redisUrl: undefined,
+      s3: undefined,
+      importMaxBytes: 10_485_760,
+      operator: undefined,
+      trustProxy: false,
+      rateLimitPerMinute: 0,
+    });
+  });
+
+  it('reads and converts the variables it knows', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      DATABASE_URL: 'postgres://app@db:5432/claims',
+      APP_TIMEZONE: 'Europe/Vilnius',
+      SEARCH_HISTORY_YEARS: '5',
+      TRUST_PROXY: 'true',
+      DOCUMENT_HASH_KEY: 'x'.repeat(32),
+    });
+    expect(config).toMatchObject({
+      port: 8080,
+      databaseUrl: 'postgres://app@db:5432/claims',
+      timezone: 'Europe/Vilnius',
+      searchHistoryYears: 5,
+      trustProxy: true,
+      documentHashKey: 'x'.repeat(32),
+    });
+  });
+
+  it('treats an empty variable as unset', () => {
+    expect(loadConfig({ PORT: '', APP_TIMEZONE: '', S3_ENDPOINT: '' })).toMatchObject({ port: 3000, timezone: 'UTC', s3: undefined });
+  });
+
+  it('ignores variables it does not know', () => {
+    expect(() => loadConfig({ SOMETHING_ELSE: 'x', PATH: '/usr/bin' })).not.toThrow();
+  });
+
+  it('returns a frozen object', () => {
+    expect(Object.isFrozen(loadConfig({}))).toBe(true);
+  });
+
+  it('names the variable of a bad value', () => {
+    expect(configError({ PORT: 'eighty' })).toMatch(/PORT/);
+    expect(configError({ SEARCH_HISTORY_YEARS: '0' })).toMatch(/SEARCH_HISTORY_YEARS/);
+    expect(configError({ DATABASE_URL: 'mysql://x' })).toMatch(/DATABASE_URL/);
+    expect(configError({ LOG_LEVEL: 'loud' })).toMatch(/LOG_LEVEL/);
+    expect(configError({ DOCUMENT_HASH_KEY: 'short' })).toMatch(/DOCUMENT_HASH_KEY/);
+    expect(configError({ TRUST_PROXY: 'maybe' })).toMatch(/TRUST_PROXY/);
+  });
+
+  it('names every bad variable at once', () => {
+    const message = configError({ PORT: 'eighty', DB_POOL_SIZE: '0', LOG_LEVEL: 'loud' });
+    expect(message).toMatch(/PORT/);
+    expect(message).toMatch(/DB_POOL_SIZE/);
+    expect(message).toMatch(/LOG_LEVEL/);
+  });
+
+  it('names a bad value and a broken combination together', () => {
+    const message = configError({ PORT: 'eighty', APP_TIMEZONE: 'Mars/Olympus' });
+    expect(message).toMatch(/PORT/);
+    expect(message).toMatch(/APP_TIMEZONE/);
+  });
+
+  it('rejects an unknown time zone', () => {
+    expect(configError({ APP_TIMEZONE: 'Mars/Olympus' })).toMatch(/APP_TIMEZONE/);
+  });
+
+  it('needs the S3 variables together and names the missing ones', () => {
+    const message = configError({ S3_ENDPOINT: s3.S3_ENDPOINT });
+    expect(message).toMatch(/S3_ACCESS_KEY/);
+    expect(message).toMatch(/S3_SECRET_KEY/);
+    expect(configError({ S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' })).toMatch(/S3_ENDPOINT/);
+  });
+
+  it('builds the S3 settings from the endpoint URL', () => {
+    expect(loadConfig(s3).s3).toEqual({
+      endPoint: '127.0.0.1',
+      port: 9000,
+      useSSL: false,
+      accessKey: 'access',
+      secretKey: 'secret-key',
+      bucket: 'claims-imports',
+      region: 'us-east-1',
+    });
+    expect(loadConfig({ ...s3, S3_ENDPOINT: 'https://s3.example.com' }).s3).toMatchObject({
+      endPoint: 's3.example.com',
+      port: undefined,
+      useSSL: true,
+    });
+  });
+
+  it('rejects an S3 endpoint that is not a URL with a ConfigError naming it', () => {
+    expect(configError({ ...s3, S3_ENDPOINT: 'http://' })).toMatch(/S3_ENDPOINT/);
+  });
+
+  it('needs OPERATOR_USER and OPERATOR_PASSWORD together', () => {
+    expect(configError({ OPERATOR_USER: 'ops' })).toMatch(/OPERATOR_USER and OPERATOR_PASSWORD/);
+    expect(loadConfig({ OPERATOR_USER: 'ops', OPERATOR_PASSWORD: 'long-enough' }).operator).toEqual({ user: 'ops', password: 'long-enough' });
+  });
+
+  it('needs DATABASE_URL when REDIS_URL is set (separate workers cannot share the embedded database)', () => {
+    expect(configError({ REDIS_URL: 'redis://127.0.0.1:6379' })).toMatch(/REDIS_URL needs DATABASE_URL/);
+    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379', DATABASE_URL: 'postgres://x@db/claims' }).redisUrl).toBe('redis://127.0.0.1:6379');
+  });
+
+  it('does not put a secret value into its message', () => {
+    const message = configError({ S3_SECRET_KEY: 'top-secret-value', OPERATOR_PASSWORD: 'hunter2-hunter2' });
+    expect(message).not.toContain('top-secret-value');
+    expect(message).not.toContain('hunter2-hunter2');
+  });
+});
