@@ -84,7 +84,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     { prefix: '/api/v1' },
   );
 
-  if (deps.importQueue.kind === 'bullmq') await app.register(bullBoardPlugin, { queue: deps.importQueue.bull, operator: deps.config.operator });
+  if (deps.importQueue.kind === 'bullmq') await app.register(bullBoardPlugin, { queue: deps.importQueue.bull });
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     try {

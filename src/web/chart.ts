@@ -9,12 +9,13 @@ export type BarChart = {
   max: number;
 };
 
-/** A round axis maximum at or above `max`: 1, 2, 5 × 10^n, and at least 4. */
+/** A round axis maximum at or above `max`, four times a whole tick step of 1, 2, 2.5 or 5 × 10^n (at least 4). */
 export function niceMax(max: number): number {
-  if (max <= 4) return 4;
-  const pow = 10 ** Math.floor(Math.log10(max));
-  for (const step of [1, 2, 2.5, 5, 10]) if (step * pow >= max) return step * pow;
-  return 10 * pow;
+  const rough = Math.max(1, max / 4);
+  const pow = 10 ** Math.floor(Math.log10(rough));
+  const steps = pow >= 10 ? [1, 2, 2.5, 5, 10] : [1, 2, 5, 10];
+  const step = steps.map((s) => s * pow).find((s) => s >= rough)!;
+  return step * 4;
 }
 
 /**

@@ -52,6 +52,34 @@ export class WebClient {
     return res;
   }
 
+  /** Posts multipart/form-data: the fields first (as a browser sends the form in order), then the file. */
+  async postMultipart(
+    url: string,
+    fields: Record<string, string>,
+    file: { name: string; content: string | Buffer } | null,
+    headers: Record<string, string> = {},
+  ) {
+    const boundary = `----web-client-${Math.random().toString(16).slice(2)}`;
+    const chunks: Buffer[] = [];
+    for (const [name, value] of Object.entries(fields)) {
+      chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+    }
+    if (file) {
+      chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\nContent-Type: text/csv\r\n\r\n`));
+      chunks.push(Buffer.isBuffer(file.content) ? file.content : Buffer.from(file.content));
+      chunks.push(Buffer.from('\r\n'));
+    }
+    chunks.push(Buffer.from(`--${boundary}--\r\n`));
+    const res = await this.app.inject({
+      method: 'POST',
+      url,
+      headers: { accept: 'text/html', 'content-type': `multipart/form-data; boundary=${boundary}`, ...this.headers, ...this.cookieHeader(), ...headers },
+      payload: Buffer.concat(chunks),
+    });
+    this.remember(res);
+    return res;
+  }
+
   async signIn(email: string, password: string) {
     await this.get('/login');
     const res = await this.post('/login', { email, password });

@@ -1,4 +1,148 @@
-import type { FastifyInstance } from 'fastify';
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
-/** Import pages: built last, on the import service (see the report). */
-export async function importRoutes(_app: FastifyInstance) {}
+import type { ImportRecord } from '../../db/import-repository';
+import { AppError, validationError } from '../../domain/errors';
+import { ALLOWED_EXTENSIONS, fileMessages, OPTIONAL_COLUMNS, REQUIRED_COLUMNS } from '../../domain/imports/csv-file';
+import type { ReceivedFile } from '../../domain/imports/import-service';
+import { companyUser, principalOf, requireCompanyUser, wantsJson } from '../context';
+import { text, type FormBody } from '../forms';
+import { errorLines, failedRowsCsv } from '../import-csv';
+import { renderPage } from '../render';
+
+/** Row errors shown on the results page; all of them are in the CSV download. */
+const ERRORS_ON_PAGE = 500;
+const HISTORY_PAGE = 20;
+
+const isDone = (run: ImportRecord) => run.status === 'completed' || run.status === 'failed';
+
+function statusOf(run: ImportRecord) {
+  return {
+    id: run.id,
+    status: run.status,
+    done: isDone(run),
+    processed: run.rowsDone,
+    total: run.rowsTotal,
+    imported: run.imported,
+    failed: run.failed,
+  };
+}
+
+/**
+ * The CSRF check of @fastify/csrf-protection, for a multipart upload: the token comes from the
+ * X-CSRF-Token header (the page script) or from the `_csrf` field sent before the file (the
+ * plain form), which only the handler can read, so it runs here instead of as a preHandler.
+ */
+function verifyCsrf(app: FastifyInstance, request: FastifyRequest, token: string | undefined): Promise<void> {
+  const body = request.body;
+  request.body = { _csrf: token };
+  return new Promise<void>((resolve, reject) => {
+    const refuse = { send: (err: Error) => reject(err) } as unknown as FastifyReply;
+    app.csrfProtection(request, refuse, () => resolve());
+  }).finally(() => {
+    request.body = body;
+  });
+}
+
+/** Import pages: upload with progress, results with row errors, failed rows as CSV, history. */
+export async function importRoutes(app: FastifyInstance) {
+  const { config, imports } = app.deps;
+  await app.register(multipart, { limits: { fileSize: config.importMaxBytes, files: 1, fields: 5, fieldSize: 1024, parts: 10 } });
+
+  const help = {
+    requiredColumns: REQUIRED_COLUMNS,
+    optionalColumns: OPTIONAL_COLUMNS,
+    extensions: ALLOWED_EXTENSIONS,
+    maxMegabytes: Math.floor((config.importMaxBytes / 1024 / 1024) * 10) / 10,
+  };
+
+  async function historyPage(request: FastifyRequest, extra: Record<string, unknown> = {}) {
+    const cursor = text(request.query as FormBody, 'cursor', 200);
+    const page = await imports.list(principalOf(companyUser(request)), { cursor: cursor || undefined, limit: HISTORY_PAGE });
+    return {
+      title: 'Import claims',
+      history: page.data,
+      nextUrl: page.nextCursor ? `/imports?cursor=${encodeURIComponent(page.nextCursor)}` : null,
+      isFirstPage: !cursor,
+      fileError: null,
+      ...help,
+      ...extra,
+    };
+  }
+
+  app.get('/imports', { preHandler: requireCompanyUser }, async (request, reply) => renderPage(reply, 'imports', await historyPage(request)));
+
+  app.post('/imports', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const principal = principalOf(companyUser(request));
+    const header = request.headers['x-csrf-token'];
+    let token = typeof header === 'string' ? header : undefined;
+    let checked = false;
+    let received: ReceivedFile | undefined;
+    try {
+      if (request.isMultipart()) {
+        for await (const part of request.parts()) {
+          if (part.type === 'field') {
+            if (part.fieldname === '_csrf' && typeof part.value === 'string') token ??= part.value;
+            continue;
+          }
+          if (!checked) {
+            await verifyCsrf(app, request, token).catch((err: unknown) => {
+              part.file.resume();
+              throw err;
+            });
+            checked = true;
+          }
+          if (part.fieldname !== 'file' || received) {
+            part.file.resume();
+            continue;
+          }
+          received = await imports.receive(principal, { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated });
+        }
+      }
+      if (!checked) await verifyCsrf(app, request, token);
+      if (!received) throw validationError({ file: [fileMessages.required] });
+    } catch (err) {
+      if (received) await imports.discard(received);
+      if (!(err instanceof AppError) || (err.code !== 'VALIDATION_FAILED' && err.code !== 'UNAVAILABLE')) throw err;
+      const status = err.code === 'UNAVAILABLE' ? 503 : 422;
+      if (wantsJson(request)) return reply.status(status).send({ message: err.message });
+      return renderPage(reply, 'imports', await historyPage(request, { fileError: err.message }), status);
+    }
+    const run = await imports.start(principal, received);
+    request.log.info({ importId: run.id }, 'import started from the dashboard');
+    if (wantsJson(request)) {
+      return reply.status(202).send({ ...statusOf(run), statusUrl: `/imports/${run.id}/status`, resultUrl: `/imports/${run.id}` });
+    }
+    // Without the page script: wait for the result like the API does, then show it.
+    await imports.waitForResult(principal, run.id, config.importWaitSeconds * 1000);
+    return reply.redirect(`/imports/${run.id}`, 303);
+  });
+
+  app.get('/imports/:id/status', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    return reply.send(statusOf(await imports.get(principalOf(companyUser(request)), id)));
+  });
+
+  app.get('/imports/:id', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const run = await imports.get(principalOf(companyUser(request)), id);
+    const lines = errorLines(run.errors ?? []);
+    return renderPage(reply, 'import', {
+      title: `Import of ${run.fileName}`,
+      run,
+      done: isDone(run),
+      errorLines: lines.slice(0, ERRORS_ON_PAGE),
+      errorLineCount: lines.length,
+      shownLimit: ERRORS_ON_PAGE,
+    });
+  });
+
+  app.get('/imports/:id/failed-rows.csv', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const run = await imports.get(principalOf(companyUser(request)), id);
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="import-${run.id.slice(0, 8)}-failed-rows.csv"`)
+      .send(failedRowsCsv(run.errors ?? []));
+  });
+}

@@ -1,0 +1,62 @@
+import { randomBytes } from 'node:crypto';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestContext, dbKind, type TestContext } from '../harness';
+import { companyWithPeople, PASSWORD, signedIn } from './web-client';
+
+// Bull Board is mounted when imports run on BullMQ (REDIS_URL), which needs PostgreSQL: these
+// tests run in the postgres project (CI runs Redis and PostgreSQL).
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+let ctx: TestContext;
+beforeAll(async () => {
+  if (dbKind() === 'postgres') ctx = await createTestContext({ REDIS_URL: redisUrl, QUEUE_PREFIX: `test-${randomBytes(4).toString('hex')}` });
+});
+afterAll(async () => ctx?.close());
+
+describe.skipIf(dbKind() !== 'postgres')('Bull Board at /admin/queues behind the operator sign-in', () => {
+  it('sends a signed-out browser to the sign-in page and back, and answers 401 to anything else', async () => {
+    const page = await ctx.app.inject({ method: 'GET', url: '/admin/queues', headers: { accept: 'text/html' } });
+    expect(page.statusCode).toBe(303);
+    expect(page.headers.location).toBe('/login?next=%2Fadmin%2Fqueues');
+    const api = await ctx.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { accept: 'application/json' } });
+    expect(api.statusCode).toBe(401);
+    const script = await ctx.app.inject({ method: 'GET', url: '/admin/queues' });
+    expect(script.statusCode).toBe(401);
+  });
+
+  it('lets a signed-in operator in, with the same sign-in as the dashboard', async () => {
+    const email = `operator-${randomBytes(3).toString('hex')}@registry.example`;
+    await ctx.deps.companies.createUser({ companyId: null, email, password: PASSWORD, role: 'operator' });
+    const op = await signedIn(ctx, email);
+    const page = await op.get('/admin/queues');
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/text\/html/u);
+    const api = await op.get('/admin/queues/api/queues', { accept: 'application/json' });
+    expect(api.statusCode).toBe(200);
+    // A state-changing call made by another site is refused even with the operator's cookie.
+    const cross = await ctx.app.inject({
+      method: 'PUT',
+      url: '/admin/queues/api/queues/claims-import/pause',
+      headers: { cookie: `claims_session=${op.cookies.get('claims_session')}`, origin: 'https://evil.example' },
+    });
+    expect(cross.statusCode).toBe(403);
+    // Signing out of the dashboard signs out of Bull Board too: the same cookie no longer works.
+    const cookie = op.cookies.get('claims_session')!;
+    await op.get('/operator');
+    expect((await op.post('/logout')).statusCode).toBe(303);
+    const after = await ctx.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { accept: 'application/json', cookie: `claims_session=${cookie}` } });
+    expect(after.statusCode).toBe(401);
+  });
+
+  it('keeps company people out: a browser is sent to the dashboard, which explains', async () => {
+    const c = await companyWithPeople(ctx);
+    const admin = await signedIn(ctx, c.admin.email);
+    const page = await admin.get('/admin/queues');
+    expect(page.statusCode).toBe(303);
+    expect(page.headers.location).toBe('/operator');
+    expect((await admin.get('/operator')).statusCode).toBe(403);
+    expect((await admin.get('/admin/queues/api/queues', { accept: 'application/json' })).statusCode).toBe(401);
+  });
+});
