@@ -38,6 +38,7 @@ function enhanceImportForm(form) {
   const bar = document.getElementById('import-progress-bar');
   const label = document.getElementById('import-progress-label');
   const errorBox = document.getElementById('import-error');
+  form.dataset.enhanced = 'true';
   form.addEventListener('submit', (event) => {
     const file = form.querySelector('input[type="file"]');
     if (!file || !file.files || file.files.length === 0) return; // let the server explain
