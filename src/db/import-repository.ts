@@ -113,8 +113,8 @@ export function createImportRepository(db: Queryable) {
       const rows = await db.query<Row>(
         `SELECT ${columns(false)} FROM imports
           WHERE company_id = $1
-            AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::uuid))
-          ORDER BY created_at DESC, id DESC
+            AND ($2::timestamptz IS NULL OR (imports.created_at, imports.id) < ($2::timestamptz, $3::uuid))
+          ORDER BY imports.created_at DESC, imports.id DESC
           LIMIT $4`,
         [companyId, opts.after?.ts ?? null, opts.after?.id ?? null, opts.limit],
       );
@@ -124,7 +124,7 @@ export function createImportRepository(db: Queryable) {
     /** Imports a crash may have left behind (in-process mode picks them up again at start). */
     async listUnfinishedIds(): Promise<string[]> {
       const rows = await db.query<{ id: string }>(
-        `SELECT id FROM imports WHERE status IN ('queued', 'processing') ORDER BY created_at LIMIT 1000`,
+        `SELECT id FROM imports WHERE status IN ('queued', 'processing') ORDER BY imports.created_at LIMIT 1000`,
       );
       return rows.map((r) => r.id);
     },

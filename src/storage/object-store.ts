@@ -99,7 +99,8 @@ export function createLocalObjectStore(root: string): ObjectStore {
         await fs.promises.rename(partial, file);
         return { size: limit.bytes };
       } catch (err) {
-        out.destroy();
+        // The file may still be opening: remove it only once the stream has closed.
+        if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()).destroy());
         await fs.promises.rm(partial, { force: true });
         throw err;
       }

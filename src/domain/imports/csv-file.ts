@@ -147,7 +147,7 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
   let atFieldStart = true;
   let hasContent = false;
   let afterCr = false;
-  let record = 1;
+  let record = 2; // the scanner starts after the header row
   let quoteRecord = 0;
   let dataRows = 0;
 

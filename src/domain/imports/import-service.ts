@@ -115,6 +115,10 @@ export function createImportService(deps: ImportServiceDeps) {
     const objectKey = objectKeyOf(principal.companyId, importId);
     const inspector = createFileInspector();
     upload.stream.on('error', (err) => inspector.destroy(err));
+    // The upload flows as soon as it is piped, possibly before storage attaches its own handlers
+    // (while it creates a folder or a bucket): an early rejection stays on the stream, where the
+    // storage write finds it, instead of being thrown as an unhandled 'error' event.
+    inspector.on('error', () => {});
     try {
       await storage.putStream(objectKey, upload.stream.pipe(inspector), {
         // One byte over the limit tells "too large" apart from "exactly at the limit".
@@ -254,12 +258,12 @@ export function createImportService(deps: ImportServiceDeps) {
     const errors: RowError[] = [];
     let imported = 0;
     let rowsDone = 0;
-    let chunk: ImportRow[] = [];
 
-    const flush = async () => {
+    /** Validation (CPU only): the rows to write, and a slot per row to report in row order. */
+    const prepare = (rows: ImportRow[]) => {
       const inputs: ClaimInput[] = [];
       const slots: ({ row: number; index: number } | RowError)[] = [];
-      for (const r of chunk) {
+      for (const r of rows) {
         if ('errors' in r) {
           slots.push({ row: r.row, messages: toColumnErrors(r.errors) });
           continue;
@@ -268,6 +272,11 @@ export function createImportService(deps: ImportServiceDeps) {
         if (value) slots.push({ row: r.row, index: inputs.push(value) - 1 });
         else slots.push({ row: r.row, messages: toColumnErrors(invalid) });
       }
+      return { inputs, slots, count: rows.length };
+    };
+
+    /** One chunk's set-based write, in a savepoint, retried alone when it lost a race for a new person. */
+    const write = async ({ inputs, slots, count }: ReturnType<typeof prepare>) => {
       const { outcomes } =
         inputs.length === 0
           ? { outcomes: [] }
@@ -283,17 +292,35 @@ export function createImportService(deps: ImportServiceDeps) {
         if (outcome.ok) imported++;
         else errors.push({ row: slot.row, messages: toColumnErrors({ [outcome.field]: [outcome.message] }) });
       }
-      rowsDone += chunk.length;
-      chunk = [];
+      rowsDone += count;
       await report(rowsDone, Math.max(run.rowsTotal, rowsDone));
-      await yieldToEventLoop();
     };
 
-    for await (const row of readImportRows(source)) {
-      chunk.push(row);
-      if (chunk.length >= limits.chunkSize) await flush();
+    // Chunks are written one after the other (identities resolve in file order), while the next
+    // chunk is read and validated during the previous chunk's database round trip.
+    let inflight: Promise<void> = Promise.resolve();
+    const dispatch = async (rows: ImportRow[]) => {
+      const prepared = prepare(rows);
+      await inflight;
+      inflight = write(prepared);
+      inflight.catch(() => {}); // awaited below; this only keeps it from counting as unhandled meanwhile
+      await yieldToEventLoop();
+    };
+    try {
+      let chunk: ImportRow[] = [];
+      for await (const row of readImportRows(source)) {
+        chunk.push(row);
+        if (chunk.length >= limits.chunkSize) {
+          await dispatch(chunk);
+          chunk = [];
+        }
+      }
+      if (chunk.length > 0) await dispatch(chunk);
+      await inflight;
+    } catch (err) {
+      await inflight.catch(() => {});
+      throw err;
     }
-    if (chunk.length > 0) await flush();
     return { imported, failed: errors.length, errors, rowsTotal: rowsDone };
   }
 
