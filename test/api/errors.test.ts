@@ -196,3 +196,25 @@ describe('when the database is unreachable', () => {
     expect((await ctx.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
   });
 });
+
+describe('with RATE_LIMIT_PER_MINUTE set', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext({ RATE_LIMIT_PER_MINUTE: '3' });
+  });
+  afterAll(async () => ctx.close());
+
+  it('answers past the limit with 429, Retry-After and a JSON message, per token', async () => {
+    const limited = await ctx.newCompany();
+    const other = await ctx.newCompany();
+    const get = (company: Company) => ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: company.auth });
+    for (let i = 0; i < 3; i++) expect((await get(limited)).statusCode).toBe(200);
+    const res = await get(limited);
+    expect(res.statusCode).toBe(429);
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.json()).toEqual({ message: expect.any(String) });
+    // Another token has its own budget.
+    expect((await get(other)).statusCode).toBe(200);
+  });
+});
