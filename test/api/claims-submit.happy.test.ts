@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { minusYears } from '../../src/domain/dates';
+import { minusYears, todayIn } from '../../src/domain/dates';
 import { claimBody, createTestContext, type TestContext } from '../harness';
 
 let ctx: TestContext;
@@ -290,5 +290,27 @@ describe('POST /api/v1/claims: client identity', () => {
     for (const secret of [passport, nationalId, `LT-${passport}`]) expect(raw).not.toContain(secret);
     const list = await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: company.auth });
     for (const secret of [passport, nationalId]) expect(list.body).not.toContain(secret);
+  });
+});
+
+// UTC+14 and UTC-11: at any moment at least one of them is on another date than UTC, so together
+// they show that "today" is taken in APP_TIMEZONE.
+describe.each(['Pacific/Kiritimati', 'Pacific/Pago_Pago'])('with APP_TIMEZONE=%s', (timeZone) => {
+  let zoned: TestContext;
+  beforeAll(async () => {
+    zoned = await createTestContext({ APP_TIMEZONE: timeZone });
+  });
+  afterAll(async () => zoned.close());
+
+  it("accepts a claim dated today in that time zone and rejects the zone's tomorrow as in the future", async () => {
+    const company = await zoned.newCompany();
+    const localToday = todayIn(timeZone);
+    const post = (claim_date: string) =>
+      zoned.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: claimBody({ claim_date }) });
+    const accepted = await post(localToday);
+    expect(accepted.statusCode, accepted.body).toBe(201);
+    const tomorrow = await post(addDays(localToday, 1));
+    expect(tomorrow.statusCode).toBe(422);
+    expect(tomorrow.json().errors).toEqual({ claim_date: ['The claim date cannot be in the future.'] });
   });
 });
