@@ -20,6 +20,9 @@ export function createFormatters(timeZone: string) {
       const [int = '0', frac = '00'] = amount.split('.');
       return `${int.replace(/\B(?=(\d{3})+(?!\d))/gu, ',')}.${frac} ${currency}`;
     },
+    source(source: string): string {
+      return ({ api: 'API', bulk_import: 'CSV import', assisted: 'Entered by hand' } as Record<string, string>)[source] ?? source;
+    },
     yesNo(value: boolean | null): string {
       return value === null ? 'Not known' : value ? 'Yes' : 'No';
     },

@@ -125,6 +125,37 @@ describe.skipIf(!run)('dashboard in Chromium', { timeout: 60_000 }, () => {
     await page.close();
   });
 
+  it('labels every form control and lets the keyboard reach them', async () => {
+    type Control = { id: string; name: string; labels?: { length: number } | null; getAttribute(n: string): string | null };
+    const page = await newPage();
+    await signIn(page, a.admin.email);
+    for (const url of ['/claims/new', '/claims', '/search', '/imports', '/settings/tokens', '/settings/people']) {
+      await page.goto(`${base}${url}`);
+      const unlabelled = await page
+        .locator('input:not([type="hidden"]), select, textarea')
+        .evaluateAll((els: unknown[]) =>
+          (els as Control[]).filter((e) => !(e.labels && e.labels.length > 0) && !e.getAttribute('aria-label')).map((e) => e.id || e.name),
+        );
+      expect(unlabelled, url).toEqual([]);
+    }
+    // From the top of a page: the skip link first, then the controls in order, by Tab alone.
+    await page.goto(`${base}/settings/tokens`);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent)).toBe(
+      'Skip to main content',
+    );
+    let reached = false;
+    for (let i = 0; i < 30 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = await page.getByRole('button', { name: 'Create Token' }).evaluate((el: unknown) => {
+        const doc = (globalThis as unknown as { document: { activeElement: unknown } }).document;
+        return doc.activeElement === el;
+      });
+    }
+    expect(reached).toBe(true);
+    await page.close();
+  });
+
   it("keeps a person of company B away from A's tokens and A's claims", async () => {
     const aClaim = await ctx.deps.claims.submit(principal(a), claimBody());
     const [aToken] = await ctx.deps.tokens.list(a.id);

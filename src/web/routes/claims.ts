@@ -45,7 +45,7 @@ export async function claimRoutes(app: FastifyInstance) {
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED' || !err.fields) throw err;
       const summary = errorSummary(err.fields);
-      return renderPage(reply, 'claim-new', { title: 'Enter a claim', values, errors: err.fields, summary, ...choices }, 422);
+      return renderPage(reply, 'claim-new', { title: 'Enter a claim', path: '/claims/new', values, errors: err.fields, summary, ...choices }, 422);
     }
   });
 

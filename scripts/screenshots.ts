@@ -1,0 +1,144 @@
+/**
+ * Screenshots of the dashboard's main pages for the README: `npm run screenshots`.
+ * Starts the server on an in-memory database with demo data, drives Debian's Chromium
+ * (/usr/bin/chromium) and writes docs/screenshots/*.png at 1280 px wide, plus a few at 390 px
+ * (docs/screenshots/mobile-*.png).
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+
+import pino from 'pino';
+import type { Page } from 'playwright-core';
+
+import { buildApp } from '../src/api/app';
+import { loadConfig } from '../src/config';
+import { createDeps, type Deps } from '../src/deps';
+import { CLAIM_STATUSES, CLAIM_TYPES } from '../src/domain/claims/claim';
+import { lastMonths } from '../src/domain/dashboard/dashboard-service';
+import type { Principal } from '../src/domain/principal';
+import { launchChromium } from '../test/browser/chromium';
+
+const OUT = path.resolve('docs/screenshots');
+const PASSWORD = 'demo-password-for-screenshots';
+const FIRST = ['Ona', 'Jonas', 'Rūta', 'Mantas', 'Ieva', 'Tomas', 'Greta', 'Lukas', 'Eglė', 'Paulius', 'Aistė', 'Darius'];
+const LAST = ['Petraitė', 'Jonaitis', 'Kazlauskas', 'Vasiliauskas', 'Žukauskaitė', 'Butkus', 'Paulauskas', 'Urbonaitė'];
+
+// A fixed pseudo-random sequence, so the pictures do not change from run to run.
+let seed = 7;
+const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+const pick = <T>(list: readonly T[]): T => list[Math.floor(rnd() * list.length)]!;
+const docNumber = () => `P${randomBytes(5).toString('hex').toUpperCase()}`;
+
+async function seed_(deps: Deps) {
+  const company = await deps.companies.createCompany('Baltic Mutual');
+  const other = await deps.companies.createCompany('Nordic Assurance');
+  const admin = await deps.companies.createUser({ companyId: company.id, email: 'ieva@baltic-mutual.example', password: PASSWORD, role: 'admin' });
+  await deps.companies.createUser({ companyId: company.id, email: 'tomas@baltic-mutual.example', password: PASSWORD, role: 'member' });
+  const principal: Principal = { companyId: company.id, companyName: company.name, tokenId: null, userId: null };
+  const today = deps.today();
+  const months = lastMonths(today, 12);
+  const statuses = ['filed', 'filed', 'filed', 'under_investigation', 'under_investigation', 'settled', 'settled', 'settled', 'closed', 'disputed'] as const;
+  for (const [i, month] of months.entries()) {
+    const count = 6 + Math.round(rnd() * 10 + i * 1.5);
+    for (let n = 0; n < count; n++) {
+      const day = String(1 + Math.floor(rnd() * 27)).padStart(2, '0');
+      const date = `${month}-${day}` > today ? today : `${month}-${day}`;
+      await deps.claims.submit(principal, {
+        client: { first_name: pick(FIRST), last_name: pick(LAST), date_of_birth: `19${60 + Math.floor(rnd() * 40)}-0${1 + Math.floor(rnd() * 9)}-1${Math.floor(rnd() * 9)}`, id_documents: [{ type: 'passport', number: docNumber() }] },
+        claim_date: date,
+        vehicle_registration: `${pick(['KLM', 'ABC', 'HGT', 'JRE', 'MVB'])}${100 + Math.floor(rnd() * 899)}`,
+        claim_type: pick(CLAIM_TYPES),
+        amount: Math.round(rnd() * 900_000) / 100,
+        is_at_fault: rnd() > 0.5,
+        status: pick(statuses),
+      });
+    }
+  }
+  // A plate with claims at two companies, for the search picture.
+  const shared = { first_name: 'Mantas', last_name: 'Butkus', date_of_birth: '1979-04-12', id_documents: [{ type: 'national_id', number: docNumber() }] };
+  await deps.claims.submit(principal, { client: shared, claim_date: today, vehicle_registration: 'KLM-482', claim_type: 'accident', amount: '1840.00', status: 'under_investigation' });
+  await deps.claims.submit({ ...principal, companyId: other.id, companyName: other.name }, { client: shared, claim_date: months[3] + '-14', vehicle_registration: 'KLM482', claim_type: 'theft', amount: 5200, status: 'settled' });
+  const used = await deps.tokens.create(company.id, 'Claims system (production)', admin.user.id);
+  await deps.tokens.authenticate(used.token);
+  await deps.tokens.create(company.id, 'Data warehouse export', admin.user.id);
+  const old = await deps.tokens.create(company.id, 'Old broker integration', admin.user.id);
+  await deps.tokens.revoke(old.id, company.id);
+  void CLAIM_STATUSES;
+  return { email: admin.user.email };
+}
+
+function importFile(today: string): Buffer {
+  const rows = ['first_name,last_name,date_of_birth,id_type,id_number,claim_date,vehicle_registration,claim_type,amount'];
+  for (let i = 0; i < 40; i++) rows.push(`${pick(FIRST)},${pick(LAST)},1980-0${1 + (i % 9)}-15,passport,${docNumber()},${today},HGT${200 + i},accident,${100 + i * 7}.50`);
+  rows.splice(5, 0, `Jonas,Jonaitis,1990-01-01,passport,${docNumber()},2999-01-01,CD456,theft,300`);
+  rows.splice(12, 0, `,Kazlauskas,1970-05-05,national_id,${docNumber()},${today},EF789,other,12.345`);
+  rows.splice(20, 0, `Rūta,Rutaitė,1992-02-02,driving_licence,${docNumber()},${today},GH000,accident,80`);
+  return Buffer.from(rows.join('\n'));
+}
+
+async function shot(page: Page, name: string, fullPage = true) {
+  await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage });
+  console.log(`docs/screenshots/${name}.png`);
+}
+
+async function main() {
+  fs.mkdirSync(OUT, { recursive: true });
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'claims-screenshots-'));
+  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+  const deps = await createDeps(config, { inMemory: true });
+  const app = await buildApp(deps, { logger: pino({ level: 'silent' }) });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const browser = await launchChromium({ width: 1280, height: 800 });
+  try {
+    const { email } = await seed_(deps);
+    const page = await browser.context.newPage();
+    await page.goto(`${base}/login`);
+    await page.getByLabel('Email').fill(email);
+    await shot(page, 'sign-in', false);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    await shot(page, 'overview');
+    await page.goto(`${base}/claims`);
+    await shot(page, 'claims', false);
+    await page.goto(`${base}/search?plate=klm+482`);
+    await shot(page, 'search', false);
+    await page.goto(`${base}/settings/tokens`);
+    await page.getByLabel('Token name').fill('Claims system (staging)');
+    await page.getByRole('button', { name: 'Create Token' }).click();
+    await page.getByText('It will not be shown again.').waitFor();
+    await shot(page, 'api-token-created');
+    await page.goto(`${base}/settings/tokens`);
+    await shot(page, 'api-tokens');
+    await page.goto(`${base}/imports`);
+    await page.locator('form[data-enhanced="true"]').waitFor();
+    await page.getByLabel('CSV file').setInputFiles({ name: 'claims-november.csv', mimeType: 'text/csv', buffer: importFile(deps.today()) });
+    await page.getByRole('button', { name: 'Upload and import' }).click();
+    await page.getByText(/Import finished/u).waitFor({ timeout: 60_000 });
+    await shot(page, 'import-results');
+    await page.goto(`${base}/claims/new`);
+    await page.getByRole('button', { name: 'Save claim' }).click();
+    await page.getByText('The claim was not saved').waitFor();
+    await shot(page, 'claim-form-errors');
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const [url, name] of [['/', 'mobile-overview'], ['/claims', 'mobile-claims'], ['/settings/tokens', 'mobile-api-tokens']] as const) {
+      await page.goto(`${base}${url}`);
+      await shot(page, name);
+    }
+  } finally {
+    await browser.close();
+    await app.close();
+    await deps.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
