@@ -1,0 +1,167 @@
+import { randomBytes } from 'node:crypto';
+
+import type { Job, Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { importJobId } from '../../src/workers/queues';
+import { startImportWorker } from '../../src/workers/import-worker';
+import { createTestContext, dbKind, type TestContext } from '../harness';
+import { csv, postImport, validRow, waitForImport } from '../import-helpers';
+
+/**
+ * BullMQ mode against the real Redis of TEST_REDIS_URL (and PostgreSQL: REDIS_URL requires
+ * DATABASE_URL, the embedded database being single-process). Each run uses its own queue
+ * prefix and removes its keys afterwards.
+ */
+const redisUrl = process.env.TEST_REDIS_URL;
+const enabled = Boolean(redisUrl) && dbKind() === 'postgres';
+const prefix = `test-import-${randomBytes(4).toString('hex')}`;
+const log = pino({ level: 'silent' });
+
+/** The job once BullMQ has recorded its end (the import's row is committed a moment before). */
+async function finishedJob(queue: Queue, jobId: string): Promise<Job | undefined> {
+  let job = await queue.getJob(jobId);
+  for (let i = 0; i < 100 && !job?.finishedOn; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    job = await queue.getJob(jobId);
+  }
+  return job;
+}
+
+describe.skipIf(!enabled)('imports through BullMQ', () => {
+  let ctx: TestContext;
+  let redis: Redis;
+  let worker: Worker | undefined;
+
+  beforeAll(async () => {
+    ctx = await createTestContext({
+      REDIS_URL: redisUrl!,
+      QUEUE_PREFIX: prefix,
+      IMPORT_WAIT_SECONDS: '3',
+      WORKER_LOCK_SECONDS: '5',
+    });
+    redis = new Redis(redisUrl!, { maxRetriesPerRequest: null });
+    // The producer connects in the background; imports answer 503 until it has.
+    for (let i = 0; i < 50 && !ctx.deps.importQueue.available(); i++) await new Promise((r) => setTimeout(r, 100));
+  });
+
+  afterAll(async () => {
+    await worker?.close();
+    await ctx?.close();
+    if (redis) {
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    }
+  });
+
+  it('answers 202 when the wait runs out (no worker yet), then a worker imports it and the job carries ids only', async () => {
+    const company = await ctx.newCompany('Queued');
+    const row = validRow();
+    const res = await postImport(ctx.app, company.auth, csv([row, validRow({ claim_date: '2999-01-01' })]));
+    expect(res.statusCode, res.body).toBe(202);
+    const { id } = res.json().data;
+    expect(res.headers.location).toBe(`/api/v1/imports/${id}`);
+    expect(res.json().data.status).toBe('queued');
+
+    const job = await (ctx.deps.importQueue as { bull: Queue }).bull.getJob(importJobId(id));
+    expect(job?.data).toEqual({ importId: id });
+    expect(JSON.stringify(job?.data)).not.toContain(row.id_number!);
+
+    worker = startImportWorker(ctx.deps, ctx.config, log);
+    const done = await waitForImport(ctx.app, company.auth, id);
+    expect(done).toMatchObject({ status: 'completed', imported: 1, failed: 1, progress: { rows_done: 2, rows_total: 2 } });
+    const finished = await finishedJob((ctx.deps.importQueue as { bull: Queue }).bull, importJobId(id));
+    expect(finished?.progress).toEqual({ rows_done: 2, rows_total: 2 });
+    expect(finished?.returnvalue).toMatchObject({ importId: id, imported: 1, failed: 1 });
+  });
+
+  it('waits for the job and answers 200 with the summary when a worker runs', async () => {
+    worker ??= startImportWorker(ctx.deps, ctx.config, log);
+    const company = await ctx.newCompany('Sync');
+    const res = await postImport(ctx.app, company.auth, csv([validRow(), validRow(), validRow({ id_type: 'x' })]));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ message: 'Import finished: 2 imported, 1 failed.', imported: 2, failed: 1 });
+  });
+
+  it('returns early for a redelivered job whose import is completed (nothing written twice)', async () => {
+    worker ??= startImportWorker(ctx.deps, ctx.config, log);
+    const company = await ctx.newCompany('Redelivered');
+    const res = await postImport(ctx.app, company.auth, csv([validRow(), validRow()]));
+    expect(res.statusCode).toBe(200);
+    const id = (await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth })).json().data[0].id;
+    const queue = (ctx.deps.importQueue as { bull: Queue }).bull;
+    const again = await queue.add('import-csv', { importId: id }, { jobId: `import-${id}-again` });
+    const job = await finishedJob(queue, again.id!);
+    expect(job?.returnvalue).toMatchObject({ alreadyDone: true, imported: 2 });
+    const n = await ctx.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM claims WHERE import_id = $1', [id]);
+    expect(n[0]!.n).toBe(2);
+  });
+
+  it('fails for good without retrying when the file is gone, leaving no claims (500 with a message)', async () => {
+    worker ??= startImportWorker(ctx.deps, ctx.config, log);
+    await worker.pause();
+    const company = await ctx.newCompany('Gone');
+    const res = await postImport(ctx.app, company.auth, csv([validRow()]), { headers: { prefer: 'respond-async' } });
+    const { id } = res.json().data;
+    const run = (await ctx.deps.store.imports.findById(id))!;
+    await ctx.deps.storage.delete(run.objectKey);
+    worker.resume();
+    const done = await waitForImport(ctx.app, company.auth, id);
+    expect(done).toMatchObject({ status: 'failed', message: 'The import could not be completed; nothing was imported. Try again later.' });
+    const job = await finishedJob((ctx.deps.importQueue as { bull: Queue }).bull, importJobId(id));
+    expect(job?.attemptsMade).toBe(1);
+    expect(await ctx.deps.store.imports.countClaims(id)).toBe(0);
+  });
+
+  it('finishes the running import when the worker is closed gracefully (no job lost, none run twice)', async () => {
+    worker ??= startImportWorker(ctx.deps, ctx.config, log);
+    const company = await ctx.newCompany('Graceful');
+    const rows = Array.from({ length: 3000 }, () => validRow());
+    const res = await postImport(ctx.app, company.auth, csv(rows), { headers: { prefer: 'respond-async' } });
+    const { id } = res.json().data;
+    for (let i = 0; i < 100 && (await ctx.deps.store.imports.findById(id))!.status === 'queued'; i++) await new Promise((r) => setTimeout(r, 50));
+    await worker.close();
+    worker = undefined;
+    const run = (await ctx.deps.store.imports.findById(id))!;
+    expect(run).toMatchObject({ status: 'completed', imported: 3000, failed: 0, attempts: 1 });
+    expect(await ctx.deps.store.imports.countClaims(id)).toBe(3000);
+  });
+
+  it('serves Bull Board at /admin/queues, refusing anyone but a signed-in operator', async () => {
+    // Operator sign-in itself is the dashboard's (test/web/bull-board.security.test.ts).
+    const res = await ctx.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { accept: 'application/json' } });
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toEqual({ message: 'Unauthenticated.' });
+  });
+});
+
+describe.skipIf(dbKind() !== 'postgres')('when Redis is down', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    // Nothing listens on port 1.
+    ctx = await createTestContext({ REDIS_URL: 'redis://127.0.0.1:1', QUEUE_PREFIX: prefix });
+  });
+  afterAll(async () => ctx?.close());
+
+  it('answers the import with a quick 503 while the other endpoints keep working', async () => {
+    const company = await ctx.newCompany('NoRedis');
+    const started = Date.now();
+    const res = await postImport(ctx.app, company.auth, csv([validRow()]));
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toEqual({
+      message: 'Imports are unavailable right now (the job queue cannot be reached); nothing was imported. Try again later.',
+    });
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect((await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth })).json().data).toEqual([]);
+    const claim = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims',
+      headers: company.auth,
+      payload: { ...(await import('../harness')).claimBody() },
+    });
+    expect(claim.statusCode).toBe(201);
+  });
+});
