@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough, Transform, type Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
 import { Client } from 'minio';
@@ -121,7 +121,10 @@ export function createLocalObjectStore(root: string): ObjectStore {
   };
 }
 
-/** S3 part size: the smallest S3 allows, so an upload holds at most ~5 MiB in memory at a time. */
+/**
+ * S3 part size: the smallest S3 allows. The upload holds at most one part in memory; a file
+ * smaller than a part is sent with one PUT.
+ */
 const PART_SIZE = 5 * 1024 * 1024;
 
 export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore {
@@ -133,14 +136,15 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
     secretKey: s3.secretKey,
     region: s3.region,
     pathStyle: true,
-    partSize: PART_SIZE,
   });
+  const { bucket } = s3;
+  const headers = { 'Content-Type': 'text/csv' };
   let bucketReady: Promise<void> | undefined;
   const ensureBucket = () => {
     bucketReady ??= (async () => {
-      if (!(await client.bucketExists(s3.bucket))) {
+      if (!(await client.bucketExists(bucket))) {
         try {
-          await client.makeBucket(s3.bucket, s3.region);
+          await client.makeBucket(bucket, s3.region);
         } catch (err) {
           // Another process created it in between.
           const code = (err as { code?: string }).code;
@@ -153,39 +157,69 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
     });
     return bucketReady;
   };
-  const removeQuietly = async (key: string) => {
-    await client.removeIncompleteUpload(s3.bucket, key).catch(() => {});
-    await client.removeObject(s3.bucket, key).catch(() => {});
-  };
+
+  /**
+   * The upload, part by part. The client's own putObject cannot be used for a stream of unknown
+   * length: it would size its parts for a 5 TiB object (and hold one such part in memory), and it
+   * first lists the bucket's incomplete uploads, which not every S3-compatible server offers.
+   */
+  async function upload(key: string, source: Readable, maxBytes: number, state: { uploadId?: string }): Promise<number> {
+    let size = 0;
+    let parts: Buffer[] = [];
+    let buffered = 0;
+    const etags: { part: number; etag: string }[] = [];
+    const sendPart = async () => {
+      state.uploadId ??= await client.initiateNewMultipartUpload(bucket, key, headers);
+      const part = etags.length + 1;
+      const { etag } = await client.uploadPart(
+        { bucketName: bucket, objectName: key, uploadID: state.uploadId, partNumber: part, headers: {} },
+        Buffer.concat(parts, buffered),
+      );
+      etags.push({ part, etag });
+      parts = [];
+      buffered = 0;
+    };
+    for await (const chunk of source) {
+      const buf = chunk as Buffer;
+      size += buf.length;
+      if (size > maxBytes) throw new ObjectTooLarge(maxBytes);
+      parts.push(buf);
+      buffered += buf.length;
+      if (buffered >= PART_SIZE) await sendPart();
+    }
+    if (state.uploadId === undefined) {
+      await client.putObject(bucket, key, Buffer.concat(parts, buffered), buffered, headers);
+    } else {
+      if (buffered > 0) await sendPart();
+      await client.completeMultipartUpload(bucket, key, state.uploadId, etags);
+    }
+    return size;
+  }
 
   return {
     kind: 's3',
     async putStream(key, source, { maxBytes, timeoutMs }) {
       checkKey(key);
-      await ensureBucket();
-      const limit = byteLimit(maxBytes);
-      const body = new PassThrough({ highWaterMark: 256 * 1024 });
-      // The client may never settle when its input stream is destroyed mid-way: the piping and a
-      // deadline decide, and the upload's own promise is only awaited after a clean end.
-      const piping = pipeline(source, limit, body);
-      const upload = client.putObject(s3.bucket, key, body, undefined, { 'Content-Type': 'text/csv' });
-      upload.catch(() => {});
+      const state: { uploadId?: string } = {};
+      const work = (async () => {
+        await ensureBucket();
+        return upload(key, source, maxBytes, state);
+      })();
+      work.catch(() => {});
       try {
-        await withDeadline(Promise.all([piping, upload]), timeoutMs, (err) => {
-          source.destroy(err);
-          body.destroy(err);
-        });
-        return { size: limit.bytes };
+        // A request to storage may hang when a stream is destroyed mid-way: the deadline decides.
+        return { size: await withDeadline(work, timeoutMs, (err) => source.destroy(err)) };
       } catch (err) {
-        body.destroy();
-        await removeQuietly(key);
+        source.destroy();
+        if (state.uploadId) await client.abortMultipartUpload(bucket, key, state.uploadId).catch(() => {});
+        await client.removeObject(bucket, key).catch(() => {});
         throw err;
       }
     },
     async getStream(key) {
       checkKey(key);
       try {
-        return await client.getObject(s3.bucket, key);
+        return await client.getObject(bucket, key);
       } catch (err) {
         const code = (err as { code?: string }).code;
         if (code === 'NoSuchKey' || code === 'NotFound' || code === 'NoSuchBucket') throw new ObjectNotFound(key);
@@ -194,7 +228,7 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
     },
     async delete(key) {
       checkKey(key);
-      await client.removeObject(s3.bucket, key);
+      await client.removeObject(bucket, key);
     },
   };
 }
