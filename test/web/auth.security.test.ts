@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
 
 import pino from 'pino';
@@ -77,6 +78,24 @@ describe('dashboard sign-in', () => {
       expect(r.sid_hash).not.toContain(sid);
       expect(r.data).not.toContain(sid);
     }
+  });
+
+  it('lets a session nobody signed in to live one hour, and a sign-in eight hours', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = new WebClient(ctx.app);
+    await web.get('/login');
+    const minutesLeft = async () => {
+      const sid = decodeURIComponent(web.cookies.get('claims_session')!).split('.')[0]!;
+      const rows = await ctx.deps.db.query<{ minutes: number }>(
+        'SELECT round(extract(epoch FROM (expires_at - now())) / 60)::int AS minutes FROM web_sessions WHERE sid_hash = $1',
+        [createHash('sha256').update(sid).digest('hex')],
+      );
+      return Number(rows[0]!.minutes);
+    };
+    expect(await minutesLeft()).toBeLessThanOrEqual(60);
+    await web.post('/login', { email: c.member.email, password: PASSWORD });
+    expect(await minutesLeft()).toBeGreaterThan(8 * 60 - 2);
+    expect(await minutesLeft()).toBeLessThanOrEqual(8 * 60);
   });
 
   it('destroys the session at sign-out: the old cookie no longer signs anyone in', async () => {
