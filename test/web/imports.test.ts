@@ -100,8 +100,9 @@ describe('import pages', () => {
     const c = await companyWithPeople(ctx);
     const web = await signedIn(ctx, c.member.email);
     await web.get('/imports');
-    // (A file whose header does not match is left out here: the import service's inspector then
-    // raises an uncaught exception, reported to the import backend; the API shows it too.)
+    const bad = await web.postMultipart('/imports', { _csrf: web.lastCsrf }, { name: 'claims.csv', content: 'first_name,surname\nA,B\n' });
+    expect(bad.statusCode).toBe(422);
+    expect(bad.body).toMatch(/id="import-file-error">The header row/u);
     const none = await web.postMultipart('/imports', { _csrf: web.lastCsrf }, null);
     expect(none.statusCode).toBe(422);
     expect(none.body).toContain('The file field is required.');
