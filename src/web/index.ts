@@ -90,7 +90,14 @@ export async function dashboardPlugin(app: FastifyInstance) {
       engine: { eta: new Eta({ autoEscape: true, cache: true }) },
       templates: path.join(HERE, 'views'),
       production: true,
-      defaultContext: { fmt: createFormatters(deps.config.timezone), fieldId, escapeHtml, assetVersion: version },
+      defaultContext: {
+        fmt: createFormatters(deps.config.timezone),
+        fieldId,
+        escapeHtml,
+        assetVersion: version,
+        // Bull Board is mounted only when imports run on BullMQ (REDIS_URL).
+        queuesAvailable: deps.importQueue.kind === 'bullmq',
+      },
     });
 
     pages.decorateRequest('webUser', null);

@@ -30,6 +30,8 @@ describe.skipIf(dbKind() !== 'postgres')('Bull Board at /admin/queues behind the
     const email = `operator-${randomBytes(3).toString('hex')}@registry.example`;
     await ctx.deps.companies.createUser({ companyId: null, email, password: PASSWORD, role: 'operator' });
     const op = await signedIn(ctx, email);
+    const companies = await op.get('/operator');
+    expect(companies.body).toContain('href="/admin/queues"');
     const page = await op.get('/admin/queues');
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/u);
