@@ -6,6 +6,7 @@ import pino from 'pino';
 import { buildApp } from '../src/api/app';
 import { loadConfig, type Config } from '../src/config';
 import { openDb } from '../src/db/db';
+import { todayIn } from '../src/domain/dates';
 import { createDeps, type Deps } from '../src/deps';
 
 export const TEST_HASH_KEY = 'test-document-hash-key-0123456789abcdef';
@@ -77,10 +78,17 @@ export function claimBody(overrides: Record<string, unknown> = {}, clientOverrid
       id_documents: [{ type: 'passport', number: `P${randomBytes(6).toString('hex').toUpperCase()}` }],
       ...clientOverrides,
     },
-    claim_date: '2026-03-14',
+    claim_date: minusDays(todayIn('UTC'), 30),
     vehicle_registration: `AB${randomBytes(3).toString('hex').toUpperCase()}`,
     amount: 1250,
     claim_type: 'accident',
     ...overrides,
   };
+}
+
+/** An ISO date `days` before the given one. */
+export function minusDays(isoDate: string, days: number): string {
+  const d = new Date(`${isoDate}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() - days);
+  return d.toISOString().slice(0, 10);
 }

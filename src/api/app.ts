@@ -40,7 +40,8 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     requestTimeout: 120_000,
     keepAliveTimeout: 65_000,
     bodyLimit: 1_048_576,
-    routerOptions: { ignoreTrailingSlash: true },
+    // Long enough that any malformed claim id reaches the route and gets its JSON 404.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
   });
   app.decorate('deps', deps);
   app.setValidatorCompiler(validatorCompiler());
@@ -51,6 +52,8 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   await app.register(authPlugin);
 
   await app.register(swagger, {
+    // Only tagged routes (the /api/v1 resources) are part of the API reference; dashboard pages are not.
+    hideUntagged: true,
     openapi: {
       openapi: '3.1.0',
       info: {

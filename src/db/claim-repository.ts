@@ -145,7 +145,9 @@ export function createClaimRepository(db: Queryable) {
           ),
         ],
       ).catch((err: unknown) => {
-        if (pgErrorCode(err) === '23505') throw new RetryableConflict('identity document created concurrently');
+        const code = pgErrorCode(err);
+        if (code === '23505') throw new RetryableConflict('identity document created concurrently');
+        if (code === '40P01') throw new RetryableConflict('deadlock');
         throw err;
       });
       return { createdAt: rows[0]!.created_at };

@@ -55,9 +55,7 @@ function openPostgres({ url, poolSize, searchPath }: { url: string; poolSize: nu
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       return (await sql.begin((tx) => fn(wrap(tx)))) as T;
     },
-    async close() {
-      await sql.end({ timeout: 5 });
-    },
+    close: once(() => sql.end({ timeout: 5 })),
   };
 }
 
@@ -92,10 +90,10 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
     kind: 'pglite',
     ...wrap(pg),
     transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
-    async close() {
+    close: once(async () => {
       await pg.close();
       await release?.();
-    },
+    }),
   };
 }
 
@@ -103,4 +101,10 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
 export function pgErrorCode(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
+}
+
+/** Closing twice (an onClose hook and a shutdown handler, say) is harmless. */
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let closing: Promise<void> | undefined;
+  return () => (closing ??= fn());
 }

@@ -89,7 +89,7 @@ export const submitClaimBody = {
     },
     currency: { type: ['string', 'null'], description: 'Only EUR; defaults to EUR.', examples: ['EUR'] },
     is_at_fault: { type: ['boolean', 'null'] },
-    status: { type: 'string', enum: CLAIM_STATUSES, description: 'Defaults to filed.' },
+    status: { type: ['string', 'null'], enum: [...CLAIM_STATUSES, null], description: 'Defaults to filed (also when null).' },
   },
 } as const;
 
@@ -106,7 +106,7 @@ export const updateStatusBody = {
 export const claimIdParams = {
   type: 'object',
   required: ['id'],
-  properties: { id: { type: 'string', maxLength: 100, description: 'Claim UUID' } },
+  properties: { id: { type: 'string', maxLength: 2048, description: 'Claim UUID' } },
 } as const;
 
 export const searchByPlateBody = {
