@@ -26,7 +26,11 @@ export type ImportRecord = {
   cursor: { ts: string; id: string };
 };
 
-export type ImportSummary = { imported: number; failed: number; errors: RowError[]; rowsTotal: number };
+/**
+ * What a finished import writes. The row errors come already serialised, one JSON text per row:
+ * a large file may have many failed rows, and strings take half the memory of objects.
+ */
+export type ImportSummary = { imported: number; failed: number; errorsJson: string[]; rowsTotal: number };
 
 const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 
@@ -165,7 +169,7 @@ export function createImportRepository(db: Queryable) {
                 message = NULL, failure = NULL, finished_at = now()
           WHERE id = $1 AND status <> 'completed'
           RETURNING id`,
-        [id, summary.imported, summary.failed, JSON.stringify(summary.errors), summary.rowsTotal],
+        [id, summary.imported, summary.failed, `[${summary.errorsJson.join(',')}]`, summary.rowsTotal],
       );
       return rows.length === 1;
     },

@@ -137,6 +137,8 @@ export function createBullImportQueue(opts: { url: string; prefix: string; attem
             backoff: { type: 'exponential', delay: 2000 },
             removeOnComplete: { age: 24 * 3600, count: 1000 },
             removeOnFail: { age: 7 * 24 * 3600 },
+            // Failed jobs keep their message only: no stack trace is stored or shown in Bull Board.
+            stackTraceLimit: 0,
           }),
           PRODUCER_TIMEOUT_MS,
           'enqueue',

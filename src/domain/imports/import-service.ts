@@ -255,7 +255,8 @@ export function createImportService(deps: ImportServiceDeps) {
   async function importRows(tx: Tx, run: ImportRecord, source: Readable, report: (done: number, total: number) => Promise<void>): Promise<ImportSummary> {
     const principal = { companyId: run.companyId };
     const day = today(); // one "today" for the whole file
-    const errors: RowError[] = [];
+    // Kept as JSON text until the summary is written (half the memory of the objects).
+    const errors: string[] = [];
     let imported = 0;
     let rowsDone = 0;
 
@@ -285,12 +286,12 @@ export function createImportService(deps: ImportServiceDeps) {
             );
       for (const slot of slots) {
         if ('messages' in slot) {
-          errors.push(slot);
+          errors.push(JSON.stringify(slot));
           continue;
         }
         const outcome = outcomes[slot.index]!;
         if (outcome.ok) imported++;
-        else errors.push({ row: slot.row, messages: toColumnErrors({ [outcome.field]: [outcome.message] }) });
+        else errors.push(JSON.stringify({ row: slot.row, messages: toColumnErrors({ [outcome.field]: [outcome.message] }) }));
       }
       rowsDone += count;
       await report(rowsDone, Math.max(run.rowsTotal, rowsDone));
@@ -321,7 +322,7 @@ export function createImportService(deps: ImportServiceDeps) {
       await inflight.catch(() => {});
       throw err;
     }
-    return { imported, failed: errors.length, errors, rowsTotal: rowsDone };
+    return { imported, failed: errors.length, errorsJson: errors, rowsTotal: rowsDone };
   }
 
   /** A job that failed for good: the import is marked failed and its file removed. */

@@ -1,0 +1,207 @@
+/**
+ * CSV import benchmark on PostgreSQL (npm run bench:import):
+ *
+ *   npm run bench:import -- [--rows 90000] [--runs 3] [--large-mb 100] [--skip-large]
+ *
+ * 1. Upload to response: a ~10 MB file of 90,000 rows (30% repeat persons, seeded) is POSTed
+ *    over real HTTP (127.0.0.1) to a server running imports in-process, each run on a fresh
+ *    schema; the time from the first byte sent to the summary received is reported, with the
+ *    server process's peak RSS.
+ * 2. Worker memory on a large file: the same kind of file at --large-mb (default 100; the goal
+ *    speaks of 500) goes through the queue to a real worker process (`src/main-worker.ts`) with
+ *    IMPORT_MAX_BYTES raised; the worker's peak RSS (VmHWM) and the throughput are reported.
+ *    Needs Redis; skipped without it or with --skip-large.
+ *
+ * Databases: BENCH_DATABASE_URL or TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test),
+ * BENCH_REDIS_URL or TEST_REDIS_URL (default redis://127.0.0.1:6379). Everything it creates
+ * (schemas, files, queue keys) is removed at the end.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+import { Redis } from 'ioredis';
+import pino from 'pino';
+
+import { generateCsvFile } from '../scripts/gen-csv';
+import { buildApp } from '../src/api/app';
+import { loadConfig } from '../src/config';
+import { openDb } from '../src/db/db';
+import { createDeps } from '../src/deps';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const dbUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const redisUrl = process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const HASH_KEY = 'bench-document-hash-key-0123456789abcdef';
+const SESSION_SECRET = 'bench-session-secret-0123456789abcdef0123';
+
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '90000' },
+    runs: { type: 'string', default: '3' },
+    'large-mb': { type: 'string', default: '100' },
+    'skip-large': { type: 'boolean', default: false },
+  },
+});
+const ROWS = Number(values.rows);
+const RUNS = Number(values.runs);
+const LARGE_MB = Number(values['large-mb']);
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'import-bench-'));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+
+/** Peak resident memory of a process (Linux), in bytes. */
+function peakRss(pid: number | 'self'): number {
+  const m = /VmHWM:\s+(\d+) kB/u.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : NaN;
+}
+
+async function withSchema<T>(fn: (schema: string) => Promise<T>): Promise<T> {
+  const schema = `bench_${randomBytes(5).toString('hex')}`;
+  const admin = await openDb({ kind: 'postgres', url: dbUrl, poolSize: 1 });
+  await admin.exec(`CREATE SCHEMA ${schema}`);
+  try {
+    return await fn(schema);
+  } finally {
+    await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.close();
+  }
+}
+
+async function server(env: Record<string, string>) {
+  const config = loadConfig({
+    DATABASE_URL: dbUrl,
+    DOCUMENT_HASH_KEY: HASH_KEY,
+    SESSION_SECRET,
+    DATA_DIR: path.join(work, 'data'),
+    LOG_LEVEL: 'warn',
+    IMPORT_WAIT_SECONDS: '3600',
+    ...env,
+  });
+  const logger = pino({ level: 'warn' });
+  const deps = await createDeps(config, { logger });
+  const app = await buildApp(deps, { logger });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address() as { port: number };
+  const company = await deps.companies.createCompany(`Bench ${randomBytes(3).toString('hex')}`);
+  const { token } = await deps.tokens.create(company.id, 'bench');
+  return {
+    config,
+    deps,
+    url: `http://127.0.0.1:${address.port}`,
+    auth: { authorization: `Bearer ${token}` },
+    async close() {
+      await app.close();
+      await deps.close();
+    },
+  };
+}
+
+/** POSTs the file as multipart, streamed from disk (fs.openAsBlob), and returns the parsed answer. */
+async function upload(url: string, auth: Record<string, string>, file: string, headers: Record<string, string> = {}) {
+  const form = new FormData();
+  form.append('file', await fs.openAsBlob(file), path.basename(file));
+  const res = await fetch(`${url}/api/v1/claims/import`, { method: 'POST', headers: { ...auth, ...headers }, body: form });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function uploadToResponse() {
+  const file = path.join(work, 'bench.csv');
+  const stats = await generateCsvFile(file, { rows: ROWS, repeat: 0.3, invalid: 0, delimiter: ',', seed: 90_000 });
+  console.log(`\n1) upload to response, in-process mode: ${stats.rows} rows, ${mb(stats.bytes)} MB, ${stats.repeatRows} repeat-person rows`);
+  const times: number[] = [];
+  for (let run = 1; run <= RUNS; run++) {
+    await withSchema(async (schema) => {
+      const s = await server({ DB_SEARCH_PATH: schema, IMPORT_MAX_BYTES: String(64 * 1024 * 1024) });
+      try {
+        const started = performance.now();
+        const res = await upload(s.url, s.auth, file);
+        const ms = performance.now() - started;
+        times.push(ms);
+        console.log(`   run ${run}: ${(ms / 1000).toFixed(2)} s, HTTP ${res.status}, ${String(res.body.message)} (${Math.round(stats.rows / (ms / 1000))} rows/s)`);
+      } finally {
+        await s.close();
+      }
+    });
+  }
+  console.log(`   median ${(median(times) / 1000).toFixed(2)} s over ${RUNS} runs; this process's peak RSS ${mb(peakRss('self'))} MB`);
+}
+
+async function largeFileWorkerMemory() {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+  try {
+    await redis.connect();
+  } catch {
+    console.log(`\n2) skipped: no Redis at ${redisUrl}`);
+    return;
+  }
+  const prefix = `bench-${randomBytes(4).toString('hex')}`;
+  const rows = Math.round((LARGE_MB * 1024 * 1024) / 100);
+  const file = path.join(work, 'large.csv');
+  const stats = await generateCsvFile(file, { rows, repeat: 0.3, invalid: 0.01, delimiter: ',', seed: 500 });
+  console.log(`\n2) worker memory: ${stats.rows} rows, ${mb(stats.bytes)} MB through the queue to a worker process`);
+  const maxBytes = String(stats.bytes + 1024 * 1024);
+  try {
+    await withSchema(async (schema) => {
+      const s = await server({ DB_SEARCH_PATH: schema, REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, IMPORT_MAX_BYTES: maxBytes, IMPORT_UPLOAD_TIMEOUT_SECONDS: '3600' });
+      const worker = spawn(process.execPath, ['--import', 'tsx', 'src/main-worker.ts'], {
+        cwd: root,
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env: {
+          PATH: process.env.PATH ?? '',
+          DATABASE_URL: dbUrl,
+          DB_SEARCH_PATH: schema,
+          REDIS_URL: redisUrl,
+          QUEUE_PREFIX: prefix,
+          DOCUMENT_HASH_KEY: HASH_KEY,
+          DATA_DIR: s.config.dataDir,
+          IMPORT_MAX_BYTES: maxBytes,
+          WORKER_CONCURRENCY: '1',
+          LOG_LEVEL: 'warn',
+          ...(process.env.WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.WORKER_NODE_OPTIONS } : {}),
+        },
+      });
+      try {
+        const started = performance.now();
+        const res = await upload(s.url, s.auth, file, { prefer: 'respond-async' });
+        const uploaded = performance.now();
+        const id = (res.body.data as { id: string }).id;
+        let status = 'queued';
+        let sampled = 0;
+        while (status === 'queued' || status === 'processing') {
+          await new Promise((r) => setTimeout(r, 500));
+          sampled = Math.max(sampled, peakRss(worker.pid!));
+          status = (await s.deps.store.imports.findById(id))!.status;
+        }
+        const run = (await s.deps.store.imports.findById(id))!;
+        const seconds = (performance.now() - started) / 1000;
+        console.log(
+          `   upload ${((uploaded - started) / 1000).toFixed(1)} s; import ${run.status} after ${seconds.toFixed(1)} s: ` +
+            `${run.imported} imported, ${run.failed} failed (${Math.round(stats.rows / seconds)} rows/s)`,
+        );
+        console.log(`   worker peak RSS (VmHWM): ${mb(Math.max(sampled, peakRss(worker.pid!)))} MB; API process peak RSS ${mb(peakRss('self'))} MB`);
+      } finally {
+        worker.kill('SIGTERM');
+        await new Promise((r) => worker.once('exit', r));
+        await s.close();
+      }
+    });
+  } finally {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  }
+}
+
+try {
+  console.log(`CSV import benchmark: ${os.cpus().length} cores, Node ${process.version}, PostgreSQL at ${new URL(dbUrl).host}`);
+  await uploadToResponse();
+  if (!values['skip-large']) await largeFileWorkerMemory();
+} finally {
+  fs.rmSync(work, { recursive: true, force: true });
+}
