@@ -21,10 +21,14 @@ async function main() {
   const logger = createLogger(config.logLevel);
   if (!config.redisUrl) throw new StartupError('npm run worker needs REDIS_URL (and DATABASE_URL); without REDIS_URL the server runs imports itself.');
 
-  const probe = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
-  await probe.connect();
-  await checkEvictionPolicy(probe, logger);
-  probe.disconnect();
+  // The eviction-policy check runs once Redis answers; until then BullMQ keeps reconnecting.
+  const probe = new Redis(config.redisUrl, { maxRetriesPerRequest: null, retryStrategy: (times) => Math.min(times * 1000, 10_000) });
+  let warned = false;
+  probe.on('error', (err: Error) => {
+    if (!warned) logger.warn({ err }, 'redis not reachable yet; the worker keeps trying');
+    warned = true;
+  });
+  probe.once('ready', () => void checkEvictionPolicy(probe, logger).finally(() => probe.disconnect()));
 
   const deps = await createDeps(config, { logger });
   const worker = startImportWorker(deps, config, logger);
