@@ -3,14 +3,14 @@
  *
  *   npm run bench:import -- [--rows 90000] [--runs 3] [--large-mb 100] [--skip-large]
  *
- * 1. Upload to response: a ~10 MB file of 90,000 rows (30% repeat persons, seeded) is POSTed
- *    over real HTTP (127.0.0.1) to a server running imports in-process, each run on a fresh
- *    schema; the time from the first byte sent to the summary received is reported, with the
- *    server process's peak RSS.
+ * 1. Upload to response: a ~9 MB file of 90,000 rows (30% repeat persons, seeded) is POSTed
+ *    over real HTTP (127.0.0.1), each run on a fresh schema, to a server running imports
+ *    in-process, then (with Redis) to a server that queues them for a worker process; the time
+ *    from the first byte sent to the summary received is reported.
  * 2. Worker memory on a large file: the same kind of file at --large-mb (default 100; the goal
- *    speaks of 500) goes through the queue to a real worker process (`src/main-worker.ts`) with
- *    IMPORT_MAX_BYTES raised; the worker's peak RSS (VmHWM) and the throughput are reported.
- *    Needs Redis; skipped without it or with --skip-large.
+ *    speaks of 500) goes through the queue to a real worker process started as `npm run worker`
+ *    starts it (same node flags), with IMPORT_MAX_BYTES raised; the worker's peak RSS (VmHWM)
+ *    and the throughput are reported. Needs Redis; skipped without it or with --skip-large.
  *
  * Databases: BENCH_DATABASE_URL or TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test),
  * BENCH_REDIS_URL or TEST_REDIS_URL (default redis://127.0.0.1:6379). Everything it creates
@@ -52,6 +52,49 @@ const RUNS = Number(values.runs);
 const LARGE_MB = Number(values['large-mb']);
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'import-bench-'));
+
+/** The worker exactly as `npm run worker` starts it (its node flags, such as the heap cap), as one process. */
+function workerArgs(): string[] {
+  const script = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.worker!;
+  const parts = script.split(/\s+/u);
+  return parts[0] === 'node' ? parts.slice(1) : ['--import', 'tsx', 'src/main-worker.ts'];
+}
+
+function startWorker(env: Record<string, string>) {
+  return spawn(process.execPath, workerArgs(), {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      PATH: process.env.PATH ?? '',
+      DATABASE_URL: dbUrl,
+      REDIS_URL: redisUrl,
+      DOCUMENT_HASH_KEY: HASH_KEY,
+      WORKER_CONCURRENCY: '1',
+      LOG_LEVEL: 'warn',
+      ...(process.env.WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.WORKER_NODE_OPTIONS } : {}),
+      ...env,
+    },
+  });
+}
+
+async function redisReachable(): Promise<boolean> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+  try {
+    await redis.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function dropKeys(prefix: string) {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
+}
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
 
@@ -113,30 +156,40 @@ async function upload(url: string, auth: Record<string, string>, file: string, h
 async function uploadToResponse() {
   const file = path.join(work, 'bench.csv');
   const stats = await generateCsvFile(file, { rows: ROWS, repeat: 0.3, invalid: 0, delimiter: ',', seed: 90_000 });
-  console.log(`\n1) upload to response, in-process mode: ${stats.rows} rows, ${mb(stats.bytes)} MB, ${stats.repeatRows} repeat-person rows`);
-  const times: number[] = [];
-  for (let run = 1; run <= RUNS; run++) {
-    await withSchema(async (schema) => {
-      const s = await server({ DB_SEARCH_PATH: schema, IMPORT_MAX_BYTES: String(64 * 1024 * 1024) });
-      try {
-        const started = performance.now();
-        const res = await upload(s.url, s.auth, file);
-        const ms = performance.now() - started;
-        times.push(ms);
-        console.log(`   run ${run}: ${(ms / 1000).toFixed(2)} s, HTTP ${res.status}, ${String(res.body.message)} (${Math.round(stats.rows / (ms / 1000))} rows/s)`);
-      } finally {
-        await s.close();
-      }
-    });
+  console.log(`\n1) upload to response: ${stats.rows} rows, ${mb(stats.bytes)} MB, ${stats.repeatRows} repeat-person rows; a fresh schema per run`);
+  const queued = await redisReachable();
+  for (const mode of queued ? (['in-process', 'queue'] as const) : (['in-process'] as const)) {
+    const times: number[] = [];
+    for (let run = 1; run <= RUNS; run++) {
+      await withSchema(async (schema) => {
+        const prefix = `bench-${randomBytes(4).toString('hex')}`;
+        const env = { DB_SEARCH_PATH: schema, IMPORT_MAX_BYTES: String(64 * 1024 * 1024) };
+        const s = await server(mode === 'queue' ? { ...env, REDIS_URL: redisUrl, QUEUE_PREFIX: prefix } : env);
+        const worker = mode === 'queue' ? startWorker({ DB_SEARCH_PATH: schema, QUEUE_PREFIX: prefix, DATA_DIR: s.config.dataDir }) : undefined;
+        try {
+          if (worker) await new Promise((r) => setTimeout(r, 3000)); // let the worker start
+          const started = performance.now();
+          const res = await upload(s.url, s.auth, file);
+          const ms = performance.now() - started;
+          times.push(ms);
+          console.log(`   ${mode} run ${run}: ${(ms / 1000).toFixed(2)} s, HTTP ${res.status}, ${String(res.body.message)} (${Math.round(stats.rows / (ms / 1000))} rows/s)`);
+        } finally {
+          if (worker) {
+            worker.kill('SIGTERM');
+            await new Promise((r) => worker.once('exit', r));
+            await dropKeys(prefix);
+          }
+          await s.close();
+        }
+      });
+    }
+    console.log(`   ${mode}: median ${(median(times) / 1000).toFixed(2)} s over ${RUNS} runs`);
   }
-  console.log(`   median ${(median(times) / 1000).toFixed(2)} s over ${RUNS} runs; this process's peak RSS ${mb(peakRss('self'))} MB`);
+  console.log(`   this (API) process's peak RSS ${mb(peakRss('self'))} MB`);
 }
 
 async function largeFileWorkerMemory() {
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
-  try {
-    await redis.connect();
-  } catch {
+  if (!(await redisReachable())) {
     console.log(`\n2) skipped: no Redis at ${redisUrl}`);
     return;
   }
@@ -144,28 +197,12 @@ async function largeFileWorkerMemory() {
   const rows = Math.round((LARGE_MB * 1024 * 1024) / 100);
   const file = path.join(work, 'large.csv');
   const stats = await generateCsvFile(file, { rows, repeat: 0.3, invalid: 0.01, delimiter: ',', seed: 500 });
-  console.log(`\n2) worker memory: ${stats.rows} rows, ${mb(stats.bytes)} MB through the queue to a worker process`);
+  console.log(`\n2) worker memory: ${stats.rows} rows, ${mb(stats.bytes)} MB through the queue to a worker process (node ${workerArgs().join(' ')})`);
   const maxBytes = String(stats.bytes + 1024 * 1024);
   try {
     await withSchema(async (schema) => {
       const s = await server({ DB_SEARCH_PATH: schema, REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, IMPORT_MAX_BYTES: maxBytes, IMPORT_UPLOAD_TIMEOUT_SECONDS: '3600' });
-      const worker = spawn(process.execPath, ['--import', 'tsx', 'src/main-worker.ts'], {
-        cwd: root,
-        stdio: ['ignore', 'ignore', 'inherit'],
-        env: {
-          PATH: process.env.PATH ?? '',
-          DATABASE_URL: dbUrl,
-          DB_SEARCH_PATH: schema,
-          REDIS_URL: redisUrl,
-          QUEUE_PREFIX: prefix,
-          DOCUMENT_HASH_KEY: HASH_KEY,
-          DATA_DIR: s.config.dataDir,
-          IMPORT_MAX_BYTES: maxBytes,
-          WORKER_CONCURRENCY: '1',
-          LOG_LEVEL: 'warn',
-          ...(process.env.WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.WORKER_NODE_OPTIONS } : {}),
-        },
-      });
+      const worker = startWorker({ DB_SEARCH_PATH: schema, QUEUE_PREFIX: prefix, DATA_DIR: s.config.dataDir, IMPORT_MAX_BYTES: maxBytes });
       try {
         const started = performance.now();
         const res = await upload(s.url, s.auth, file, { prefer: 'respond-async' });
@@ -184,7 +221,7 @@ async function largeFileWorkerMemory() {
           `   upload ${((uploaded - started) / 1000).toFixed(1)} s; import ${run.status} after ${seconds.toFixed(1)} s: ` +
             `${run.imported} imported, ${run.failed} failed (${Math.round(stats.rows / seconds)} rows/s)`,
         );
-        console.log(`   worker peak RSS (VmHWM): ${mb(Math.max(sampled, peakRss(worker.pid!)))} MB; API process peak RSS ${mb(peakRss('self'))} MB`);
+        console.log(`   worker peak RSS (VmHWM): ${mb(Math.max(sampled, peakRss(worker.pid!)))} MB`);
       } finally {
         worker.kill('SIGTERM');
         await new Promise((r) => worker.once('exit', r));
@@ -192,9 +229,7 @@ async function largeFileWorkerMemory() {
       }
     });
   } finally {
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
+    await dropKeys(prefix);
   }
 }
 

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -132,6 +134,9 @@ describe('Idempotency-Key on POST /api/v1/claims/import', () => {
     expect(other.statusCode).toBe(422);
     expect(Object.keys(other.json().errors)).toEqual(['Idempotency-Key']);
     expect(await countClaims(company.id)).toBe(2);
+    // Neither the replayed nor the refused upload is kept in storage.
+    const dir = path.join(ctx.config.dataDir, 'imports', 'imports', company.id);
+    expect(fs.existsSync(dir) ? fs.readdirSync(dir) : []).toEqual([]);
   });
 
   it('replays a 202 with the same Location for an asynchronous import', async () => {

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ImportRecord } from '../../db/import-repository';
 import { validationError } from '../../domain/errors';
 import { fileMessages } from '../../domain/imports/csv-file';
-import { summaryOf } from '../../domain/imports/import-service';
+import { summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
 import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/idempotency';
 import { commonErrors, errorBody, validationErrorBody } from '../schemas/common';
 import { importBodyDoc, importEnvelope, importIdParams, importPage, importSummary, listImportsQuery } from '../schemas/imports';
@@ -64,6 +64,22 @@ async function filePart(request: FastifyRequest): Promise<MultipartFile> {
 }
 
 /**
+ * Idempotency-Key for an upload, whose fingerprint is known only once the file is stored: true
+ * when the first response was replayed. The stored file is kept only for a new request.
+ */
+async function beginUpload(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, file: ReceivedFile): Promise<boolean> {
+  let replayed: boolean;
+  try {
+    replayed = await beginIdempotent(app, request, reply, fileRequestHash(request, file.sha256));
+  } catch (err) {
+    await app.deps.imports.discard(file); // the key was used for another file, or is still running
+    throw err;
+  }
+  if (replayed) await app.deps.imports.discard(file);
+  return replayed;
+}
+
+/**
  * CSV import: POST /claims/import and the imports resource. The upload is streamed to storage
  * (checked on its way), then processed as a job; the request waits for it up to
  * IMPORT_WAIT_SECONDS, or answers 202 at once with `Prefer: respond-async`.
@@ -105,10 +121,7 @@ export async function importRoutes(app: FastifyInstance) {
   }, async (request, reply) => {
     const part = await filePart(request);
     const file = await imports.receive(request.principal, { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated });
-    if (await beginIdempotent(app, request, reply, fileRequestHash(request, file.sha256))) {
-      await imports.discard(file);
-      return reply;
-    }
+    if (await beginUpload(app, request, reply, file)) return reply;
     const run = await imports.start(request.principal, file);
     if (wantsAsync(request)) return accepted(reply.header('preference-applied', 'respond-async'), run);
     // The wait can be longer than the server's idle-socket timeout.
