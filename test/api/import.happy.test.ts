@@ -31,6 +31,8 @@ describe('POST /api/v1/claims/import', () => {
         { row: 5, messages: { first_name: ['The first name field is required.'], amount: ['The amount must be at least 0.'] } },
       ],
     });
+    // Messages come in column order.
+    expect(Object.keys(res.json().errors[1].messages)).toEqual(['first_name', 'amount']);
     const found = await search(company.auth, 'AB771Q');
     expect(found.data).toHaveLength(1);
     expect(found.data[0]).toMatchObject({

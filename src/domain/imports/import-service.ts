@@ -15,7 +15,9 @@ import {
   createFileInspector,
   fileMessages,
   InvalidImportFile,
+  OPTIONAL_COLUMNS,
   readImportRows,
+  REQUIRED_COLUMNS,
   sanitizeFileName,
   toColumnErrors,
   type ImportRow,
@@ -347,10 +349,16 @@ export function createImportService(deps: ImportServiceDeps) {
 }
 export type ImportService = ReturnType<typeof createImportService>;
 
+/** Column order for the messages of a row (the database keeps JSON object keys in its own order). */
+const COLUMN_ORDER = new Map<string, number>(['row', ...REQUIRED_COLUMNS, ...OPTIONAL_COLUMNS].map((c, i) => [c, i]));
+const byColumn = (messages: Record<string, string[]>) =>
+  Object.fromEntries(Object.entries(messages).sort(([a], [b]) => (COLUMN_ORDER.get(a) ?? 99) - (COLUMN_ORDER.get(b) ?? 99)));
+
 export function summaryOf(run: ImportRecord) {
   const imported = run.imported ?? 0;
   const failed = run.failed ?? 0;
-  return { message: importMessages.finished(imported, failed), imported, failed, errors: run.errors ?? [] };
+  const errors = (run.errors ?? []).map((e) => ({ row: e.row, messages: byColumn(e.messages) }));
+  return { message: importMessages.finished(imported, failed), imported, failed, errors };
 }
 
 function encodeCursor(c: { ts: string; id: string }): string {
