@@ -112,7 +112,6 @@ export function createBullImportQueue(opts: { url: string; prefix: string; attem
   const queue = new Queue(IMPORT_QUEUE, { connection, prefix });
   queue.on('error', () => {}); // reported once a minute by the connection's own handler
   let events: QueueEvents | undefined;
-  const jobs = new Map<string, Job>();
 
   const queueEvents = async () => {
     if (!events) {
@@ -130,7 +129,7 @@ export function createBullImportQueue(opts: { url: string; prefix: string; attem
     async enqueue(importId) {
       if (connection.status !== 'ready') throw new QueueUnavailable('redis not connected');
       try {
-        const job = await withTimeout(
+        await withTimeout(
           enqueue<'claims-import', 'import-csv'>(queue, IMPORT_JOB, { importId }, {
             jobId: importJobId(importId),
             attempts,
@@ -143,7 +142,6 @@ export function createBullImportQueue(opts: { url: string; prefix: string; attem
           PRODUCER_TIMEOUT_MS,
           'enqueue',
         );
-        jobs.set(importId, job);
       } catch (err) {
         throw err instanceof QueueUnavailable ? err : new QueueUnavailable((err as Error).message);
       }
@@ -151,15 +149,13 @@ export function createBullImportQueue(opts: { url: string; prefix: string; attem
     async waitFor(importId, timeoutMs) {
       const started = Date.now();
       try {
-        const job = jobs.get(importId) ?? (await withTimeout(queue.getJob(importJobId(importId)), PRODUCER_TIMEOUT_MS, 'get job'));
+        const job = await withTimeout(queue.getJob(importJobId(importId)), PRODUCER_TIMEOUT_MS, 'get job');
         if (!job) return;
         const qe = await queueEvents();
         const left = Math.max(1, timeoutMs - (Date.now() - started));
         await withTimeout(job.waitUntilFinished(qe, left), left + 1000, 'wait');
       } catch {
         // Failed for good, timed out or Redis gone: the caller reads the import's row either way.
-      } finally {
-        jobs.delete(importId);
       }
     },
     async close() {
