@@ -31,8 +31,6 @@ const envSchema = {
     IMPORT_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 20, default: 3 },
     IMPORT_UPLOAD_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 120 },
     QUEUE_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'bull' },
-    OPERATOR_USER: { type: 'string', minLength: 1 },
-    OPERATOR_PASSWORD: { type: 'string', minLength: 8 },
     SESSION_SECRET: { type: 'string', minLength: 32 },
     TRUST_PROXY: { type: 'boolean', default: false },
     RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 0 },
@@ -64,7 +62,6 @@ export type Config = Readonly<{
   importAttempts: number;
   importUploadTimeoutSeconds: number;
   queuePrefix: string;
-  operator: { user: string; password: string } | undefined;
   sessionSecret: string | undefined;
   trustProxy: boolean;
   rateLimitPerMinute: number;
@@ -97,9 +94,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (input.REDIS_URL !== undefined && input.DATABASE_URL === undefined) {
     problems.push('REDIS_URL needs DATABASE_URL: the embedded database can be opened by one process only, so separate workers could not reach it (unset REDIS_URL to run imports inside the server)');
-  }
-  if ((input.OPERATOR_USER === undefined) !== (input.OPERATOR_PASSWORD === undefined)) {
-    problems.push('OPERATOR_USER and OPERATOR_PASSWORD must be set together');
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
 
@@ -137,7 +131,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importAttempts: v.IMPORT_ATTEMPTS,
     importUploadTimeoutSeconds: v.IMPORT_UPLOAD_TIMEOUT_SECONDS,
     queuePrefix: v.QUEUE_PREFIX,
-    operator: v.OPERATOR_USER ? { user: v.OPERATOR_USER, password: v.OPERATOR_PASSWORD } : undefined,
     sessionSecret: v.SESSION_SECRET,
     trustProxy: v.TRUST_PROXY,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,

@@ -30,7 +30,6 @@ describe('loadConfig', () => {
       redisUrl: undefined,
       s3: undefined,
       importMaxBytes: 10_485_760,
-      operator: undefined,
       trustProxy: false,
       rateLimitPerMinute: 0,
     });
@@ -121,18 +120,13 @@ describe('loadConfig', () => {
     expect(configError({ ...s3, S3_ENDPOINT: 'http://' })).toMatch(/S3_ENDPOINT/);
   });
 
-  it('needs OPERATOR_USER and OPERATOR_PASSWORD together', () => {
-    expect(configError({ OPERATOR_USER: 'ops' })).toMatch(/OPERATOR_USER and OPERATOR_PASSWORD/);
-    expect(loadConfig({ OPERATOR_USER: 'ops', OPERATOR_PASSWORD: 'long-enough' }).operator).toEqual({ user: 'ops', password: 'long-enough' });
-  });
-
   it('needs DATABASE_URL when REDIS_URL is set (separate workers cannot share the embedded database)', () => {
     expect(configError({ REDIS_URL: 'redis://127.0.0.1:6379' })).toMatch(/REDIS_URL needs DATABASE_URL/);
     expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379', DATABASE_URL: 'postgres://x@db/claims' }).redisUrl).toBe('redis://127.0.0.1:6379');
   });
 
   it('does not put a secret value into its message', () => {
-    const message = configError({ S3_SECRET_KEY: 'top-secret-value', OPERATOR_PASSWORD: 'hunter2-hunter2' });
+    const message = configError({ S3_SECRET_KEY: 'top-secret-value', SESSION_SECRET: 'hunter2-hunter2' });
     expect(message).not.toContain('top-secret-value');
     expect(message).not.toContain('hunter2-hunter2');
   });
