@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
 import lockfile from 'proper-lockfile';
 
@@ -76,6 +76,8 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
       );
     }
   }
+  // Loaded only in embedded mode: a PostgreSQL process does not carry PGlite's ~44 MB.
+  const { PGlite } = await import('@electric-sql/pglite');
   const pg = new PGlite({ ...(dataDir ? { dataDir } : {}), parsers: { [DATE_OID]: (v: string) => v } });
   await pg.waitReady;
   const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Queryable => ({

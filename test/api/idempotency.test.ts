@@ -4,6 +4,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { createIdempotencyService } from '../../src/domain/idempotency/idempotency-service';
 import { claimBody, createTestContext, type TestContext } from '../harness';
 import { csv, postImport, validRow } from '../import-helpers';
 
@@ -109,6 +110,27 @@ describe('Idempotency-Key on POST /api/v1/claims', () => {
     await ctx.deps.db.query(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE company_id = $1`, [company.id]);
     expect((await submit(company.auth, claimBody(), key)).statusCode).toBe(201);
     expect(await countClaims(company.id)).toBe(2);
+  });
+
+  it('removes expired keys from the database as requests complete, at most hourly', async () => {
+    const company = await ctx.newCompany();
+    await submit(company.auth, claimBody(), randomUUID());
+    await ctx.deps.db.query(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE company_id = $1`, [company.id]);
+    let clock = Date.now() + 2 * 3_600_000; // past any purge this process already did
+    const service = createIdempotencyService({ store: ctx.deps.store, now: () => clock });
+    await service.begin(company.id, randomUUID(), 'h');
+    const keys = async () =>
+      (await ctx.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM idempotency_keys WHERE company_id = $1', [company.id]))[0]!.n;
+    const fresh = randomUUID();
+    await service.begin(company.id, fresh, 'h2');
+    await service.complete(company.id, fresh, 201, { body: {} });
+    expect(await keys()).toBe(2); // the expired key is gone; the two fresh ones stay
+    clock += 60_000;
+    await ctx.deps.db.query(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE company_id = $1`, [company.id]);
+    const third = randomUUID();
+    await service.begin(company.id, third, 'h3');
+    await service.complete(company.id, third, 201, { body: {} });
+    expect(await keys()).toBe(3); // within the hour: nothing purged
   });
 });
 

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { NewClaimRow, StoredClaim } from '../../db/claim-repository';
 import type { Store } from '../../db/store';
 import { minusYears } from '../dates';
+import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
 import { AppError, RetryableConflict, validationError, type FieldErrors } from '../errors';
 import type { DocumentHasher, IdentityOutcome } from '../clients/identity';
@@ -100,7 +101,7 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     let after: { ts: string; id: string } | undefined;
     if (opts.cursor) {
       after = decodeCursor(opts.cursor);
-      if (!after) throw validationError({ cursor: ['The cursor is invalid; use the next_cursor value of a previous page.'] });
+      if (!after) throw validationError({ cursor: [invalidCursorMessage] });
     }
     const rows = await store.claims.listByCompany(principal.companyId, { status: opts.status, after, limit: opts.limit + 1 });
     const page = rows.slice(0, opts.limit);
@@ -146,15 +147,7 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
 }
 export type ClaimService = ReturnType<typeof createClaimService>;
 
-function encodeCursor(c: { ts: string; id: string }): string {
-  return Buffer.from(`${c.ts}|${c.id}`, 'utf8').toString('base64url');
-}
 
-function decodeCursor(raw: string): { ts: string; id: string } | undefined {
-  const [ts, id] = Buffer.from(raw, 'base64url').toString('utf8').split('|');
-  if (!ts || !id || !isUuid(id) || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/u.test(ts)) return undefined;
-  return { ts, id };
-}
 
 /** Runs fn again when it lost a race; a handful of attempts always suffices in practice. */
 export async function withRetries<T>(fn: () => Promise<T>, attempts = 8): Promise<T> {

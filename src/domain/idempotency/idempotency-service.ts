@@ -41,9 +41,13 @@ export function requestHash(method: string, path: string, body: unknown): string
 /**
  * Idempotency-Key for POST requests: the first response to a key is stored and replayed, without
  * writing again, for a repeat of the same request within 24 hours. Concurrent duplicates race on
- * the key's primary key; the loser gets 409 instead of writing a second time.
+ * the key's primary key; the loser gets 409 instead of writing a second time. Expired keys are
+ * purged now and then (at most hourly per process) as a side effect of completing one.
  */
-export function createIdempotencyService({ store }: { store: Pick<Store, 'idempotency'> }) {
+export function createIdempotencyService({ store, now = () => Date.now() }: { store: Pick<Store, 'idempotency'>; now?: () => number }) {
+  let lastPurge = 0;
+  const purgeExpired = () => store.idempotency.purgeExpired(IDEMPOTENCY_TTL_HOURS);
+
   async function begin(companyId: string, key: string, hash: string): Promise<IdempotencyDecision> {
     if (!KEY_PATTERN.test(key)) throw validationError({ [IDEMPOTENCY_HEADER]: [idempotencyMessages.invalid] });
     const result = await store.idempotency.claim(companyId, key, hash, {
@@ -60,6 +64,10 @@ export function createIdempotencyService({ store }: { store: Pick<Store, 'idempo
   /** Stores the first response (any status below 500). */
   async function complete(companyId: string, key: string, statusCode: number, response: StoredResponse): Promise<void> {
     await store.idempotency.complete(companyId, key, statusCode, response);
+    if (now() - lastPurge >= 3_600_000) {
+      lastPurge = now();
+      await purgeExpired();
+    }
   }
 
   /** Frees the key after a server error, so the client can retry with it. */
@@ -67,6 +75,6 @@ export function createIdempotencyService({ store }: { store: Pick<Store, 'idempo
     await store.idempotency.release(companyId, key);
   }
 
-  return { begin, complete, release, purgeExpired: () => store.idempotency.purgeExpired(IDEMPOTENCY_TTL_HOURS) };
+  return { begin, complete, release, purgeExpired };
 }
 export type IdempotencyService = ReturnType<typeof createIdempotencyService>;

@@ -8,6 +8,7 @@ import type { ClaimInput } from '../claims/claim';
 import { validateClaimInput } from '../claims/claim';
 import { withRetries, type ClaimService } from '../claims/claim-service';
 import { AppError, RetryableConflict, validationError } from '../errors';
+import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
 import type { Principal } from '../principal';
 import {
@@ -187,7 +188,7 @@ export function createImportService(deps: ImportServiceDeps) {
     let after: { ts: string; id: string } | undefined;
     if (opts.cursor) {
       after = decodeCursor(opts.cursor);
-      if (!after) throw validationError({ cursor: ['The cursor is invalid; use the next_cursor value of a previous page.'] });
+      if (!after) throw validationError({ cursor: [invalidCursorMessage] });
     }
     const rows = await store.imports.listByCompany(principal.companyId, { after, limit: opts.limit + 1 });
     const page = rows.slice(0, opts.limit);
@@ -359,14 +360,4 @@ export function summaryOf(run: ImportRecord) {
   const failed = run.failed ?? 0;
   const errors = (run.errors ?? []).map((e) => ({ row: e.row, messages: byColumn(e.messages) }));
   return { message: importMessages.finished(imported, failed), imported, failed, errors };
-}
-
-function encodeCursor(c: { ts: string; id: string }): string {
-  return Buffer.from(`${c.ts}|${c.id}`, 'utf8').toString('base64url');
-}
-
-function decodeCursor(raw: string): { ts: string; id: string } | undefined {
-  const [ts, id] = Buffer.from(raw, 'base64url').toString('utf8').split('|');
-  if (!ts || !id || !isUuid(id) || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/u.test(ts)) return undefined;
-  return { ts, id };
 }
