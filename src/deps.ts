@@ -26,15 +26,15 @@ import { createBullImportQueue, type BullImportQueue } from './workers/queues';
 export class StartupError extends Error {}
 
 /**
- * The document-hash key: DOCUMENT_HASH_KEY, or in embedded mode a key generated once into
- * DATA_DIR and reused. PostgreSQL mode requires the variable: several processes must share it.
+ * A secret from its variable, or in embedded mode one generated once into DATA_DIR and reused.
+ * PostgreSQL mode requires the variable: several processes must share the same value.
  */
-function resolveDocumentHashKey(config: Config): string {
-  if (config.documentHashKey) return config.documentHashKey;
+function resolveSecret(config: Config, given: string | undefined, variable: string, fileName: string, sharedBy: string): string {
+  if (given) return given;
   if (config.databaseUrl) {
-    throw new StartupError('DOCUMENT_HASH_KEY must be set when DATABASE_URL is set (at least 32 characters, the same for every process).');
+    throw new StartupError(`${variable} must be set when DATABASE_URL is set (at least 32 characters, the same for every ${sharedBy}).`);
   }
-  const file = path.join(config.dataDir, 'document-hash.key');
+  const file = path.join(config.dataDir, fileName);
   fs.mkdirSync(config.dataDir, { recursive: true });
   try {
     fs.writeFileSync(file, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
@@ -44,25 +44,16 @@ function resolveDocumentHashKey(config: Config): string {
   return fs.readFileSync(file, 'utf8').trim();
 }
 
+/** The key of the identity documents' HMAC (DOCUMENT_HASH_KEY). */
+const resolveDocumentHashKey = (config: Config) =>
+  resolveSecret(config, config.documentHashKey, 'DOCUMENT_HASH_KEY', 'document-hash.key', 'process');
+
 /**
- * The dashboard's cookie-signing secret: SESSION_SECRET, or in embedded mode one generated once
- * into DATA_DIR and reused. PostgreSQL mode requires the variable (several processes share sessions).
- * Resolved when the dashboard is registered, so the worker and the admin CLI do not need it.
+ * The dashboard's cookie-signing secret (SESSION_SECRET). Resolved when the dashboard is
+ * registered, so the worker and the admin CLI do not need it.
  */
-export function resolveSessionSecret(config: Config): string {
-  if (config.sessionSecret) return config.sessionSecret;
-  if (config.databaseUrl) {
-    throw new StartupError('SESSION_SECRET must be set when DATABASE_URL is set (at least 32 characters, the same for every server process).');
-  }
-  const file = path.join(config.dataDir, 'session-secret.key');
-  fs.mkdirSync(config.dataDir, { recursive: true });
-  try {
-    fs.writeFileSync(file, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  return fs.readFileSync(file, 'utf8').trim();
-}
+export const resolveSessionSecret = (config: Config) =>
+  resolveSecret(config, config.sessionSecret, 'SESSION_SECRET', 'session-secret.key', 'server process');
 
 export type DepsOptions = {
   /** Test isolation: a PostgreSQL schema, or an in-memory PGlite (dataDir null). */

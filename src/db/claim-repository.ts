@@ -17,18 +17,8 @@ const CLAIM_SELECT = `
     JOIN clients cl ON cl.id = c.client_id
     JOIN companies co ON co.id = c.company_id`;
 
-type ClaimRow = {
-  id: string;
-  claim_date: string;
-  claim_type: Claim['claim_type'];
-  amount: string | null;
-  currency: 'EUR';
-  is_at_fault: boolean | null;
-  vehicle_registration: string;
-  source: ClaimSource;
-  status: ClaimStatus;
-  company_name: string;
-  created_at: string;
+/** A row of CLAIM_SELECT: the Claim's own columns, the client flattened, and what paging needs. */
+type ClaimRow = Omit<Claim, 'client'> & {
   cursor_ts: string;
   company_id: string;
   client_id: string;
