@@ -50,14 +50,15 @@ try {
   await deps.close();
 
   server = spawn('node_modules/.bin/tsx', ['src/main-api.ts'], {
-    env: { ...process.env, DATABASE_URL: url, DOCUMENT_HASH_KEY: key, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    env: { ...process.env, DATABASE_URL: url, DOCUMENT_HASH_KEY: key, SESSION_SECRET: randomBytes(32).toString('base64url'), PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
-  for (let i = 0; i < 60; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok).catch(() => false);
-    if (ok) break;
-    await sleep(500);
+  let ready = false;
+  for (let i = 0; i < 60 && !ready && server.exitCode === null; i++) {
+    ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok).catch(() => false);
+    if (!ready) await sleep(500);
   }
+  if (!ready) throw new Error('the server did not become ready; see its output above');
 
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' };
   let n = 0;
@@ -90,7 +91,7 @@ try {
   });
   await run('search by plate', '/api/v1/claims/search-by-plate', () => JSON.stringify({ vehicle_registration: `P${Math.floor(Math.random() * plates)}` }));
 } finally {
-  if (server?.pid) {
+  if (server?.pid && server.exitCode === null) {
     server.kill('SIGTERM');
     await new Promise((resolve) => server!.once('exit', resolve));
   }
