@@ -10,15 +10,19 @@ export function safeError(err: unknown): Record<string, unknown> {
   return { type: err.name, ...(typeof code === 'string' ? { code } : {}), message: err.message.slice(0, 300) };
 }
 
-/** Secrets never reach a log line: tokens, cookies, passwords. */
-export function createLogger(level: string): Logger {
-  return pino({
+/** Secrets never reach a log line: tokens, cookies, passwords. `destination` defaults to stdout. */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     level,
     serializers: { err: safeError, error: safeError },
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]', '*.password', '*.token'],
       censor: '[redacted]',
     },
+  };
+  if (destination) return pino(options, destination);
+  return pino({
+    ...options,
     ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss' } } } : {}),
   });
 }

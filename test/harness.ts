@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 import type { FastifyInstance } from 'fastify';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 
 import { buildApp } from '../src/api/app';
 import { loadConfig, type Config } from '../src/config';
@@ -25,7 +25,10 @@ export type TestContext = {
  * A real app on a real database: in-memory PGlite, or a fresh schema in the PostgreSQL of
  * TEST_DATABASE_URL that is dropped at close. `env` overrides configuration variables.
  */
-export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
+export async function createTestContext(
+  env: Record<string, string> = {},
+  options: { logger?: Logger } = {},
+): Promise<TestContext> {
   const kind = dbKind();
   const url = process.env.TEST_DATABASE_URL;
   if (kind === 'postgres' && !url) throw new Error('TEST_DB_KIND=postgres needs TEST_DATABASE_URL');
@@ -43,8 +46,9 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     ...(kind === 'postgres' ? { DATABASE_URL: url! } : {}),
     ...env,
   });
-  const deps = await createDeps(config, kind === 'postgres' ? { searchPath: schema } : { inMemory: true });
-  const app = await buildApp(deps, { logger: pino({ level: 'silent' }) });
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const deps = await createDeps(config, { ...(kind === 'postgres' ? { searchPath: schema } : { inMemory: true }), logger });
+  const app = await buildApp(deps, { logger });
   await app.ready();
   let n = 0;
   return {
