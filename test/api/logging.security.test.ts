@@ -31,6 +31,8 @@ describe('log lines', () => {
     expect((await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: mismatch })).statusCode).toBe(422);
     const tooLong = claimBody({}, { id_documents: [{ type: 'passport', number: number.repeat(20) }] });
     expect((await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: tooLong })).statusCode).toBe(422);
+    // A query string (the dashboard's plate search uses one) stays out of the log.
+    await ctx.app.inject({ method: 'GET', url: '/api/v1/claims?status=filed&cursor=PLATE-IN-QUERY-777', headers: company.auth });
     // A server error: the database goes away under the request.
     const broken = await createTestContext({}, { logger: createLogger('trace', sink) });
     const other = await broken.newCompany();
@@ -43,6 +45,8 @@ describe('log lines', () => {
     expect(lines.length).toBeGreaterThan(5);
     expect(log).toContain('request failed'); // the 500 was logged...
     expect(log).not.toContain('SECRET4242NUMBER'); // ...but no document number anywhere
+    expect(log).not.toContain('PLATE-IN-QUERY-777');
+    expect(log).toContain('"url":"/api/v1/claims"');
     expect(log).not.toContain(company.token);
     expect(log).not.toContain(other.token);
     expect(log).not.toMatch(/\n\s+at .+:\d+:\d+/u); // no stack frames
