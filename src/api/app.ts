@@ -37,7 +37,8 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     genReqId: () => randomUUID(),
     trustProxy: deps.config.trustProxy,
     connectionTimeout: 30_000,
-    requestTimeout: 120_000,
+    // Receiving a request may take as long as storing a large upload is allowed to.
+    requestTimeout: Math.max(120, deps.config.importUploadTimeoutSeconds + 30) * 1000,
     keepAliveTimeout: 65_000,
     bodyLimit: 1_048_576,
     // Long enough that any malformed claim id reaches the route and gets its JSON 404.
