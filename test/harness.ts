@@ -82,7 +82,7 @@ export function claimBody(overrides: Record<string, unknown> = {}, clientOverrid
       id_documents: [{ type: 'passport', number: `P${randomBytes(6).toString('hex').toUpperCase()}` }],
       ...clientOverrides,
     },
-    claim_date: minusDays(todayIn('UTC'), 30),
+    claim_date: addDays(todayIn('UTC'), -30),
     vehicle_registration: `AB${randomBytes(3).toString('hex').toUpperCase()}`,
     amount: 1250,
     claim_type: 'accident',
@@ -90,9 +90,9 @@ export function claimBody(overrides: Record<string, unknown> = {}, clientOverrid
   };
 }
 
-/** An ISO date `days` before the given one. */
-export function minusDays(isoDate: string, days: number): string {
-  const d = new Date(`${isoDate}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() - days);
-  return d.toISOString().slice(0, 10);
-}
+/** The ISO date `days` after the given one (negative: before). */
+export const addDays = (iso: string, days: number): string =>
+  new Date(Date.parse(`${iso}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+
+/** A company as ctx.newCompany() returns it. */
+export type Company = Awaited<ReturnType<TestContext['newCompany']>>;

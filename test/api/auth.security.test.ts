@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -11,8 +11,6 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-type Company = Awaited<ReturnType<TestContext['newCompany']>>;
-const addDays = (iso: string, days: number) => new Date(Date.parse(`${iso}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
 const validBody = () => claimBody({ claim_date: addDays(ctx.deps.today(), -3) });
 
 /** Every authenticated route under /api/v1, with a request that would succeed with a live token. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -10,9 +10,7 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-type Company = Awaited<ReturnType<TestContext['newCompany']>>;
 type Claim = { id: string; status: string; company_name: string };
-const addDays = (iso: string, days: number) => new Date(Date.parse(`${iso}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
 
 async function submit(company: Company, overrides: Record<string, unknown> = {}): Promise<Claim> {
   const res = await ctx.app.inject({

@@ -3,10 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears } from '../../src/domain/dates';
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
 
-type Company = Awaited<ReturnType<TestContext['newCompany']>>;
-const addDays = (iso: string, days: number) => new Date(Date.parse(`${iso}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
 /** A plate no other test uses: letters and digits only, 8 characters. */
 const newPlate = () => `S${randomBytes(4).toString('hex').toUpperCase().slice(0, 7)}`;
 

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears } from '../../src/domain/dates';
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, createTestContext, type TestContext, addDays } from '../harness';
 
 let ctx: TestContext;
 let company: Awaited<ReturnType<TestContext['newCompany']>>;
@@ -13,7 +13,6 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-const addDays = (iso: string, days: number) => new Date(Date.parse(`${iso}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
 const today = () => ctx.deps.today();
 const docNo = () => `N${randomBytes(6).toString('hex').toUpperCase()}`;
 const body = (overrides: Record<string, unknown> = {}, client: Record<string, unknown> = {}) =>

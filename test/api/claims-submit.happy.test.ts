@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears, todayIn } from '../../src/domain/dates';
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -11,9 +11,7 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-type Company = Awaited<ReturnType<TestContext['newCompany']>>;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const addDays = (iso: string, days: number) => new Date(Date.parse(`${iso}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
 const today = () => ctx.deps.today();
 const docNo = () => `N${randomBytes(6).toString('hex').toUpperCase()}`;
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
 
 // Meaningful mainly on PostgreSQL, where the submissions really run in parallel on a pool of
 // connections; on PGlite the same tests pin the result of one connection taking them in turn.
@@ -12,9 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-type Company = Awaited<ReturnType<TestContext['newCompany']>>;
 type Doc = { type: string; number: string };
-const addDays = (iso: string, days: number) => new Date(Date.parse(`${iso}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
 const docNo = () => `C${randomBytes(6).toString('hex').toUpperCase()}`;
 
 const post = (company: Company, client: { date_of_birth: string; id_documents: Doc[] }, plate?: string) =>
