@@ -53,6 +53,9 @@ describe('normalizeDocumentNumber', () => {
 
   it('does not strip non-ASCII letters before a dash', () => {
     expect(normalizeDocumentNumber('ŁT-123')).toBe('ŁT-123');
+    // Upper-casing turns these into ASCII ("SS", "I"); they are still not a country prefix.
+    expect(normalizeDocumentNumber('ß-123')).toBe('SS-123');
+    expect(normalizeDocumentNumber('ıt-123')).toBe('IT-123');
   });
 
   it('keeps dashes inside the number', () => {

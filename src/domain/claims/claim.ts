@@ -58,7 +58,8 @@ export function normalizePlate(raw: string): string {
  * (2 or 3 ASCII letters and a dash: "LT-", "LTU-"). The result may be empty, which callers reject.
  */
 export function normalizeDocumentNumber(raw: string): string {
-  return raw.replace(/\s+/gu, '').toUpperCase().replace(/^[A-Z]{2,3}-/u, '');
+  // The prefix is matched before upper-casing: some letters become ASCII only then ("ß" → "SS").
+  return raw.replace(/\s+/gu, '').replace(/^[A-Za-z]{2,3}-/u, '').toUpperCase();
 }
 
 const label = (field: string): string => {
