@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
+import { expect } from 'vitest';
 
 import { buildApp } from '../src/api/app';
 import { loadConfig, type Config } from '../src/config';
@@ -96,3 +97,10 @@ export const addDays = (iso: string, days: number): string =>
 
 /** A company as ctx.newCompany() returns it. */
 export type Company = Awaited<ReturnType<TestContext['newCompany']>>;
+
+/** Submits a claim through the API (claimBody with overrides), asserts the 201, returns `data`. */
+export async function submitClaim(ctx: TestContext, company: Company, overrides: Record<string, unknown> = {}) {
+  const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: claimBody(overrides) });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json().data;
+}

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
+import { createTestContext, type TestContext, addDays, type Company, submitClaim } from '../harness';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -12,16 +12,7 @@ afterAll(async () => ctx.close());
 
 type Claim = { id: string; status: string; company_name: string };
 
-async function submit(company: Company, overrides: Record<string, unknown> = {}): Promise<Claim> {
-  const res = await ctx.app.inject({
-    method: 'POST',
-    url: '/api/v1/claims',
-    headers: company.auth,
-    payload: claimBody({ claim_date: addDays(ctx.deps.today(), -7), ...overrides }),
-  });
-  expect(res.statusCode, res.body).toBe(201);
-  return res.json().data;
-}
+const submit = (company: Company, overrides: Record<string, unknown> = {}): Promise<Claim> => submitClaim(ctx, company, overrides);
 
 /** Submits one after another, so created_at increases in this order. */
 async function submitMany(company: Company, n: number, overrides: (i: number) => Record<string, unknown> = () => ({})) {

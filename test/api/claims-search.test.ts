@@ -3,16 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears } from '../../src/domain/dates';
-import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
+import { claimBody, createTestContext, type TestContext, addDays, type Company, submitClaim } from '../harness';
 
 /** A plate no other test uses: letters and digits only, 8 characters. */
 const newPlate = () => `S${randomBytes(4).toString('hex').toUpperCase().slice(0, 7)}`;
-
-async function submit(ctx: TestContext, company: Company, overrides: Record<string, unknown>) {
-  const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: claimBody(overrides) });
-  expect(res.statusCode, res.body).toBe(201);
-  return res.json().data;
-}
 
 const search = (ctx: TestContext, company: Company, payload: unknown) =>
   ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload: payload as object });
@@ -36,7 +30,7 @@ describe('POST /api/v1/claims/search-by-plate (default 3-year window)', () => {
   it('returns 200 with data and meta { total_claims, query_period "3 years" }', async () => {
     const company = await ctx.newCompany();
     const plate = newPlate();
-    const claim = await submit(ctx, company, { vehicle_registration: plate, claim_date: addDays(today(), -3) });
+    const claim = await submitClaim(ctx, company, { vehicle_registration: plate, claim_date: addDays(today(), -3) });
     const result = await found(ctx, company, plate);
     expect(result).toEqual({ data: [claim], meta: { total_claims: 1, query_period: '3 years' } });
   });
@@ -44,8 +38,8 @@ describe('POST /api/v1/claims/search-by-plate (default 3-year window)', () => {
   it('finds claims of all companies, not only the caller’s', async () => {
     const [a, b, searcher] = [await ctx.newCompany('A'), await ctx.newCompany('B'), await ctx.newCompany('Searcher')];
     const plate = newPlate();
-    const fromA = await submit(ctx, a, { vehicle_registration: plate, claim_date: addDays(today(), -2) });
-    const fromB = await submit(ctx, b, { vehicle_registration: plate, claim_date: addDays(today(), -1) });
+    const fromA = await submitClaim(ctx, a, { vehicle_registration: plate, claim_date: addDays(today(), -2) });
+    const fromB = await submitClaim(ctx, b, { vehicle_registration: plate, claim_date: addDays(today(), -1) });
     const result = await found(ctx, searcher, plate);
     expect(ids(result)).toEqual([fromB.id, fromA.id]);
     expect(result.data.map((c: { company_name: string }) => c.company_name)).toEqual([b.name, a.name]);
@@ -56,7 +50,7 @@ describe('POST /api/v1/claims/search-by-plate (default 3-year window)', () => {
     const company = await ctx.newCompany();
     const plate = newPlate();
     const spelled = `${plate.slice(0, 2).toLowerCase()}-${plate.slice(2, 5)}.${plate.slice(5).toLowerCase()}`;
-    const claim = await submit(ctx, company, { vehicle_registration: spelled, claim_date: addDays(today(), -1) });
+    const claim = await submitClaim(ctx, company, { vehicle_registration: spelled, claim_date: addDays(today(), -1) });
     for (const query of [plate, plate.toLowerCase(), ` ${plate.slice(0, 3)} ${plate.slice(3)} `, `${plate.slice(0, 4)}.${plate.slice(4)}`, spelled]) {
       expect(ids(await found(ctx, company, query)), query).toEqual([claim.id]);
     }
@@ -65,17 +59,17 @@ describe('POST /api/v1/claims/search-by-plate (default 3-year window)', () => {
   it('does not match a different plate that merely contains the query', async () => {
     const company = await ctx.newCompany();
     const plate = newPlate();
-    await submit(ctx, company, { vehicle_registration: `${plate}9`, claim_date: addDays(today(), -1) });
+    await submitClaim(ctx, company, { vehicle_registration: `${plate}9`, claim_date: addDays(today(), -1) });
     expect(await found(ctx, company, plate)).toEqual({ data: [], meta: { total_claims: 0, query_period: '3 years' } });
   });
 
   it('orders by claim_date descending, then created_at descending', async () => {
     const company = await ctx.newCompany();
     const plate = newPlate();
-    const olderFirst = await submit(ctx, company, { vehicle_registration: plate, claim_date: addDays(today(), -20) });
-    const newest = await submit(ctx, company, { vehicle_registration: plate, claim_date: addDays(today(), -5) });
-    const olderSecond = await submit(ctx, company, { vehicle_registration: plate, claim_date: addDays(today(), -20) });
-    const oldest = await submit(ctx, company, { vehicle_registration: plate, claim_date: addDays(today(), -300) });
+    const olderFirst = await submitClaim(ctx, company, { vehicle_registration: plate, claim_date: addDays(today(), -20) });
+    const newest = await submitClaim(ctx, company, { vehicle_registration: plate, claim_date: addDays(today(), -5) });
+    const olderSecond = await submitClaim(ctx, company, { vehicle_registration: plate, claim_date: addDays(today(), -20) });
+    const oldest = await submitClaim(ctx, company, { vehicle_registration: plate, claim_date: addDays(today(), -300) });
     const result = await found(ctx, company, plate);
     expect(ids(result)).toEqual([newest.id, olderSecond.id, olderFirst.id, oldest.id]);
     expect(result.meta.total_claims).toBe(4);
@@ -84,7 +78,7 @@ describe('POST /api/v1/claims/search-by-plate (default 3-year window)', () => {
   it('includes a claim dated exactly three years ago (inclusive boundary)', async () => {
     const company = await ctx.newCompany();
     const plate = newPlate();
-    const claim = await submit(ctx, company, { vehicle_registration: plate, claim_date: minusYears(today(), 3) });
+    const claim = await submitClaim(ctx, company, { vehicle_registration: plate, claim_date: minusYears(today(), 3) });
     expect(ids(await found(ctx, company, plate))).toEqual([claim.id]);
   });
 
@@ -158,11 +152,11 @@ describe('POST /api/v1/claims/search-by-plate with SEARCH_HISTORY_YEARS=1', () =
   it('leaves out claims older than the window, keeps the boundary day, and says "1 year"', async () => {
     const company = await ctx.newCompany();
     const plate = newPlate();
-    const recent = await submit(ctx, company, { vehicle_registration: plate, claim_date: addDays(today(), -10) });
-    const boundary = await submit(ctx, company, { vehicle_registration: plate, claim_date: minusYears(today(), 1) });
+    const recent = await submitClaim(ctx, company, { vehicle_registration: plate, claim_date: addDays(today(), -10) });
+    const boundary = await submitClaim(ctx, company, { vehicle_registration: plate, claim_date: minusYears(today(), 1) });
     // Accepted on submission (within 3 years) but outside the 1-year search window.
-    await submit(ctx, company, { vehicle_registration: plate, claim_date: addDays(minusYears(today(), 1), -1) });
-    await submit(ctx, company, { vehicle_registration: plate, claim_date: addDays(minusYears(today(), 2), 0) });
+    await submitClaim(ctx, company, { vehicle_registration: plate, claim_date: addDays(minusYears(today(), 1), -1) });
+    await submitClaim(ctx, company, { vehicle_registration: plate, claim_date: addDays(minusYears(today(), 2), 0) });
     const result = await found(ctx, company, plate);
     expect(ids(result)).toEqual([recent.id, boundary.id]);
     expect(result.meta).toEqual({ total_claims: 2, query_period: '1 year' });
@@ -170,7 +164,7 @@ describe('POST /api/v1/claims/search-by-plate with SEARCH_HISTORY_YEARS=1', () =
 
   it('still reads an old claim by id: the window limits the search only', async () => {
     const company = await ctx.newCompany();
-    const old = await submit(ctx, company, { vehicle_registration: newPlate(), claim_date: minusYears(today(), 2) });
+    const old = await submitClaim(ctx, company, { vehicle_registration: newPlate(), claim_date: minusYears(today(), 2) });
     const res = await ctx.app.inject({ method: 'GET', url: `/api/v1/claims/${old.id}`, headers: company.auth });
     expect(res.statusCode).toBe(200);
     expect(await found(ctx, company, old.vehicle_registration)).toMatchObject({ data: [], meta: { total_claims: 0 } });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
+import { createTestContext, type TestContext, type Company, submitClaim } from '../harness';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -11,16 +11,7 @@ beforeAll(async () => {
 afterAll(async () => ctx.close());
 
 
-async function newClaim(company: Company, overrides: Record<string, unknown> = {}) {
-  const res = await ctx.app.inject({
-    method: 'POST',
-    url: '/api/v1/claims',
-    headers: company.auth,
-    payload: claimBody({ claim_date: addDays(ctx.deps.today(), -5), ...overrides }),
-  });
-  expect(res.statusCode, res.body).toBe(201);
-  return res.json().data;
-}
+const newClaim = (company: Company, overrides: Record<string, unknown> = {}) => submitClaim(ctx, company, overrides);
 
 const patch = (company: Company, id: string, payload: unknown) =>
   ctx.app.inject({ method: 'PATCH', url: `/api/v1/claims/${id}/status`, headers: company.auth, payload: payload as object });
