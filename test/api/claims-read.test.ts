@@ -62,7 +62,7 @@ describe('GET /api/v1/claims/:id', () => {
 
   it('answers an unknown id and a non-UUID id with 404 "Claim not found."', async () => {
     const company = await ctx.newCompany();
-    for (const id of [randomUUID(), 'abc', '12345', `${randomUUID()}-1`, 'z'.repeat(90)]) {
+    for (const id of [randomUUID(), 'abc', '12345', `${randomUUID()}-1`, 'z'.repeat(90), 'z'.repeat(500)]) {
       const res = await get(company, `/api/v1/claims/${id}`);
       expect(res.statusCode, id).toBe(404);
       expect(res.json()).toEqual({ message: 'Claim not found.' });

@@ -83,6 +83,12 @@ describe('POST /api/v1/claims', () => {
     expect(data.status).toBe(status);
   });
 
+  it('treats status null like an omitted status: filed', async () => {
+    const company = await ctx.newCompany();
+    const { data } = await submit(company, body({ status: null }));
+    expect(data.status).toBe('filed');
+  });
+
   it('stores the claim under the submitting company, readable by id', async () => {
     const company = await ctx.newCompany();
     const { data } = await submit(company, body());

@@ -71,6 +71,11 @@ describe('GET /api/v1/openapi.json', () => {
     for (const hidden of ['/api/v1/openapi.json', '/healthz', '/readyz']) expect(paths).not.toContain(hidden);
   });
 
+  it('describes only the /api/v1 resources, not the dashboard pages', async () => {
+    const paths = Object.keys((await spec()).paths);
+    expect(paths.filter((p) => !p.startsWith('/api/v1/'))).toEqual([]);
+  });
+
   it('never describes a document number in a response', async () => {
     const s = await spec();
     for (const { op } of operations(s)) expect(JSON.stringify(op.responses ?? {})).not.toMatch(/"number"\s*:/);
