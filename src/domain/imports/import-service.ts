@@ -7,7 +7,7 @@ import { ObjectNotFound, ObjectTooLarge, StorageTimeout, type ObjectStore } from
 import type { ClaimInput } from '../claims/claim';
 import { validateClaimInput } from '../claims/claim';
 import { withRetries, type ClaimService } from '../claims/claim-service';
-import { AppError, RetryableConflict, validationError } from '../errors';
+import { AppError, validationError } from '../errors';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
 import type { Principal } from '../principal';
@@ -90,17 +90,6 @@ export type ImportServiceDeps = {
 };
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** A deadlock or serialization failure inside a chunk's savepoint: run the chunk again. */
-async function retryableOnConflict<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    const code = (err as { code?: unknown } | null)?.code;
-    if (code === '40P01' || code === '40001') throw new RetryableConflict(`database conflict ${code}`);
-    throw err;
-  }
-}
 
 export function createImportService(deps: ImportServiceDeps) {
   const { store, claims, storage, queue, today, limits } = deps;
@@ -285,7 +274,7 @@ export function createImportService(deps: ImportServiceDeps) {
         inputs.length === 0
           ? { outcomes: [] }
           : await withRetries(() =>
-              tx.savepoint(() => retryableOnConflict(() => claims.storeBatch(tx, principal, inputs, 'bulk_import', run.id))),
+              tx.savepoint(() => claims.storeBatch(tx, principal, inputs, 'bulk_import', run.id)),
             );
       for (const slot of slots) {
         if ('messages' in slot) {
