@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
+import { csv, postImport, validRow } from '../import-helpers';
 
 // Meaningful mainly on PostgreSQL, where the submissions really run in parallel on a pool of
 // connections; on PGlite the same tests pin the result of one connection taking them in turn.
@@ -105,5 +106,31 @@ describe('identity resolution under concurrent submissions', () => {
     const stored = await claimsWithPlate(company, plate);
     expect(stored).toHaveLength(ok.length);
     expect(stored.every((c) => c.client.date_of_birth === recorded)).toBe(true);
+  });
+});
+
+describe('an import racing API submissions of the same new persons', () => {
+  it('imports every row and leaves one client per person, whoever creates the person first', async () => {
+    const company = await ctx.newCompany('Import race');
+    const persons = Array.from({ length: 400 }, () => ({ number: docNo(), dob: '1980-02-03' }));
+    const file = csv(persons.map((p) => validRow({ id_number: p.number, date_of_birth: p.dob })));
+    // The API submissions go on while the import runs; whichever creates a person first, the
+    // other finds it. (This checks the end state; it does not force the narrow race in which a
+    // chunk's write loses to a submission committed after its look-up.)
+    const importing = postImport(ctx.app, company.auth, file);
+    const submitted: Awaited<ReturnType<typeof post>>[] = [];
+    for (let i = 0; i < persons.length; i += 50) {
+      const batch = persons.slice(i, i + 50);
+      submitted.push(...(await Promise.all(batch.map((p) => post(company, { date_of_birth: p.dob, id_documents: [{ type: 'passport', number: p.number }] })))));
+    }
+    const imported = await importing;
+    expect(imported.statusCode, imported.body).toBe(200);
+    expect(imported.json()).toMatchObject({ imported: 400, failed: 0 });
+    expect(submitted.filter((r) => r.statusCode !== 201).map((r) => r.body)).toEqual([]);
+    const [row] = await ctx.deps.db.query<{ claims: number; clients: number }>(
+      'SELECT count(*)::int AS claims, count(DISTINCT client_id)::int AS clients FROM claims WHERE company_id = $1',
+      [company.id],
+    );
+    expect(row).toEqual({ claims: 800, clients: 400 });
   });
 });

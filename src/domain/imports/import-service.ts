@@ -218,8 +218,20 @@ export function createImportService(deps: ImportServiceDeps) {
       if (err instanceof ObjectNotFound) throw new ImportGone('The uploaded file is no longer in storage.');
       throw err;
     }
+    // The progress write needs a second pool connection and is never awaited: API submissions of
+    // persons this import has just created wait for its commit while holding connections, and an
+    // import waiting for one of those connections would never commit. One write at a time; a
+    // report made while one is in flight is skipped (the next one carries newer figures).
+    let progressWrite: Promise<void> | undefined;
     const report = async (done: number, total: number) => {
-      if (deps.progressInDatabase) await store.imports.setProgress(importId, done, total);
+      if (deps.progressInDatabase && !progressWrite) {
+        progressWrite = store.imports
+          .setProgress(importId, done, total)
+          .catch(() => {})
+          .finally(() => {
+            progressWrite = undefined;
+          });
+      }
       await opts.onProgress?.({ rows_done: done, rows_total: total });
     };
     let summary: ImportSummary;
