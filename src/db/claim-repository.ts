@@ -1,6 +1,7 @@
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus, DocumentType } from '../domain/claims/claim';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../domain/clients/identity';
 import { RetryableConflict } from '../domain/errors';
+import { visibleClaim } from './claim-visibility';
 import { pgErrorCode, type Queryable } from './db';
 
 const CREATED_AT = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
@@ -144,7 +145,7 @@ export function createClaimRepository(db: Queryable) {
     },
 
     async findById(id: string): Promise<StoredClaim | undefined> {
-      const rows = await db.query<ClaimRow>(`${CLAIM_SELECT} WHERE c.id = $1`, [id]);
+      const rows = await db.query<ClaimRow>(`${CLAIM_SELECT} WHERE c.id = $1 AND ${visibleClaim('c')}`, [id]);
       return rows[0] && toClaim(rows[0]);
     },
 
@@ -154,6 +155,7 @@ export function createClaimRepository(db: Queryable) {
       const rows = await db.query<ClaimRow>(
         `${CLAIM_SELECT}
           WHERE c.company_id = $1
+            AND ${visibleClaim('c')}
             AND ($2::text IS NULL OR c.status = $2)
             AND ($3::timestamptz IS NULL OR (c.created_at, c.id) < ($3::timestamptz, $4::uuid))
           ORDER BY c.created_at DESC, c.id DESC
@@ -166,7 +168,7 @@ export function createClaimRepository(db: Queryable) {
     async searchByPlate(plate: string, fromDate: string): Promise<StoredClaim[]> {
       const rows = await db.query<ClaimRow>(
         `${CLAIM_SELECT}
-          WHERE c.vehicle_registration = $1 AND c.claim_date >= $2::date
+          WHERE c.vehicle_registration = $1 AND c.claim_date >= $2::date AND ${visibleClaim('c')}
           ORDER BY c.claim_date DESC, c.created_at DESC, c.id DESC`,
         [plate, fromDate],
       );
@@ -185,7 +187,7 @@ export function createClaimRepository(db: Queryable) {
       actor: { tokenId: string | null; userId: string | null }): Promise<{ companyId: string; previous: ClaimStatus } | undefined> {
       const rows = await db.query<{ company_id: string; status: ClaimStatus }>(
         `WITH current AS (
-           SELECT id, company_id, status FROM claims WHERE id = $1 FOR UPDATE
+           SELECT c.id, c.company_id, c.status FROM claims c WHERE c.id = $1 AND ${visibleClaim('c')} FOR UPDATE OF c
          ), changed AS (
            UPDATE claims SET status = $3, updated_at = now()
              FROM current

@@ -1,5 +1,6 @@
 import type { ClaimStatus } from '../domain/claims/claim';
 import type { UserRole } from './company-repository';
+import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
 
 export type SignedInUser = {
@@ -29,8 +30,8 @@ export function createDashboardRepository(db: Queryable) {
     async claimsPerMonth(companyId: string, fromDate: string, toDate: string): Promise<{ month: string; claims: number }[]> {
       const rows = await db.query<{ month: string; claims: number }>(
         `SELECT to_char(date_trunc('month', claim_date), 'YYYY-MM') AS month, count(*)::int AS claims
-           FROM claims
-          WHERE company_id = $1 AND claim_date >= $2::date AND claim_date <= $3::date
+           FROM claims c
+          WHERE c.company_id = $1 AND c.claim_date >= $2::date AND c.claim_date <= $3::date AND ${visibleClaim('c')}
           GROUP BY 1`,
         [companyId, fromDate, toDate],
       );
@@ -39,7 +40,7 @@ export function createDashboardRepository(db: Queryable) {
 
     async countsByStatus(companyId: string): Promise<{ status: ClaimStatus; claims: number }[]> {
       const rows = await db.query<{ status: ClaimStatus; claims: number }>(
-        'SELECT status, count(*)::int AS claims FROM claims WHERE company_id = $1 GROUP BY status',
+        `SELECT c.status, count(*)::int AS claims FROM claims c WHERE c.company_id = $1 AND ${visibleClaim('c')} GROUP BY c.status`,
         [companyId],
       );
       return rows.map((r) => ({ status: r.status, claims: Number(r.claims) }));
