@@ -1,4 +1,5 @@
-import type { Claim, ClaimInput, ClaimSource, ClaimStatus, DocumentType } from '../domain/claims/claim';
+import type { Claim, ClaimStatus, DocumentType } from '../domain/claims/claim';
+import type { ClaimRepository, NewClaimRow, StatusChange, StatusUpdate, StoredClaim } from '../domain/claims/claim-repository';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../domain/clients/identity';
 import { RetryableConflict } from '../domain/errors';
 import { visibleClaim } from './claim-visibility';
@@ -29,8 +30,6 @@ type ClaimRow = Omit<Claim, 'client'> & {
   document_types: DocumentType[];
 };
 
-export type StoredClaim = Claim & { companyId: string; cursor: { ts: string; id: string } };
-
 function toClaim(r: ClaimRow): StoredClaim {
   return {
     id: r.id,
@@ -56,9 +55,7 @@ function toClaim(r: ClaimRow): StoredClaim {
   };
 }
 
-export type NewClaimRow = ClaimInput & { id: string; clientId: string; companyId: string; source: ClaimSource; importId: string | null };
-
-export function createClaimRepository(db: Queryable) {
+export function createClaimRepository(db: Queryable): ClaimRepository {
   return {
     async findDocuments(refs: DocumentRef[]): Promise<KnownDocument[]> {
       if (refs.length === 0) return [];
@@ -144,8 +141,8 @@ export function createClaimRepository(db: Queryable) {
       return { createdAt: rows[0]!.created_at };
     },
 
-    async findById(id: string): Promise<StoredClaim | undefined> {
-      const rows = await db.query<ClaimRow>(`${CLAIM_SELECT} WHERE c.id = $1 AND ${visibleClaim('c')}`, [id]);
+    async findById(companyId: string, id: string): Promise<StoredClaim | undefined> {
+      const rows = await db.query<ClaimRow>(`${CLAIM_SELECT} WHERE c.company_id = $1 AND c.id = $2 AND ${visibleClaim('c')}`, [companyId, id]);
       return rows[0] && toClaim(rows[0]);
     },
 
@@ -177,39 +174,41 @@ export function createClaimRepository(db: Queryable) {
 
     /**
      * Sets the status of a claim of the given company and records the change, in one statement.
-     * Returns the owner and previous status (undefined: no such claim); a same-status update
-     * changes and records nothing.
+     * Reads and writes only that company's claim; of another company's claim it learns only that
+     * it exists (the contract answers 403 there). A same-status update changes and records nothing.
      */
-    async updateStatus(
-      id: string,
-      companyId: string,
-      status: ClaimStatus,
-      actor: { tokenId: string | null; userId: string | null }): Promise<{ companyId: string; previous: ClaimStatus } | undefined> {
-      const rows = await db.query<{ company_id: string; status: ClaimStatus }>(
+    async updateStatus(companyId: string, id: string, status: ClaimStatus, actor): Promise<StatusUpdate> {
+      const rows = await db.query<{ own: boolean; status: ClaimStatus | null }>(
         `WITH current AS (
-           SELECT c.id, c.company_id, c.status FROM claims c WHERE c.id = $1 AND ${visibleClaim('c')} FOR UPDATE OF c
+           SELECT c.id, c.status FROM claims c WHERE c.company_id = $1 AND c.id = $2 AND ${visibleClaim('c')} FOR UPDATE OF c
          ), changed AS (
            UPDATE claims SET status = $3, updated_at = now()
              FROM current
-            WHERE claims.id = current.id AND current.company_id = $2 AND current.status <> $3
+            WHERE claims.company_id = $1 AND claims.id = current.id AND current.status <> $3
            RETURNING claims.id
          ), recorded AS (
            INSERT INTO claim_status_changes (claim_id, from_status, to_status, changed_by_token_id, changed_by_user_id)
            SELECT current.id, current.status, $3, $4::uuid, $5::uuid FROM current JOIN changed ON changed.id = current.id
          )
-         SELECT company_id, status FROM current`,
-        [id, companyId, status, actor.tokenId, actor.userId],
+         SELECT true AS own, status FROM current
+         UNION ALL
+         SELECT false, NULL FROM claims c
+          WHERE c.id = $2 AND c.company_id <> $1 AND ${visibleClaim('c')} AND NOT EXISTS (SELECT 1 FROM current)`,
+        [companyId, id, status, actor.tokenId, actor.userId],
       );
       const row = rows[0];
-      return row && { companyId: row.company_id, previous: row.status };
+      if (!row) return { found: 'none' };
+      return row.own ? { found: 'own', previous: row.status! } : { found: 'other' };
     },
 
-    async statusHistory(id: string) {
-      return db.query<{ from_status: ClaimStatus; to_status: ClaimStatus; changed_by_token_id: string | null; changed_by_user_id: string | null }>(
-        'SELECT from_status, to_status, changed_by_token_id, changed_by_user_id FROM claim_status_changes WHERE claim_id = $1 ORDER BY id',
-        [id],
+    async statusHistory(companyId: string, id: string): Promise<StatusChange[]> {
+      return db.query<StatusChange>(
+        `SELECT s.from_status, s.to_status, s.changed_by_token_id, s.changed_by_user_id
+           FROM claim_status_changes s JOIN claims c ON c.id = s.claim_id
+          WHERE c.company_id = $1 AND s.claim_id = $2
+          ORDER BY s.id`,
+        [companyId, id],
       );
     },
   };
 }
-export type ClaimRepository = ReturnType<typeof createClaimRepository>;

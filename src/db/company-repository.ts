@@ -1,13 +1,11 @@
+import type { CompanyRecord, CompanyRepository, UserRecord, UserRole } from '../domain/companies/company-repository';
 import type { Queryable } from './db';
 
 const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 
-export type CompanyRecord = { id: string; name: string; created_at: string };
-export type UserRole = 'operator' | 'admin' | 'member';
-export type UserRecord = { id: string; company_id: string | null; email: string; role: UserRole; created_at: string };
 const USER_COLUMNS = `id, company_id, email, role, ${TS('created_at')} AS created_at`;
 
-export function createCompanyRepository(db: Queryable) {
+export function createCompanyRepository(db: Queryable): CompanyRepository {
   return {
     async insert(name: string): Promise<CompanyRecord | undefined> {
       const rows = await db.query<CompanyRecord>(
@@ -59,4 +57,3 @@ export function createCompanyRepository(db: Queryable) {
     },
   };
 }
-export type CompanyRepository = ReturnType<typeof createCompanyRepository>;

@@ -1,18 +1,11 @@
 import type { ClaimStatus } from '../domain/claims/claim';
-import type { UserRole } from './company-repository';
+import type { UserRole } from '../domain/companies/company-repository';
+import type { DashboardRepository, SignedInUser } from '../domain/dashboard/dashboard-repository';
 import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
 
-export type SignedInUser = {
-  id: string;
-  email: string;
-  role: UserRole;
-  companyId: string | null;
-  companyName: string | null;
-};
-
 /** Read-only queries behind the dashboard pages: one statement each, grouped in SQL. */
-export function createDashboardRepository(db: Queryable) {
+export function createDashboardRepository(db: Queryable): DashboardRepository {
   return {
     /** A person and their company's name in one round trip (the per-request "who is signed in"). */
     async findSignedInUser(userId: string): Promise<SignedInUser | undefined> {
@@ -55,4 +48,3 @@ export function createDashboardRepository(db: Queryable) {
     },
   };
 }
-export type DashboardRepository = ReturnType<typeof createDashboardRepository>;

@@ -1,7 +1,8 @@
+import type { SessionRepository } from '../domain/dashboard/dashboard-repository';
 import type { Queryable } from './db';
 
 /** Rows of web_sessions. Callers pass the id's hash, never the id itself. */
-export function createSessionRepository(db: Queryable) {
+export function createSessionRepository(db: Queryable): SessionRepository {
   return {
     /** The session's JSON data, unless it is unknown or expired. */
     async find(sidHash: string): Promise<string | undefined> {
@@ -30,4 +31,3 @@ export function createSessionRepository(db: Queryable) {
     },
   };
 }
-export type SessionRepository = ReturnType<typeof createSessionRepository>;

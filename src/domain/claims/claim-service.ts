@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
 
-import type { NewClaimRow, StoredClaim } from '../../db/claim-repository';
-import type { Store } from '../../db/store';
 import { minusYears } from '../dates';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
@@ -10,10 +8,11 @@ import type { DocumentHasher, IdentityOutcome } from '../clients/identity';
 import { planIdentities } from '../clients/identity';
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
+import type { ClaimRepository, ClaimStore, NewClaimRow, StoredClaim } from './claim-repository';
 import { CLAIM_STATUSES, messages, normalizePlate, validateClaimInput } from './claim';
 
 export type ClaimServiceDeps = {
-  store: Pick<Store, 'claims' | 'transaction'>;
+  store: ClaimStore;
   hashDocument: DocumentHasher;
   /** Today's date in the service's time zone. */
   today: () => string;
@@ -42,7 +41,7 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
    * exactly one client. Inside a longer transaction, run it in a savepoint.
    */
   async function storeBatch(
-    tx: Pick<Store, 'claims'>,
+    tx: { claims: ClaimRepository },
     principal: Pick<Principal, 'companyId'>,
     inputs: ClaimInput[],
     source: ClaimSource,
@@ -92,8 +91,8 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
   /** A claim of the caller's company; another company's claim is "not found" here. */
   async function get(principal: Principal, id: string): Promise<Claim> {
     if (!isUuid(id)) throw notFound();
-    const claim = await store.claims.findById(id);
-    if (!claim || claim.companyId !== principal.companyId) throw notFound();
+    const claim = await store.claims.findById(principal.companyId, id);
+    if (!claim) throw notFound();
     return toPublic(claim);
   }
 
@@ -117,14 +116,14 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
       });
     }
     const result = await store.transaction(async (tx) => {
-      const r = await tx.claims.updateStatus(id, principal.companyId, status as ClaimStatus, {
+      const r = await tx.claims.updateStatus(principal.companyId, id, status as ClaimStatus, {
         tokenId: principal.tokenId,
         userId: principal.userId,
       });
-      return r && r.companyId === principal.companyId ? tx.claims.findById(id) : r;
+      return r.found === 'own' ? tx.claims.findById(principal.companyId, id) : r.found;
     });
-    if (!result) throw notFound();
-    if (!('id' in result)) throw new AppError('FORBIDDEN', 'This action is unauthorized.');
+    if (result === 'other') throw new AppError('FORBIDDEN', 'This action is unauthorized.');
+    if (result === 'none' || !result) throw notFound();
     return toPublic(result);
   }
 

@@ -1,5 +1,4 @@
-import type { UserRecord, UserRole } from '../../db/company-repository';
-import type { Store } from '../../db/store';
+import type { CompanyRepository, UserRecord, UserRole } from './company-repository';
 import { isUuid } from '../ids';
 import { AppError, validationError } from '../errors';
 import { generatePassword, hashPassword, verifyPassword } from '../passwords';
@@ -11,7 +10,7 @@ export const PASSWORD_MIN_LENGTH = 12;
 // which emails have accounts.
 let dummyHash: Promise<string> | undefined;
 
-export function createCompanyService({ store }: { store: Pick<Store, 'companies'> }) {
+export function createCompanyService({ store }: { store: { companies: CompanyRepository } }) {
   async function createCompany(name: unknown) {
     if (typeof name !== 'string' || name.trim() === '') throw validationError({ name: ['The name field is required.'] });
     if (name.trim().length > 255) throw validationError({ name: ['The name field must not be greater than 255 characters.'] });

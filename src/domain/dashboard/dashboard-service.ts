@@ -1,7 +1,6 @@
-import type { SignedInUser } from '../../db/dashboard-repository';
-import type { Store } from '../../db/store';
 import { CLAIM_STATUSES, type ClaimStatus } from '../claims/claim';
 import { isUuid } from '../ids';
+import type { DashboardRepository, SignedInUser } from './dashboard-repository';
 
 export type { SignedInUser };
 
@@ -24,7 +23,7 @@ export function lastMonths(today: string, count: number): string[] {
 export const monthLabel = (month: string) => `${MONTH_NAMES[Number(month.slice(5, 7)) - 1]} ${month.slice(0, 4)}`;
 
 /** Reads behind the dashboard's pages that no other service offers. */
-export function createDashboardService({ store, today }: { store: Pick<Store, 'dashboard'>; today: () => string }) {
+export function createDashboardService({ store, today }: { store: { dashboard: DashboardRepository }; today: () => string }) {
   return {
     /** The signed-in person with their company's name, or undefined when they no longer exist. */
     currentUser(userId: string) {

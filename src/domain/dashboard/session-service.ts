@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-import type { Store } from '../../db/store';
+import type { SessionRepository } from './dashboard-repository';
 
 /** A session that nobody signed in to (the sign-in form's CSRF secret) lives at most this long. */
 export const ANONYMOUS_SESSION_MS = 60 * 60 * 1000;
@@ -13,7 +13,7 @@ const hashId = (sid: string) => createHash('sha256').update(sid, 'utf8').digest(
  * several server processes. Only a hash of the session id is stored. Expired rows are purged now
  * and then as a side effect of saving one.
  */
-export function createSessionService({ store, now = () => Date.now() }: { store: Pick<Store, 'sessions'>; now?: () => number }) {
+export function createSessionService({ store, now = () => Date.now() }: { store: { sessions: SessionRepository }; now?: () => number }) {
   let lastPurge = 0;
 
   async function purgeNowAndThen(): Promise<void> {

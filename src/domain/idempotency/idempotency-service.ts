@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
-import type { Store } from '../../db/store';
 import { AppError, validationError } from '../errors';
+import type { IdempotencyRepository } from './idempotency-repository';
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 /** A response is replayed for this long after the first request. */
@@ -44,7 +44,7 @@ export function requestHash(method: string, path: string, body: unknown): string
  * the key's primary key; the loser gets 409 instead of writing a second time. Expired keys are
  * purged now and then (at most hourly per process) as a side effect of completing one.
  */
-export function createIdempotencyService({ store, now = () => Date.now() }: { store: Pick<Store, 'idempotency'>; now?: () => number }) {
+export function createIdempotencyService({ store, now = () => Date.now() }: { store: { idempotency: IdempotencyRepository }; now?: () => number }) {
   let lastPurge = 0;
   const purgeExpired = () => store.idempotency.purgeExpired(IDEMPOTENCY_TTL_HOURS);
 

@@ -1,0 +1,44 @@
+import type { DocumentRef, IdentityPlan, KnownDocument } from '../clients/identity';
+import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
+
+/** A claim as stored: the public Claim plus its owner and its place in the newest-first order. */
+export type StoredClaim = Claim & { companyId: string; cursor: { ts: string; id: string } };
+
+/** A claim to write, its client already resolved. */
+export type NewClaimRow = ClaimInput & { id: string; clientId: string; companyId: string; source: ClaimSource; importId: string | null };
+
+/** Who changed a status: an API token or a signed-in person. */
+export type StatusActor = { tokenId: string | null; userId: string | null };
+
+/**
+ * The outcome of a status change: the company's own claim (with its status before), a claim that
+ * exists but belongs to another company (the contract answers 403 there, not 404), or none.
+ */
+export type StatusUpdate = { found: 'own'; previous: ClaimStatus } | { found: 'other' } | { found: 'none' };
+
+export type StatusChange = { from_status: ClaimStatus; to_status: ClaimStatus; changed_by_token_id: string | null; changed_by_user_id: string | null };
+
+/**
+ * What the claims rules need from storage; src/db implements it. Every read or write of a
+ * company's claims takes that company's id. Clients and their identity documents are shared by
+ * all companies (one person, one client), and the plate search reads every company's claims on
+ * purpose: that is what the registry is for.
+ */
+export interface ClaimRepository {
+  findDocuments(refs: DocumentRef[]): Promise<KnownDocument[]>;
+  insertResolved(plan: Pick<IdentityPlan, 'newClients' | 'newDocuments'>, claims: NewClaimRow[]): Promise<{ createdAt: string | null }>;
+  findById(companyId: string, id: string): Promise<StoredClaim | undefined>;
+  listByCompany(
+    companyId: string,
+    opts: { status?: ClaimStatus | undefined; after?: { ts: string; id: string } | undefined; limit: number },
+  ): Promise<StoredClaim[]>;
+  searchByPlate(plate: string, fromDate: string): Promise<StoredClaim[]>;
+  updateStatus(companyId: string, id: string, status: ClaimStatus, actor: StatusActor): Promise<StatusUpdate>;
+  statusHistory(companyId: string, id: string): Promise<StatusChange[]>;
+}
+
+/** The claims repository, and a transaction over it. */
+export type ClaimStore = {
+  claims: ClaimRepository;
+  transaction<T>(fn: (tx: { claims: ClaimRepository }) => Promise<T>): Promise<T>;
+};
