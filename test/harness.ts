@@ -104,3 +104,8 @@ export async function submitClaim(ctx: TestContext, company: Company, overrides:
   expect(res.statusCode, res.body).toBe(201);
   return res.json().data;
 }
+
+/** The API's error body: message, stable code, the request's id, and `errors` for a 422. */
+export function apiError(code: string, message: unknown, errors?: unknown) {
+  return { message, code, request_id: expect.any(String), ...(errors === undefined ? {} : { errors }) };
+}

@@ -12,6 +12,8 @@ import type { Deps } from '../deps';
 import { authPlugin } from './plugins/auth';
 import { bullBoardPlugin } from './plugins/bull-board';
 import { errorHandlerPlugin } from './plugins/error-handler';
+import { claimSchema, clientSchema } from './schemas/claims';
+import { addSharedSchemas, errorSchema } from './schemas/common';
 import { claimRoutes } from './routes/claims';
 import { importRoutes } from './routes/imports';
 import { dashboardPlugin } from '../web/index';
@@ -50,11 +52,15 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     reply.header('x-request-id', request.id);
   });
   await app.register(errorHandlerPlugin);
+  // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
+  addSharedSchemas(app, [errorSchema, clientSchema, claimSchema]);
   await app.register(authPlugin);
 
   await app.register(swagger, {
     // Only tagged routes (the /api/v1 resources) are part of the API reference; dashboard pages are not.
     hideUntagged: true,
+    // Component schemas keep the names they were added under (Claim, Client, Error, ...).
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -63,6 +69,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
         description:
           'A shared registry of insurance claims. Every call carries `Authorization: Bearer <API_TOKEN>`; create tokens in the dashboard under Settings › API Tokens.',
       },
+      servers: [{ url: '/', description: 'This server (the API is under /api/v1)' }],
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'csk_…' } } },
     },
   });

@@ -12,12 +12,17 @@ export const ErrorCode = {
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
-/** An error meant for the caller: its message is safe to show (no document numbers, no SQL). */
+/**
+ * An error meant for the caller: its message is safe to show (no document numbers, no SQL).
+ * `code` is the kind (it decides the HTTP status); `reason`, when given, is the stable
+ * machine-readable code of this particular case (`claim_not_found`), else one follows from the kind.
+ */
 export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
     readonly fields?: FieldErrors,
+    readonly reason?: string,
   ) {
     super(message);
     this.name = 'AppError';

@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
+import { apiError, claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -32,7 +32,7 @@ async function expectUnauthenticated(request: InjectOptions, headers: Record<str
   const res = await ctx.app.inject({ ...request, headers: { ...(request.headers as Record<string, string>), ...headers } });
   expect(res.statusCode, label).toBe(401);
   expect(res.headers['content-type'], label).toMatch(/^application\/json/);
-  expect(res.json(), label).toEqual({ message: 'Unauthenticated.' });
+  expect(res.json(), label).toEqual(apiError('unauthenticated', 'Unauthenticated.'));
 }
 
 const wellFormedUnknown = () => `csk_${randomBytes(32).toString('base64url')}`;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestContext, type TestContext, addDays, type Company, submitClaim } from '../harness';
+import { apiError, createTestContext, type TestContext, addDays, type Company, submitClaim } from '../harness';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -57,7 +57,7 @@ describe('GET /api/v1/claims/:id', () => {
     const claim = await submit(owner);
     const res = await get(other, `/api/v1/claims/${claim.id}`);
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({ message: 'Claim not found.' });
+    expect(res.json()).toEqual(apiError('claim_not_found', 'Claim not found.'));
   });
 
   it('answers an unknown id and a non-UUID id with 404 "Claim not found."', async () => {
@@ -65,7 +65,7 @@ describe('GET /api/v1/claims/:id', () => {
     for (const id of [randomUUID(), 'abc', '12345', `${randomUUID()}-1`, 'z'.repeat(90), 'z'.repeat(500)]) {
       const res = await get(company, `/api/v1/claims/${id}`);
       expect(res.statusCode, id).toBe(404);
-      expect(res.json()).toEqual({ message: 'Claim not found.' });
+      expect(res.json()).toEqual(apiError('claim_not_found', 'Claim not found.'));
     }
   });
 });

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears } from '../../src/domain/dates';
-import { claimBody, createTestContext, type TestContext, addDays, type Company, submitClaim } from '../harness';
+import { apiError, claimBody, createTestContext, type TestContext, addDays, type Company, submitClaim } from '../harness';
 
 /** A plate no other test uses: letters and digits only, 8 characters. */
 const newPlate = () => `S${randomBytes(4).toString('hex').toUpperCase().slice(0, 7)}`;
@@ -102,10 +102,13 @@ describe('POST /api/v1/claims/search-by-plate (default 3-year window)', () => {
       const company = await ctx.newCompany();
       const res = await search(ctx, company, {});
       expect(res.statusCode).toBe(422);
-      expect(res.json()).toEqual({
-        message: 'The vehicle registration field is required.',
-        errors: { vehicle_registration: ['The vehicle registration field is required.'] },
-      });
+      expect(res.json()).toEqual(
+        apiError(
+          'validation_failed',
+          'The vehicle registration field is required.',
+          { vehicle_registration: ['The vehicle registration field is required.'] },
+        ),
+      );
     });
 
     it('rejects an empty or blank plate', async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestContext, type TestContext, type Company, submitClaim } from '../harness';
+import { apiError, createTestContext, type TestContext, type Company, submitClaim } from '../harness';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -75,7 +75,7 @@ describe('PATCH /api/v1/claims/:id/status', () => {
     const claim = await newClaim(owner);
     const res = await patch(other, claim.id, { status: 'closed' });
     expect(res.statusCode).toBe(403);
-    expect(res.json()).toEqual({ message: 'This action is unauthorized.' });
+    expect(res.json()).toEqual(apiError('forbidden', 'This action is unauthorized.'));
     const read = await ctx.app.inject({ method: 'GET', url: `/api/v1/claims/${claim.id}`, headers: owner.auth });
     expect(read.json().data.status).toBe('filed');
     expect(await ctx.deps.store.claims.statusHistory(owner.id, claim.id)).toEqual([]);
@@ -87,14 +87,14 @@ describe('PATCH /api/v1/claims/:id/status', () => {
     const claim = await newClaim(owner);
     const res = await patch(other, claim.id, { status: 'filed' });
     expect(res.statusCode).toBe(403);
-    expect(res.json()).toEqual({ message: 'This action is unauthorized.' });
+    expect(res.json()).toEqual(apiError('forbidden', 'This action is unauthorized.'));
   });
 
   it('answers an unknown claim id with 404 "Claim not found."', async () => {
     const company = await ctx.newCompany();
     const res = await patch(company, randomUUID(), { status: 'closed' });
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({ message: 'Claim not found.' });
+    expect(res.json()).toEqual(apiError('claim_not_found', 'Claim not found.'));
   });
 
   it('answers an id that is not a UUID with 404 "Claim not found."', async () => {
@@ -102,7 +102,7 @@ describe('PATCH /api/v1/claims/:id/status', () => {
     for (const id of ['123', 'not-a-uuid', `${randomUUID()}x`, 'x'.repeat(80)]) {
       const res = await patch(company, id, { status: 'closed' });
       expect(res.statusCode, id).toBe(404);
-      expect(res.json()).toEqual({ message: 'Claim not found.' });
+      expect(res.json()).toEqual(apiError('claim_not_found', 'Claim not found.'));
     }
   });
 
@@ -111,10 +111,13 @@ describe('PATCH /api/v1/claims/:id/status', () => {
     const claim = await newClaim(company);
     const res = await patch(company, claim.id, { status: 'reopened' });
     expect(res.statusCode).toBe(422);
-    expect(res.json()).toEqual({
-      message: 'The status field must be one of: filed, under_investigation, settled, closed, disputed.',
-      errors: { status: ['The status field must be one of: filed, under_investigation, settled, closed, disputed.'] },
-    });
+    expect(res.json()).toEqual(
+      apiError(
+        'validation_failed',
+        'The status field must be one of: filed, under_investigation, settled, closed, disputed.',
+        { status: ['The status field must be one of: filed, under_investigation, settled, closed, disputed.'] },
+      ),
+    );
     expect(await ctx.deps.store.claims.statusHistory(company.id, claim.id)).toEqual([]);
   });
 
@@ -123,7 +126,7 @@ describe('PATCH /api/v1/claims/:id/status', () => {
     const claim = await newClaim(company);
     const missing = await patch(company, claim.id, {});
     expect(missing.statusCode).toBe(422);
-    expect(missing.json()).toEqual({ message: 'The status field is required.', errors: { status: ['The status field is required.'] } });
+    expect(missing.json()).toEqual(apiError('validation_failed', 'The status field is required.', { status: ['The status field is required.'] }));
     for (const status of [null, 3, ['closed']]) {
       const res = await patch(company, claim.id, { status });
       expect(res.statusCode, JSON.stringify(status)).toBe(422);

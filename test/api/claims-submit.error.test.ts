@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears } from '../../src/domain/dates';
-import { claimBody, createTestContext, type TestContext, addDays } from '../harness';
+import { apiError, claimBody, createTestContext, type TestContext, addDays } from '../harness';
 
 let ctx: TestContext;
 let company: Awaited<ReturnType<TestContext['newCompany']>>;
@@ -27,7 +27,8 @@ async function rejected(payload: unknown): Promise<Record<string, string[]>> {
   expect(res.statusCode, res.body).toBe(422);
   expect(res.headers['content-type']).toMatch(/^application\/json/);
   const json = res.json();
-  expect(Object.keys(json).sort()).toEqual(['errors', 'message']);
+  expect(Object.keys(json).sort()).toEqual(['code', 'errors', 'message', 'request_id']);
+  expect(json.code).toBe('validation_failed');
   expect(json.message).toBe(Object.values(json.errors as Record<string, string[]>)[0]![0]);
   for (const list of Object.values(json.errors as Record<string, unknown>)) {
     expect(Array.isArray(list) && list.length > 0 && list.every((m) => typeof m === 'string')).toBe(true);
@@ -51,13 +52,16 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
   it('puts the first message in message and every field under errors', async () => {
     const res = await post(body({ claim_date: addDays(today(), 1), currency: 'USD' }));
     expect(res.statusCode).toBe(422);
-    expect(res.json()).toEqual({
-      message: 'The claim date cannot be in the future.',
-      errors: {
+    expect(res.json()).toEqual(
+      apiError(
+        'validation_failed',
+        'The claim date cannot be in the future.',
+        {
         claim_date: ['The claim date cannot be in the future.'],
         currency: ['The currency must be EUR; no other currency is supported.'],
       },
-    });
+      ),
+    );
   });
 
   it('names each missing required field', async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
+import { apiError, claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -29,7 +29,7 @@ describe('error responses', () => {
       const res = await ctx.app.inject({ method, url, headers: { ...company.auth, 'content-type': 'application/json' }, payload: '{"client": ' });
       expect(res.statusCode, url).toBe(400);
       expect(res.headers['content-type']).toMatch(/^application\/json/);
-      expect(res.json()).toEqual({ message: 'The request body is not valid JSON.' });
+      expect(res.json()).toEqual(apiError('invalid_json', 'The request body is not valid JSON.'));
     }
   });
 
@@ -43,17 +43,16 @@ describe('error responses', () => {
   it('answers an empty JSON body with 400', async () => {
     const res = await postRaw('');
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({ message: expect.any(String) });
+    expect(res.json()).toEqual(apiError('invalid_json', expect.any(String)));
   });
 
   it('answers JSON that is not an object with 422', async () => {
     for (const payload of ['[]', '[{"client":{}}]', '"claim"', '42', 'true', 'null']) {
       const res = await postRaw(payload);
       expect(res.statusCode, payload).toBe(422);
-      expect(res.json(), payload).toEqual({
-        message: 'The request body must be a JSON object.',
-        errors: { body: ['The request body must be a JSON object.'] },
-      });
+      expect(res.json(), payload).toEqual(
+        apiError('validation_failed', 'The request body must be a JSON object.', { body: ['The request body must be a JSON object.'] }),
+      );
     }
   });
 
@@ -101,7 +100,7 @@ describe('error responses', () => {
     }
     expect(res.statusCode).toBe(500);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
-    expect(res.json()).toEqual({ message: 'Server error.' });
+    expect(res.json()).toEqual(apiError('server_error', 'Server error.'));
     expect(res.body).not.toMatch(/claim_status_changes|relation|SELECT|INSERT|stack|\bat\s/i);
   });
 
@@ -146,13 +145,13 @@ describe('error responses', () => {
     });
     expect(res.statusCode).toBe(415);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
-    expect(res.json()).toEqual({ message: 'Unsupported Content-Type; send application/json.' });
+    expect(res.json()).toEqual(apiError('unsupported_media_type', 'Unsupported Content-Type; send application/json.'));
   });
 
   it('answers an unknown path under /api/v1 with a JSON 404', async () => {
     const res = await ctx.app.inject({ method: 'GET', url: '/api/v1/nothing-here', headers: company.auth });
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({ message: expect.any(String) });
+    expect(res.json()).toEqual(apiError('not_found', expect.any(String)));
   });
 
   it('puts a fresh x-request-id on every response, errors included', async () => {
@@ -183,7 +182,7 @@ describe('when the database is unreachable', () => {
   it('answers API requests with 500 {"message":"Server error."}', async () => {
     const res = await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: company.auth });
     expect(res.statusCode).toBe(500);
-    expect(res.json()).toEqual({ message: 'Server error.' });
+    expect(res.json()).toEqual(apiError('server_error', 'Server error.'));
   });
 
   it('reports not ready on /readyz with 503, while /healthz stays 200', async () => {
@@ -211,7 +210,7 @@ describe('with RATE_LIMIT_PER_MINUTE set', () => {
     expect(res.statusCode).toBe(429);
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
-    expect(res.json()).toEqual({ message: expect.any(String) });
+    expect(res.json()).toEqual(apiError('rate_limited', expect.any(String)));
     // Another token has its own budget.
     expect((await get(other)).statusCode).toBe(200);
   });

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createIdempotencyService } from '../../src/domain/idempotency/idempotency-service';
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { apiError, claimBody, createTestContext, type TestContext } from '../harness';
 import { csv, postImport, validRow } from '../import-helpers';
 
 let ctx: TestContext;
@@ -42,10 +42,13 @@ describe('Idempotency-Key on POST /api/v1/claims', () => {
     expect((await submit(company.auth, claimBody(), key)).statusCode).toBe(201);
     const other = await submit(company.auth, claimBody(), key);
     expect(other.statusCode).toBe(422);
-    expect(other.json()).toEqual({
-      message: 'The Idempotency-Key header was already used for a different request; use a new key for a new request.',
-      errors: { 'Idempotency-Key': ['The Idempotency-Key header was already used for a different request; use a new key for a new request.'] },
-    });
+    expect(other.json()).toEqual(
+      apiError(
+        'validation_failed',
+        'The Idempotency-Key header was already used for a different request; use a new key for a new request.',
+        { 'Idempotency-Key': ['The Idempotency-Key header was already used for a different request; use a new key for a new request.'] },
+      ),
+    );
     expect(await countClaims(company.id)).toBe(1);
   });
 
@@ -98,7 +101,7 @@ describe('Idempotency-Key on POST /api/v1/claims', () => {
     const ids = new Set(results.filter((r) => r.statusCode === 201).map((r) => r.json().data.id));
     expect(ids.size).toBe(1);
     for (const r of results.filter((x) => x.statusCode === 409)) {
-      expect(r.json()).toEqual({ message: 'A request with this Idempotency-Key is still being processed; retry later.' });
+      expect(r.json()).toEqual(apiError('idempotency_in_progress', 'A request with this Idempotency-Key is still being processed; retry later.'));
     }
     expect(await countClaims(company.id)).toBe(1);
   });

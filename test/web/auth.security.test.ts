@@ -5,7 +5,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { buildApp } from '../../src/api/app';
-import { createTestContext, type TestContext } from '../harness';
+import { apiError, createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, PASSWORD, signedIn, WebClient } from './web-client';
 
 let ctx: TestContext;
@@ -264,7 +264,7 @@ describe('page headers', () => {
   it('keeps the JSON 404 under /api/v1 and shows an HTML 404 elsewhere', async () => {
     const api = await ctx.app.inject({ method: 'GET', url: '/api/v1/nothing-here' });
     expect(api.statusCode).toBe(404);
-    expect(api.json()).toEqual({ message: 'No route for GET /api/v1/nothing-here.' });
+    expect(api.json()).toEqual(apiError('not_found', 'No route for GET /api/v1/nothing-here.'));
     const page = await new WebClient(ctx.app).get('/nothing-here');
     expect(page.statusCode).toBe(404);
     expect(page.body).toContain('Page not found');

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 import { messages } from '../../domain/claims/claim';
@@ -14,9 +14,57 @@ const STATUS: Record<ErrorCode, number> = {
   INTERNAL: 500,
 };
 
+/**
+ * The stable `code` of every error body: programs branch on it, people read `message`. A case
+ * with a code of its own (claim_not_found, import_finished, ...) names it in its AppError; any
+ * other gets the code of its kind.
+ */
+export const ERROR_CODES = [
+  'unauthenticated',
+  'forbidden',
+  'not_found',
+  'claim_not_found',
+  'import_not_found',
+  'import_finished',
+  'conflict',
+  'idempotency_in_progress',
+  'validation_failed',
+  'invalid_json',
+  'bad_request',
+  'unsupported_media_type',
+  'payload_too_large',
+  'rate_limited',
+  'service_unavailable',
+  'server_error',
+] as const;
+export type PublicErrorCode = (typeof ERROR_CODES)[number];
+
+const CODE_OF_KIND: Record<ErrorCode, PublicErrorCode> = {
+  NOT_FOUND: 'not_found',
+  CONFLICT: 'conflict',
+  VALIDATION_FAILED: 'validation_failed',
+  UNAUTHORIZED: 'unauthenticated',
+  FORBIDDEN: 'forbidden',
+  UNAVAILABLE: 'service_unavailable',
+  INTERNAL: 'server_error',
+};
+
+/** Sends the one error body of the API: `{ message, code, request_id, errors? }`; a 401 says how to authenticate. */
+export function sendError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  code: string,
+  message: string,
+  errors?: FieldErrors,
+): FastifyReply {
+  if (status === 401) reply.header('www-authenticate', 'Bearer');
+  return reply.status(status).send({ message, code, request_id: request.id, ...(errors ? { errors } : {}) });
+}
+
 type AjvIssue = { keyword: string; instancePath: string; params: Record<string, unknown>; message?: string };
 
-/** Turns ajv issues into DECISIONS.md's `errors`: dotted field paths, messages from the shared catalogue. */
+/** Turns ajv issues into the API's `errors`: dotted field paths, messages from the domain's catalogue. */
 export function fieldErrorsFromAjv(issues: AjvIssue[]): FieldErrors {
   const errors: FieldErrors = {};
   for (const issue of issues) {
@@ -68,8 +116,8 @@ export function fieldErrorsFromAjv(issues: AjvIssue[]): FieldErrors {
 }
 
 /**
- * One error body everywhere under /api/v1: `{ message, errors? }`. Unexpected errors are logged once
- * and answered with a generic 500: no stack, no SQL, no input echoed.
+ * One error body everywhere under /api/v1: `{ message, code, request_id, errors? }`. Unexpected
+ * errors are logged once and answered with a generic 500: no stack, no SQL, no input echoed.
  */
 export const errorHandlerPlugin = fp(
   async (app: FastifyInstance) => {
@@ -77,40 +125,41 @@ export const errorHandlerPlugin = fp(
       if (err instanceof AppError) {
         const status = STATUS[err.code];
         if (status >= 500) request.log.error({ err }, 'request failed');
-        return reply.status(status).send(err.fields ? { message: err.message, errors: err.fields } : { message: err.message });
+        return sendError(request, reply, status, err.reason ?? CODE_OF_KIND[err.code], err.message, err.fields);
       }
       if (err.validation) {
         const errors = fieldErrorsFromAjv(err.validation as AjvIssue[]);
         const first = Object.values(errors)[0]?.[0] ?? 'The given data was invalid.';
-        return reply.status(422).send({ message: first, errors });
+        return sendError(request, reply, 422, 'validation_failed', first, errors);
       }
       const status = err.statusCode ?? 500;
-      if (status === 429) return reply.status(429).send({ message: 'Too many requests. Try again later.' });
+      if (status === 429) return sendError(request, reply, 429, 'rate_limited', 'Too many requests. Try again later.');
       if (status >= 400 && status < 500) {
         request.log.info({ code: err.code }, 'request rejected');
-        return reply.status(status).send({ message: clientMessage(err) });
+        const { code, message } = clientError(err);
+        return sendError(request, reply, status, code, message);
       }
       request.log.error({ err }, 'request failed');
-      return reply.status(500).send({ message: 'Server error.' });
+      return sendError(request, reply, 500, 'server_error', 'Server error.');
     });
     app.setNotFoundHandler((request, reply) => {
-      reply.status(404).send({ message: `No route for ${request.method} ${request.url.split('?')[0]}.` });
+      sendError(request, reply, 404, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`);
     });
   },
   { name: 'error-handler' },
 );
 
-/** Fastify's own 4xx messages, kept short and without echoing input. */
-function clientMessage(err: FastifyError): string {
+/** Fastify's own 4xx errors, with a short message that echoes no input. */
+function clientError(err: FastifyError): { code: PublicErrorCode; message: string } {
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return 'The request body is not valid JSON.';
+      return { code: 'invalid_json', message: 'The request body is not valid JSON.' };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return 'Unsupported Content-Type; send application/json.';
+      return { code: 'unsupported_media_type', message: 'Unsupported Content-Type; send application/json.' };
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return 'The request body is too large.';
+      return { code: 'payload_too_large', message: 'The request body is too large.' };
     default:
-      return err.statusCode === 400 ? 'Bad request.' : 'The request could not be processed.';
+      return { code: 'bad_request', message: err.statusCode === 400 ? 'Bad request.' : 'The request could not be processed.' };
   }
 }

@@ -2,24 +2,30 @@ import { CLAIM_SOURCES, CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS } fr
 
 const isoDate = { type: 'string', maxLength: 10, examples: ['2026-03-14'] } as const;
 
-export const claimSchema = {
+/** The client of a claim as the API returns it: identity document types only, never numbers. */
+export const clientSchema = {
+  $id: 'Client',
   type: 'object',
   properties: {
     id: { type: 'string', format: 'uuid' },
-    client: {
-      type: 'object',
-      properties: {
-        id: { type: 'string', format: 'uuid' },
-        first_name: { type: 'string' },
-        last_name: { type: 'string' },
-        date_of_birth: { type: 'string', examples: ['1985-06-02'] },
-        id_documents: {
-          type: 'array',
-          items: { type: 'object', properties: { type: { type: 'string', enum: DOCUMENT_TYPES } }, required: ['type'] },
-        },
-      },
-      required: ['id', 'first_name', 'last_name', 'date_of_birth', 'id_documents'],
+    first_name: { type: 'string' },
+    last_name: { type: 'string' },
+    date_of_birth: { type: 'string', examples: ['1985-06-02'] },
+    id_documents: {
+      type: 'array',
+      items: { type: 'object', properties: { type: { type: 'string', enum: DOCUMENT_TYPES } }, required: ['type'] },
     },
+  },
+  required: ['id', 'first_name', 'last_name', 'date_of_birth', 'id_documents'],
+} as const;
+
+/** A claim as the API returns it (named `Claim` in the OpenAPI document). */
+export const claimSchema = {
+  $id: 'Claim',
+  type: 'object',
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    client: { $ref: 'Client#' },
     claim_date: { type: 'string', examples: ['2026-03-14'] },
     claim_type: { type: ['string', 'null'], enum: [...CLAIM_TYPES, null] },
     amount: { type: ['string', 'null'], examples: ['1250.00'] },
@@ -37,7 +43,7 @@ export const claimSchema = {
   ],
 } as const;
 
-export const claimEnvelope = { type: 'object', properties: { data: claimSchema }, required: ['data'] } as const;
+export const claimEnvelope = { type: 'object', properties: { data: { $ref: 'Claim#' } }, required: ['data'] } as const;
 
 /**
  * Structure only (types, required fields, enums, lengths); the rules that need today's date or
@@ -101,7 +107,7 @@ export const updateStatusBody = {
 
 /**
  * Deliberately no `format: uuid` and no bound tighter than the router's maxParamLength (100): an
- * id that is not a claim's, UUID or not, is a 404 "Claim not found." (DECISIONS.md), never a 422.
+ * id that is not a claim's, UUID or not, is a 404 "Claim not found." (claim_not_found), never a 422.
  */
 export const claimIdParams = {
   type: 'object',
@@ -118,7 +124,7 @@ export const searchByPlateBody = {
 export const searchResult = {
   type: 'object',
   properties: {
-    data: { type: 'array', items: claimSchema },
+    data: { type: 'array', items: { $ref: 'Claim#' } },
     meta: {
       type: 'object',
       properties: { total_claims: { type: 'integer' }, query_period: { type: 'string', examples: ['3 years'] } },
@@ -140,7 +146,7 @@ export const listClaimsQuery = {
 export const claimPage = {
   type: 'object',
   properties: {
-    data: { type: 'array', items: claimSchema },
+    data: { type: 'array', items: { $ref: 'Claim#' } },
     meta: { type: 'object', properties: { next_cursor: { type: ['string', 'null'] } }, required: ['next_cursor'] },
   },
   required: ['data', 'meta'],

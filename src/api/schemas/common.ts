@@ -1,26 +1,52 @@
-export const errorBody = {
-  type: 'object',
-  properties: { message: { type: 'string' } },
-  required: ['message'],
-} as const;
+import type { FastifyInstance } from 'fastify';
 
-export const validationErrorBody = {
+import { ERROR_CODES } from '../plugins/error-handler';
+
+/** Every error body of the API: a message for people, a stable code for programs, and the request's id. */
+export const errorSchema = {
+  $id: 'Error',
   type: 'object',
   properties: {
-    message: { type: 'string', examples: ['The claim date cannot be in the future.'] },
+    message: { type: 'string', examples: ['Claim not found.'] },
+    code: { type: 'string', enum: ERROR_CODES, examples: ['claim_not_found'] },
+    request_id: { type: 'string', description: 'The x-request-id of the response, on the server log lines of this request' },
     errors: {
       type: 'object',
+      description: 'Only for validation_failed: field path → messages',
       additionalProperties: { type: 'array', items: { type: 'string' } },
       examples: [{ claim_date: ['The claim date cannot be in the future.'] }],
     },
   },
-  required: ['message'],
+  required: ['message', 'code', 'request_id'],
 } as const;
 
-/** Error responses every authenticated route can give; routes add 403/404 where they apply. */
+/** Named component schemas of the OpenAPI document; routes point at them with `{ $ref: 'Name#' }`. */
+export function addSharedSchemas(app: FastifyInstance, schemas: readonly { $id: string }[]): void {
+  for (const schema of schemas) app.addSchema(schema);
+}
+
+/** An error answer of a route: `{ ...errorBody, description }`. */
+export const errorBody = { $ref: 'Error#' } as const;
+/** The same, for a 422 (the body then carries `errors`). */
+export const validationErrorBody = errorBody;
+
+/** Error responses every authenticated route can give; routes add 403/404/409 where they apply. */
 export const commonErrors = {
-  400: { description: 'The body is not valid JSON', ...errorBody },
-  401: { description: 'Missing, malformed, unknown or revoked token', ...errorBody },
-  422: { description: 'Validation failed', ...validationErrorBody },
-  500: { description: 'Unexpected server error', ...errorBody },
+  400: { description: 'The body is not valid JSON (invalid_json), or the request is malformed (bad_request)', ...errorBody },
+  401: { description: 'Missing, malformed, unknown or revoked token (unauthenticated); the answer carries WWW-Authenticate: Bearer', ...errorBody },
+  415: { description: 'The body is not of a supported Content-Type (unsupported_media_type)', ...errorBody },
+  422: { description: 'Validation failed (validation_failed): `errors` names each field', ...errorBody },
+  429: { description: 'Too many requests (rate_limited), with Retry-After', ...errorBody },
+  500: { description: 'Unexpected server error (server_error)', ...errorBody },
+} as const;
+
+/** The Idempotency-Key request header of the POST routes, as an OpenAPI parameter. */
+export const idempotencyKeyHeader = {
+  type: 'object',
+  properties: {
+    'idempotency-key': {
+      type: 'string',
+      description: 'Repeating a request with the same key within 24 hours returns the first response without writing again.',
+    },
+  },
 } as const;

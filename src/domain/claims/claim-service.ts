@@ -19,7 +19,7 @@ export type ClaimServiceDeps = {
   searchHistoryYears: number;
 };
 
-const notFound = () => new AppError('NOT_FOUND', 'Claim not found.');
+const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
 
 export type BatchRow = { input: ClaimInput };
 export type BatchResult = { outcomes: ({ ok: true; claimId: string } | { ok: false; errors: FieldErrors })[] };
@@ -108,15 +108,11 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     return { data: page.map(toPublic), meta: { next_cursor: next } };
   }
 
-  async function updateStatus(principal: Principal, id: string, status: unknown): Promise<Claim> {
+  /** `status` is one of CLAIM_STATUSES: the callers' input schemas check that. */
+  async function updateStatus(principal: Principal, id: string, status: ClaimStatus): Promise<Claim> {
     if (!isUuid(id)) throw notFound();
-    if (typeof status !== 'string' || !(CLAIM_STATUSES as readonly string[]).includes(status)) {
-      throw validationError({
-        status: [status === undefined || status === null ? messages.required('status') : messages.oneOf('status', CLAIM_STATUSES)],
-      });
-    }
     const result = await store.transaction(async (tx) => {
-      const r = await tx.claims.updateStatus(principal.companyId, id, status as ClaimStatus, {
+      const r = await tx.claims.updateStatus(principal.companyId, id, status, {
         tokenId: principal.tokenId,
         userId: principal.userId,
       });
@@ -127,15 +123,17 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     return toPublic(result);
   }
 
-  async function searchByPlate(plate: unknown) {
-    const errors: FieldErrors = {};
+  /**
+   * `plate` is a string of at most 20 characters (the callers' input schemas check that); what
+   * is left after normalization must be letters and digits.
+   */
+  async function searchByPlate(plate: string) {
     const field = 'vehicle_registration';
-    if (typeof plate !== 'string' || plate.trim() === '') errors[field] = [messages.required(field)];
-    else if (plate.length > 20) errors[field] = [messages.maxLength(field, 20)];
-    else if (!/^[\p{L}\p{N}]+$/u.test(normalizePlate(plate))) errors[field] = [messages.plateCharacters];
-    if (Object.keys(errors).length > 0) throw validationError(errors);
+    const normalized = normalizePlate(plate);
+    if (normalized === '') throw validationError({ [field]: [messages.required(field)] });
+    if (!/^[\p{L}\p{N}]+$/u.test(normalized)) throw validationError({ [field]: [messages.plateCharacters] });
     const from = minusYears(today(), searchHistoryYears);
-    const claims = await store.claims.searchByPlate(normalizePlate(plate as string), from);
+    const claims = await store.claims.searchByPlate(normalized, from);
     return {
       data: claims.map(toPublic),
       meta: { total_claims: claims.length, query_period: `${searchHistoryYears} year${searchHistoryYears === 1 ? '' : 's'}` },

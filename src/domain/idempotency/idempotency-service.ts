@@ -57,7 +57,7 @@ export function createIdempotencyService({ store, now = () => Date.now() }: { st
     if (result.claimed) return { kind: 'proceed' };
     const { record } = result;
     if (record.requestHash !== hash) throw validationError({ [IDEMPOTENCY_HEADER]: [idempotencyMessages.mismatch] });
-    if (record.statusCode === null) throw new AppError('CONFLICT', idempotencyMessages.inProgress);
+    if (record.statusCode === null) throw new AppError('CONFLICT', idempotencyMessages.inProgress, undefined, 'idempotency_in_progress');
     return { kind: 'replay', statusCode: record.statusCode, response: record.response as StoredResponse };
   }
 

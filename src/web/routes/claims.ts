@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 
-import { CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, type ClaimStatus } from '../../domain/claims/claim';
-import { AppError } from '../../domain/errors';
+import { CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS, messages, type ClaimStatus } from '../../domain/claims/claim';
+import { AppError, validationError } from '../../domain/errors';
 import { companyUser, principalOf, requireCompanyUser } from '../context';
 import { claimBodyFromForm, emptyClaimForm, errorSummary, text, type FormBody } from '../forms';
 import { renderPage } from '../render';
@@ -59,8 +59,11 @@ export async function claimRoutes(app: FastifyInstance) {
 
   app.post('/claims/:id/status', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
     const { id } = request.params as { id: string };
+    // A form sends text: its one check is here (the API's is its JSON schema).
+    const status = text(request.body as FormBody, 'status', 40);
+    if (!isStatus(status)) throw validationError({ status: [messages.oneOf('status', CLAIM_STATUSES)] });
     try {
-      await claims.updateStatus(principalOf(companyUser(request)), id, text(request.body as FormBody, 'status', 40));
+      await claims.updateStatus(principalOf(companyUser(request)), id, status);
     } catch (err) {
       if (err instanceof AppError && err.code === 'FORBIDDEN') {
         throw new AppError('FORBIDDEN', 'This claim belongs to another company. Only that company can change its status.');
@@ -77,7 +80,9 @@ export async function claimRoutes(app: FastifyInstance) {
     const period = `${years} year${years === 1 ? '' : 's'}`;
     let result: Awaited<ReturnType<typeof claims.searchByPlate>> | null = null;
     let error: string | null = null;
-    if (plate !== '') {
+    if ([...plate].length > LIMITS.plateMaxLength) {
+      error = messages.maxLength('vehicle_registration', LIMITS.plateMaxLength);
+    } else if (plate !== '') {
       try {
         result = await claims.searchByPlate(plate);
       } catch (err) {
