@@ -34,6 +34,8 @@ const envSchema = {
     SESSION_SECRET: { type: 'string', minLength: 32 },
     TRUST_PROXY: { type: 'boolean', default: false },
     RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 0 },
+    // log2 of scrypt's N for dashboard passwords. 15 (32 MiB a hash) is the floor: no setting goes under it.
+    PASSWORD_HASH_COST: { type: 'integer', minimum: 15, maximum: 17, default: 15 },
   },
 } as const;
 
@@ -65,6 +67,8 @@ export type Config = Readonly<{
   sessionSecret: string | undefined;
   trustProxy: boolean;
   rateLimitPerMinute: number;
+  /** log2 of scrypt's N for new password hashes (PASSWORD_HASH_COST, at least 15). */
+  passwordHashCost: number;
 }>;
 
 export class ConfigError extends Error {}
@@ -134,6 +138,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionSecret: v.SESSION_SECRET,
     trustProxy: v.TRUST_PROXY,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,
+    passwordHashCost: v.PASSWORD_HASH_COST,
   });
 }
 

@@ -61,6 +61,11 @@ export type DepsOptions = {
   inMemory?: boolean;
   /** Where the queue, storage and import job log; default: a logger at LOG_LEVEL. */
   logger?: Logger;
+  /**
+   * Tests only: a password hashing cost below configuration's floor, so that test sign-ins do
+   * not spend the suite's time in scrypt. No variable sets it; production always uses the config.
+   */
+  testPasswordHashCost?: number;
 };
 
 export async function createDeps(config: Config, options: DepsOptions = {}) {
@@ -104,7 +109,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       today,
       claims,
       tokens: createTokenService({ store }),
-      companies: createCompanyService({ store }),
+      companies: createCompanyService({ store, passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost }),
       storage,
       importQueue,
       imports,

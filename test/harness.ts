@@ -11,6 +11,8 @@ import { todayIn } from '../src/domain/dates';
 import { createDeps, type Deps } from '../src/deps';
 
 export const TEST_HASH_KEY = 'test-document-hash-key-0123456789abcdef';
+/** scrypt N = 2^10 in tests: fast; production's floor is 2^15 (PASSWORD_HASH_COST). */
+export const TEST_PASSWORD_HASH_COST = 10;
 export const dbKind = (): 'pglite' | 'postgres' => (process.env.TEST_DB_KIND === 'postgres' ? 'postgres' : 'pglite');
 
 export type TestContext = {
@@ -48,7 +50,11 @@ export async function createTestContext(
     ...env,
   });
   const logger = options.logger ?? pino({ level: 'silent' });
-  const deps = await createDeps(config, { ...(kind === 'postgres' ? { searchPath: schema } : { inMemory: true }), logger });
+  const deps = await createDeps(config, {
+    ...(kind === 'postgres' ? { searchPath: schema } : { inMemory: true }),
+    logger,
+    testPasswordHashCost: TEST_PASSWORD_HASH_COST,
+  });
   const app = await buildApp(deps, { logger });
   await app.ready();
   let n = 0;

@@ -6,11 +6,17 @@ import { generatePassword, hashPassword, verifyPassword } from '../passwords';
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/u;
 export const PASSWORD_MIN_LENGTH = 12;
 
-// A fixed hash to compare against when the email is unknown, so response time does not reveal
-// which emails have accounts.
-let dummyHash: Promise<string> | undefined;
+export type CompanyServiceDeps = {
+  store: { companies: CompanyRepository };
+  /** log2 of scrypt's N for new password hashes (configuration's passwordHashCost). */
+  passwordHashCost: number;
+};
 
-export function createCompanyService({ store }: { store: { companies: CompanyRepository } }) {
+export function createCompanyService({ store, passwordHashCost }: CompanyServiceDeps) {
+  // A fixed hash to compare against when the email is unknown, so response time does not reveal
+  // which emails have accounts.
+  let dummyHash: Promise<string> | undefined;
+
   async function createCompany(name: unknown) {
     if (typeof name !== 'string' || name.trim() === '') throw validationError({ name: ['The name field is required.'] });
     if (name.trim().length > 255) throw validationError({ name: ['The name field must not be greater than 255 characters.'] });
@@ -42,7 +48,7 @@ export function createCompanyService({ store }: { store: { companies: CompanyRep
     const user = await store.companies.insertUser({
       companyId,
       email: input.email.trim().toLowerCase(),
-      passwordHash: await hashPassword(password),
+      passwordHash: await hashPassword(password, passwordHashCost),
       role,
     });
     if (!user) throw new AppError('CONFLICT', 'A person with this email already exists.');
@@ -53,7 +59,7 @@ export function createCompanyService({ store }: { store: { companies: CompanyRep
   async function signIn(email: string, password: string): Promise<UserRecord | undefined> {
     const found = await store.companies.findUserByEmail(email.trim());
     if (!found) {
-      await verifyPassword(password, await (dummyHash ??= hashPassword(generatePassword())));
+      await verifyPassword(password, await (dummyHash ??= hashPassword(generatePassword(), passwordHashCost)));
       return undefined;
     }
     if (!(await verifyPassword(password, found.password_hash))) return undefined;
