@@ -66,6 +66,8 @@ export type DepsOptions = {
    * not spend the suite's time in scrypt. No variable sets it; production always uses the config.
    */
   testPasswordHashCost?: number;
+  /** Tests only: the clock's date (YYYY-MM-DD) instead of today's in APP_TIMEZONE. */
+  today?: () => string;
 };
 
 export async function createDeps(config: Config, options: DepsOptions = {}) {
@@ -83,7 +85,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     if (stored !== keyFingerprint(key)) {
       throw new StartupError('DOCUMENT_HASH_KEY does not match the key this database was created with; refusing to start.');
     }
-    const today = () => todayIn(config.timezone);
+    const today = options.today ?? (() => todayIn(config.timezone));
     const claims = createClaimService({ store, hashDocument: createDocumentHasher(key), today, searchHistoryYears: config.searchHistoryYears });
     const log = options.logger ?? createLogger(config.logLevel);
     const storage = createObjectStore(config);

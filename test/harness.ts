@@ -30,7 +30,11 @@ export type TestContext = {
  */
 export async function createTestContext(
   env: Record<string, string> = {},
-  options: { logger?: Logger } = {},
+  options: {
+    logger?: Logger;
+    /** The service's "today" (YYYY-MM-DD); default: the real date in APP_TIMEZONE. */
+    today?: () => string;
+  } = {},
 ): Promise<TestContext> {
   const kind = dbKind();
   const url = process.env.TEST_DATABASE_URL;
@@ -54,6 +58,7 @@ export async function createTestContext(
     ...(kind === 'postgres' ? { searchPath: schema } : { inMemory: true }),
     logger,
     testPasswordHashCost: TEST_PASSWORD_HASH_COST,
+    ...(options.today ? { today: options.today } : {}),
   });
   const app = await buildApp(deps, { logger });
   await app.ready();
