@@ -97,13 +97,18 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       progressInDatabase: db.kind === 'postgres',
     });
     if (importQueue.kind === 'in-process') importQueue.start(importCsvProcessor({ imports }));
+    const tokens = createTokenService({
+      store,
+      sharedDatabase: db.kind === 'postgres',
+      onUsageError: (err) => log.warn({ err }, 'could not record the last use of API tokens; will try again'),
+    });
     return {
       config,
       db,
       store,
       today,
       claims,
-      tokens: createTokenService({ store }),
+      tokens,
       companies: createCompanyService({ store }),
       storage,
       importQueue,
@@ -113,6 +118,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       sessions: createSessionService({ store }),
       sessionSecret: () => resolveSessionSecret(config),
       async close() {
+        await tokens.close();
         await importQueue.close();
         await db.close();
       },
