@@ -138,7 +138,7 @@ try {
             CASE WHEN g % 2 = 0 THEN $2::uuid ELSE (SELECT id FROM companies WHERE name = 'Other Insurance') END,
             lpad(to_hex(g % $3::int), 32, '0')::uuid,
             current_date - (abs(hashtext('d' || g)) % 1826),
-            (ARRAY['accident', 'theft', 'fire', 'other'])[1 + g % 4],
+            (ARRAY['accident', 'theft', 'other'])[1 + g % 3],
             (abs(hashtext('a' || g)) % 500000) / 100.0,
             'PL' || lpad((abs(hashtext('p' || g)) % $4::int)::text, 6, '0'),
             'assisted', 'filed'
