@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash as digest, randomBytes } from 'node:crypto';
 
 import { isUuid } from '../ids';
 import { AppError, validationError } from '../errors';
@@ -10,7 +10,8 @@ import { createUsageRecorder, type TokenUse } from './usage-recorder';
 export const TOKEN_PREFIX = 'csk_';
 const TOKEN_PATTERN = /^csk_[A-Za-z0-9_-]{43}$/u;
 
-const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
+/** One-shot hashing: no Hash object per request. */
+const sha256 = (s: string) => digest('sha256', s, 'hex');
 
 export type TokenRecord = {
   id: string;
