@@ -43,9 +43,10 @@ export function createTokenRepository(db: Queryable): TokenStore {
       if (uses.length === 0) return;
       await db.query(
         `UPDATE api_tokens t SET last_used_at = u.used_at
-           FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, used_at)
-          WHERE t.id = u.id AND (t.last_used_at IS NULL OR t.last_used_at < u.used_at - interval '1 minute')`,
-        [uses.map((u) => u.tokenId), uses.map((u) => u.usedAt.toISOString())],
+           FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS u(id, company_id, used_at)
+          WHERE t.id = u.id AND t.company_id = u.company_id
+            AND (t.last_used_at IS NULL OR t.last_used_at < u.used_at - interval '1 minute')`,
+        [uses.map((u) => u.tokenId), uses.map((u) => u.companyId), uses.map((u) => u.usedAt.toISOString())],
       );
     },
 

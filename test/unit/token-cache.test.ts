@@ -183,20 +183,20 @@ describe('last use of tokens', () => {
     const c = clock();
     const writes: TokenUse[][] = [];
     const usage = createUsageRecorder({ write: async (u) => void writes.push(u), flushMs: 60_000, minGapMs: 60_000, now: c.now });
-    for (let i = 0; i < 100; i++) usage.touch('t1');
-    usage.touch('t2');
+    for (let i = 0; i < 100; i++) usage.touch('t1', 'c1');
+    usage.touch('t2', 'c1');
     await usage.flush();
     expect(writes).toHaveLength(1);
     expect(writes[0]!.map((u) => u.tokenId).sort()).toEqual(['t1', 't2']);
     c.advance(30_000);
-    usage.touch('t1');
+    usage.touch('t1', 'c1');
     await usage.flush();
     expect(writes).toHaveLength(1);
     c.advance(30_000);
-    usage.touch('t1');
+    usage.touch('t1', 'c1');
     await usage.flush();
     expect(writes).toHaveLength(2);
-    expect(writes[1]).toEqual([{ tokenId: 't1', usedAt: new Date(c.now()) }]);
+    expect(writes[1]).toEqual([{ tokenId: 't1', companyId: 'c1', usedAt: new Date(c.now()) }]);
   });
 
   it('keeps a batch that could not be written for the next one', async () => {
@@ -212,7 +212,7 @@ describe('last use of tokens', () => {
       minGapMs: 60_000,
       onError: (e) => errors.push(e),
     });
-    usage.touch('t1');
+    usage.touch('t1', 'c1');
     await usage.flush();
     expect(errors).toHaveLength(1);
     fail = false;

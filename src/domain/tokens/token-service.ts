@@ -103,7 +103,7 @@ export function createTokenService({ store, sharedDatabase = false, onUsageError
     if (!bearer || !TOKEN_PATTERN.test(bearer)) return undefined;
     const hash = sha256(bearer);
     const principal = await cache.get(hash, () => lookUp(hash));
-    if (principal) usage.touch(principal.tokenId!);
+    if (principal) usage.touch(principal.tokenId!, principal.companyId);
     return principal;
   }
 

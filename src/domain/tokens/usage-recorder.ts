@@ -4,7 +4,7 @@
  * written together, in one statement, after `flushMs`. `flush()` writes at once (before a list is
  * shown, and when the process stops).
  */
-export type TokenUse = { tokenId: string; usedAt: Date };
+export type TokenUse = { tokenId: string; companyId: string; usedAt: Date };
 
 export type UsageRecorderOptions = {
   write: (uses: TokenUse[]) => Promise<void>;
@@ -18,16 +18,16 @@ export type UsageRecorderOptions = {
 export function createUsageRecorder({ write, flushMs, minGapMs, now = Date.now, onError }: UsageRecorderOptions) {
   /** When this process last noted a use of each token (pruned after minGapMs). */
   const lastNoted = new Map<string, number>();
-  const pending = new Map<string, number>();
+  const pending = new Map<string, { companyId: string; at: number }>();
   let timer: ReturnType<typeof setTimeout> | undefined;
   let writing: Promise<void> = Promise.resolve();
 
-  function touch(tokenId: string): void {
+  function touch(tokenId: string, companyId: string): void {
     const at = now();
     const last = lastNoted.get(tokenId);
     if (last !== undefined && at - last < minGapMs) return;
     lastNoted.set(tokenId, at);
-    pending.set(tokenId, at);
+    pending.set(tokenId, { companyId, at });
     if (timer === undefined) {
       timer = setTimeout(() => void flush(), flushMs);
       timer.unref();
@@ -40,14 +40,14 @@ export function createUsageRecorder({ write, flushMs, minGapMs, now = Date.now, 
     const at = now();
     for (const [id, t] of lastNoted) if (at - t >= minGapMs) lastNoted.delete(id);
     if (pending.size === 0) return writing;
-    const batch = [...pending].map(([tokenId, t]) => ({ tokenId, usedAt: new Date(t) }));
+    const batch = [...pending].map(([tokenId, u]) => ({ tokenId, companyId: u.companyId, usedAt: new Date(u.at) }));
     pending.clear();
     // One write at a time, in order.
     writing = writing.then(() =>
       write(batch).catch((err: unknown) => {
         // Not lost: noted again, unless a later use of the same token is already waiting.
         for (const u of batch) {
-          if (!pending.has(u.tokenId)) pending.set(u.tokenId, u.usedAt.getTime());
+          if (!pending.has(u.tokenId)) pending.set(u.tokenId, { companyId: u.companyId, at: u.usedAt.getTime() });
         }
         if (timer === undefined && pending.size > 0) {
           timer = setTimeout(() => void flush(), flushMs);
