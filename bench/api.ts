@@ -1,14 +1,37 @@
 /**
- * API benchmark on PostgreSQL: submit a claim and search by plate, against a real server process.
+ * API benchmark on PostgreSQL: the service beside a bare Fastify route running the same SQL.
  *
- *   npm run bench:api            (BENCH_DATABASE_URL defaults to the local PostgreSQL, database "test")
+ *   npm run bench:api
  *
- * Creates a throw-away database, seeds it set-based (BENCH_SEED_CLAIMS claims, default 200,000, over
- * a quarter as many plates), starts `src/main-api.ts` on 127.0.0.1, runs autocannon for a bounded
- * time against each endpoint, prints the figures, and drops the database.
+ * Creates a throw-away database, migrates it, seeds it set-based (BENCH_SEED_CLAIMS claims,
+ * default 200,000, over plates and persons as a real registry would have them: every fifth claim
+ * a new person with one passport, claim dates over the last 5 years), then starts two processes
+ * on 127.0.0.1:
+ *
+ * - the service, `node --import tsx src/main-api.ts` (pool 10), with an API token;
+ * - bench/bare-server.ts: the same search statement and a plain submit route (one round trip per
+ *   statement in a transaction, read-back included), without token check, validation rules,
+ *   idempotency or logging.
+ *
+ * For each round it runs autocannon (BENCH_CONNECTIONS connections, 3 s warm-up, then
+ * BENCH_SECONDS) against the service and then the bare server, for the plate search and for
+ * submissions (70% a person already on record, 30% a new one), and prints req/s, p99 and the
+ * ratios service/bare; with several rounds, the medians. The service's resident memory (RSS) is
+ * printed after each run.
+ *
+ * BENCH_SOAK_SECONDS > 0 then runs a soak: search and submissions in turn at half the service's
+ * measured search rate, sampling the service's RSS every 10 s (BENCH_HEAP_SNAPSHOT=1 also writes a
+ * heap snapshot of the service at the end, into BENCH_OUT). The database is dropped at the end.
+ *
+ * Knobs: BENCH_DATABASE_URL (postgres://postgres@127.0.0.1:5432/test: where the throw-away
+ * database is created), BENCH_SEED_CLAIMS (200000), BENCH_SECONDS (15), BENCH_CONNECTIONS (32),
+ * BENCH_ROUNDS (1), BENCH_CASES ("search submit"), BENCH_SOAK_SECONDS (0), BENCH_HEAP_SNAPSHOT,
+ * BENCH_OUT (./bench-results).
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import autocannon from 'autocannon';
@@ -16,84 +39,240 @@ import postgres from 'postgres';
 
 import { loadConfig } from '../src/config';
 import { createDeps } from '../src/deps';
+import { normalizeDocumentNumber } from '../src/domain/claims/claim';
+import { createDocumentHasher } from '../src/domain/clients/identity';
+import { todayIn } from '../src/domain/dates';
 
 const baseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const seedClaims = Number(process.env.BENCH_SEED_CLAIMS ?? 200_000);
-const seconds = Number(process.env.BENCH_SECONDS ?? 10);
-const connections = Number(process.env.BENCH_CONNECTIONS ?? 16);
-const port = 3900 + Math.floor(Math.random() * 90);
+const seconds = Number(process.env.BENCH_SECONDS ?? 15);
+const warmup = 3;
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
+const cases = (process.env.BENCH_CASES ?? 'search submit').split(/\s+/u).filter(Boolean) as ('search' | 'submit')[];
+const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
+const heapSnapshot = process.env.BENCH_HEAP_SNAPSHOT === '1';
+const outDir = path.resolve(process.env.BENCH_OUT ?? 'bench-results');
 const dbName = `claims_bench_${randomBytes(4).toString('hex')}`;
 const key = randomBytes(32).toString('base64url');
+const sessionSecret = randomBytes(32).toString('base64url');
+
+// The seed: persons (one passport each, numbers BENCH<n>), plates, claims.
+const persons = Math.max(1, Math.floor(seedClaims / 5));
+const plates = Math.max(1, Math.floor(seedClaims / 3.5));
+const plate = (n: number) => `PL${String(n).padStart(6, '0')}`;
+const personId = (n: number) => n.toString(16).padStart(32, '0');
+const addDays = (iso: string, days: number) => new Date(Date.parse(`${iso}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+const birthDate = (n: number) => addDays('1950-01-01', n % 18_000);
 
 const admin = postgres(baseUrl, { max: 1, onnotice: () => {} });
 await admin.unsafe(`CREATE DATABASE ${dbName}`);
 const url = baseUrl.replace(/\/[^/]*$/u, `/${dbName}`);
-let server: ReturnType<typeof spawn> | undefined;
+const children: ChildProcess[] = [];
+
+function start(name: string, args: string[], env: Record<string, string>): ChildProcess {
+  fs.mkdirSync(outDir, { recursive: true });
+  const log = fs.openSync(path.join(outDir, `${name}.log`), 'w');
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', log, log],
+  });
+  fs.closeSync(log);
+  children.push(child);
+  return child;
+}
+
+async function ready(child: ChildProcess, url: string, name: string): Promise<void> {
+  for (let i = 0; i < 120; i++) {
+    if (child.exitCode !== null) break;
+    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    await sleep(500);
+  }
+  throw new Error(`${name} did not become ready; see ${path.join(outDir, `${name}.log`)}`);
+}
+
+/** Resident memory of a process in MB (Linux), or null elsewhere. */
+function rssMb(pid: number | undefined, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number | null {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'mu').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+const freePort = () => 20_000 + Math.floor(Math.random() * 40_000);
+
 try {
+  // ---- database, company, token, seed ------------------------------------------------------------
   const deps = await createDeps(loadConfig({ DATABASE_URL: url, DOCUMENT_HASH_KEY: key, DB_POOL_SIZE: '2', LOG_LEVEL: 'silent' }));
   const company = await deps.companies.createCompany('Bench Insurance');
+  await deps.companies.createCompany('Other Insurance');
   const { token } = await deps.tokens.create(company.id, 'bench');
-  const plates = Math.max(1, Math.floor(seedClaims / 4));
-  console.log(`seeding ${seedClaims} claims over ${plates} plates…`);
+  console.log(`seeding ${seedClaims.toLocaleString('en')} claims, ${persons.toLocaleString('en')} persons, ${plates.toLocaleString('en')} plates…`);
+  const hash = createDocumentHasher(key);
   await deps.db.query(
-    `WITH c AS (
-       INSERT INTO clients (id, first_name, last_name, date_of_birth)
-       SELECT gen_random_uuid(), 'Seed', 'Person ' || g, date '1970-01-01' + (g % 15000)
-         FROM generate_series(1, $1::int / 2) g RETURNING id
-     ), numbered AS (SELECT id, row_number() OVER () AS n FROM c)
-     INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, vehicle_registration, source, status)
-     SELECT gen_random_uuid(), $2, n.id, current_date - ((g * 7) % 1400), 'accident', 100, 'P' || (g % $3), 'api', 'filed'
-       FROM generate_series(1, $1::int) g JOIN numbered n ON n.n = 1 + (g % ($1::int / 2))`,
-    [seedClaims, company.id, plates],
+    `INSERT INTO clients (id, first_name, last_name, date_of_birth)
+     SELECT lpad(to_hex(g), 32, '0')::uuid, 'Seed', 'Person ' || g, date '1950-01-01' + (g % 18000)
+       FROM generate_series(0, $1::int - 1) g`,
+    [persons],
+  );
+  for (let from = 0; from < persons; from += 50_000) {
+    const ids: string[] = [];
+    const hashes: string[] = [];
+    for (let n = from; n < Math.min(persons, from + 50_000); n++) {
+      ids.push(personId(n));
+      hashes.push(hash(normalizeDocumentNumber(`BENCH${n}`)));
+    }
+    await deps.db.query(
+      `INSERT INTO identity_documents (doc_type, number_hash, client_id)
+       SELECT 'passport', h, id FROM unnest($1::text[], $2::uuid[]) AS t(h, id)`,
+      [hashes, ids],
+    );
+  }
+  // Two companies' claims; dates over the last 5 years, so about 60% fall inside the 3-year window.
+  await deps.db.query(
+    `INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, vehicle_registration, source, status)
+     SELECT gen_random_uuid(),
+            CASE WHEN g % 2 = 0 THEN $2::uuid ELSE (SELECT id FROM companies WHERE name = 'Other Insurance') END,
+            lpad(to_hex(g % $3::int), 32, '0')::uuid,
+            current_date - (abs(hashtext('d' || g)) % 1826),
+            (ARRAY['accident', 'theft', 'other'])[1 + g % 3],
+            (abs(hashtext('a' || g)) % 500000) / 100.0,
+            'PL' || lpad((abs(hashtext('p' || g)) % $4::int)::text, 6, '0'),
+            'assisted', 'filed'
+       FROM generate_series(0, $1::int - 1) g`,
+    [seedClaims, company.id, persons, plates],
   );
   await deps.db.query('ANALYZE');
   await deps.close();
 
-  server = spawn('node_modules/.bin/tsx', ['src/main-api.ts'], {
-    env: { ...process.env, DATABASE_URL: url, DOCUMENT_HASH_KEY: key, SESSION_SECRET: randomBytes(32).toString('base64url'), PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'inherit', 'inherit'],
+  // ---- the two servers ------------------------------------------------------------------------------
+  const projPort = freePort();
+  const barePort = freePort();
+  const project = start('service', [...(heapSnapshot ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${outDir}`] : []), '--import', 'tsx', 'src/main-api.ts'], {
+    DATABASE_URL: url, DOCUMENT_HASH_KEY: key, SESSION_SECRET: sessionSecret, PORT: String(projPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn',
+    DB_POOL_SIZE: '10', DATA_DIR: path.join(outDir, 'data'),
   });
-  let ready = false;
-  for (let i = 0; i < 60 && !ready && server.exitCode === null; i++) {
-    ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok).catch(() => false);
-    if (!ready) await sleep(500);
-  }
-  if (!ready) throw new Error('the server did not become ready; see its output above');
+  const bare = start('bare', ['--import', 'tsx', 'bench/bare-server.ts'], {
+    DATABASE_URL: url, DOCUMENT_HASH_KEY: key, PORT: String(barePort), COMPANY_ID: company.id, DB_POOL_SIZE: '10',
+  });
+  await ready(project, `http://127.0.0.1:${projPort}/readyz`, 'service');
+  await ready(bare, `http://127.0.0.1:${barePort}/healthz`, 'bare');
 
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' };
+  // ---- load -----------------------------------------------------------------------------------------
+  const claimDate = addDays(todayIn('UTC'), -30);
   let n = 0;
-  const run = (title: string, path: string, body: () => string) =>
-    autocannon({
-      url: `http://127.0.0.1:${port}${path}`,
+  const bodies = {
+    search: () => JSON.stringify({ vehicle_registration: plate(Math.floor(Math.random() * plates)) }),
+    submit: () => {
+      n++;
+      // 70% a person on record (their passport and date of birth), 30% a new person.
+      const known = Math.random() < 0.7;
+      const p = known ? Math.floor(Math.random() * persons) : `NEW${randomBytes(6).toString('hex')}`;
+      return JSON.stringify({
+        client: {
+          first_name: 'Bench',
+          last_name: `Person ${p}`,
+          date_of_birth: known ? birthDate(p as number) : '1980-01-01',
+          id_documents: [{ type: 'passport', number: `BENCH${p}` }],
+        },
+        claim_date: claimDate,
+        vehicle_registration: plate(n % plates),
+        claim_type: 'accident',
+        amount: 1250,
+        is_at_fault: false,
+      });
+    },
+  };
+  const targets = {
+    service: { base: `http://127.0.0.1:${projPort}`, paths: { search: '/api/v1/claims/search-by-plate', submit: '/api/v1/claims' } },
+    bare: { base: `http://127.0.0.1:${barePort}`, paths: { search: '/search', submit: '/submit' } },
+  };
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' };
+
+  type Figure = { rps: number; p50: number; p99: number; bad: number };
+  const load = async (target: keyof typeof targets, mode: 'search' | 'submit', duration: number, overallRate?: number): Promise<Figure> => {
+    const r = await autocannon({
+      url: targets[target].base + targets[target].paths[mode],
       method: 'POST',
       headers,
       connections,
-      duration: seconds,
-      requests: [{ setupRequest: (req) => ({ ...req, body: body() }) }],
-    }).then((r) => {
-      const non2xx = r.non2xx + r.errors;
-      console.log(
-        `${title}: ${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, ${non2xx} errors/non-2xx of ${r.requests.total}`,
-      );
+      duration,
+      ...(overallRate ? { overallRate } : {}),
+      requests: [{ setupRequest: (req) => ({ ...req, body: bodies[mode]() }) }],
     });
+    return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors + r.timeouts };
+  };
 
-  // 30% of submissions are a person already on record, as in real traffic.
-  await run('submit claim', '/api/v1/claims', () => {
-    n++;
-    const person = n % 10 < 3 ? n % 1000 : n + 1_000_000;
-    return JSON.stringify({
-      client: { first_name: 'Bench', last_name: `P${person}`, date_of_birth: '1980-01-01', id_documents: [{ type: 'passport', number: `LT-${person}` }] },
-      claim_date: '2026-01-15',
-      vehicle_registration: `B${n % 5000}`,
-      amount: 100.5,
-      claim_type: 'theft',
-    });
-  });
-  await run('search by plate', '/api/v1/claims/search-by-plate', () => JSON.stringify({ vehicle_registration: `P${Math.floor(Math.random() * plates)}` }));
+  const results: Record<string, { service: Figure; bare: Figure }[]> = { search: [], submit: [] };
+  const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : 'n/a');
+  const row = (label: string, s: Figure, b: Figure) =>
+    console.log(
+      `${label.padEnd(8)} | ${String(s.rps).padStart(7)} ${String(s.p99).padStart(6)} | ${String(b.rps).padStart(7)} ${String(b.p99).padStart(6)} | ${ratio(s.rps, b.rps).padStart(9)} ${ratio(s.p99, b.p99).padStart(9)}`,
+    );
+  console.log(`\n${connections} connections, ${warmup} s warm-up + ${seconds} s per run; one process each, pool 10; autocannon on the same machine\n`);
+  console.log('case     |   service (req/s, p99 ms) |  bare route     | req/s ratio p99 ratio');
+  for (let round = 1; round <= rounds; round++) {
+    for (const mode of cases) {
+      const figures = {} as { service: Figure; bare: Figure };
+      for (const target of ['service', 'bare'] as const) {
+        await load(target, mode, warmup);
+        figures[target] = await load(target, mode, seconds);
+        if (figures[target].bad > 0) console.log(`  warning: ${target} ${mode}: ${figures[target].bad} non-2xx/errors/timeouts`);
+      }
+      results[mode]!.push(figures);
+      row(`${mode}`, figures.service, figures.bare);
+      console.log(`         | service RSS ${rssMb(project.pid)} MB (peak ${rssMb(project.pid, 'VmHWM')} MB)`);
+    }
+  }
+  if (rounds > 1) {
+    console.log(`\nmedians of ${rounds} rounds:`);
+    for (const mode of cases) {
+      const rs = results[mode]!;
+      const med = (t: 'service' | 'bare', k: keyof Figure) => median(rs.map((r) => r[t][k]));
+      const s = { rps: med('service', 'rps'), p50: med('service', 'p50'), p99: med('service', 'p99'), bad: 0 };
+      const b = { rps: med('bare', 'rps'), p50: med('bare', 'p50'), p99: med('bare', 'p99'), bad: 0 };
+      row(mode, s, b);
+      console.log(`         | ratios per round: req/s ${rs.map((r) => ratio(r.service.rps, r.bare.rps)).join(', ')}; p99 ${rs.map((r) => ratio(r.service.p99, r.bare.p99)).join(', ')}`);
+    }
+  }
+
+  // ---- soak -----------------------------------------------------------------------------------------
+  if (soakSeconds > 0) {
+    const peak = results.search!.length > 0 ? median(results.search!.map((r) => r.service.rps)) : 1000;
+    const rate = Math.max(1, Math.round(peak / 2));
+    console.log(`\nsoak: ${soakSeconds} s at ${rate} req/s (half the measured search rate), search and submissions in turn`);
+    const samples: number[] = [];
+    const sample = setInterval(() => {
+      const mb = rssMb(project.pid);
+      if (mb !== null) samples.push(mb);
+    }, 10_000);
+    const slice = 30;
+    for (let done = 0, i = 0; done < soakSeconds; done += slice, i++) {
+      const f = await load('service', i % 2 === 0 ? 'search' : 'submit', Math.min(slice, soakSeconds - done), rate);
+      console.log(`  ${String(done + Math.min(slice, soakSeconds - done)).padStart(5)} s  ${i % 2 === 0 ? 'search' : 'submit'} ${f.rps} req/s p99 ${f.p99} ms  RSS ${rssMb(project.pid)} MB${f.bad ? `  ${f.bad} non-2xx` : ''}`);
+    }
+    clearInterval(sample);
+    const first = samples.slice(0, Math.max(1, Math.floor(samples.length / 4)));
+    const last = samples.slice(-Math.max(1, Math.floor(samples.length / 4)));
+    console.log(
+      `soak RSS: first quarter median ${median(first)} MB, last quarter median ${median(last)} MB, max ${Math.max(...samples)} MB, peak (VmHWM) ${rssMb(project.pid, 'VmHWM')} MB`,
+    );
+    if (heapSnapshot && project.pid) {
+      project.kill('SIGUSR2');
+      await sleep(15_000);
+      console.log(`heap snapshot written to ${outDir} (Heap.*.heapsnapshot)`);
+    }
+  }
 } finally {
-  if (server?.pid && server.exitCode === null) {
-    server.kill('SIGTERM');
-    await new Promise((resolve) => server!.once('exit', resolve));
+  for (const child of children) {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await Promise.race([exited, sleep(20_000)]);
+    }
   }
   await admin.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   await admin.end();

@@ -104,13 +104,18 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       progressInDatabase: db.kind === 'postgres',
     });
     if (importQueue.kind === 'in-process') importQueue.start(importCsvProcessor({ imports }));
+    const tokens = createTokenService({
+      store,
+      sharedDatabase: db.kind === 'postgres',
+      onUsageError: (err) => log.warn({ err }, 'could not record the last use of API tokens; will try again'),
+    });
     return {
       config,
       db,
       store,
       today,
       claims,
-      tokens: createTokenService({ store }),
+      tokens,
       companies: createCompanyService({ store, passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost }),
       storage,
       importQueue,
@@ -120,6 +125,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       sessions: createSessionService({ store }),
       sessionSecret: () => resolveSessionSecret(config),
       async close() {
+        await tokens.close();
         await importQueue.close();
         await db.close();
       },

@@ -48,8 +48,10 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   });
   app.decorate('deps', deps);
   app.setValidatorCompiler(validatorCompiler());
-  app.addHook('onRequest', async (request, reply) => {
+  // A plain callback hook: no promise per request for one header.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   await app.register(errorHandlerPlugin);
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.

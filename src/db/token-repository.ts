@@ -1,21 +1,18 @@
+import type { TokenRecord, TokenStore } from '../domain/tokens/token-service';
+import type { TokenUse } from '../domain/tokens/usage-recorder';
 import type { Queryable } from './db';
 
 const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 
-export type TokenRecord = {
-  id: string;
-  company_id: string;
-  name: string;
-  token_prefix: string;
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-};
+export type { TokenRecord };
+
+/** app_meta key of the revocation version: a counter moved by every revocation. */
+const REVOCATION_VERSION_KEY = 'api_token_revocation_version';
 
 const TOKEN_COLUMNS = `id, company_id, name, token_prefix, ${TS('created_at')} AS created_at,
   ${TS('last_used_at')} AS last_used_at, ${TS('revoked_at')} AS revoked_at`;
 
-export function createTokenRepository(db: Queryable) {
+export function createTokenRepository(db: Queryable): TokenStore {
   return {
     async insert(t: { companyId: string; name: string; hash: string; prefix: string; createdByUserId: string | null }): Promise<TokenRecord> {
       const rows = await db.query<TokenRecord>(
@@ -26,25 +23,37 @@ export function createTokenRepository(db: Queryable) {
       return rows[0]!;
     },
 
-    /**
-     * Finds the live token with this hash and its company, and records its use, in one round
-     * trip. last_used_at is written at most once a minute per token so reads stay reads.
-     */
+    /** The live token with this hash and its company: one indexed read (last use is recorded in batches, see recordUses). */
     async authenticate(hash: string): Promise<{ tokenId: string; companyId: string; companyName: string } | undefined> {
       const rows = await db.query<{ id: string; company_id: string; company_name: string }>(
-        `WITH t AS (
-           SELECT t.id, t.company_id, co.name AS company_name, t.last_used_at
-             FROM api_tokens t JOIN companies co ON co.id = t.company_id
-            WHERE t.token_hash = $1 AND t.revoked_at IS NULL
-         ), touched AS (
-           UPDATE api_tokens SET last_used_at = now()
-            WHERE id = (SELECT id FROM t) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
-         )
-         SELECT id, company_id, company_name FROM t`,
+        `SELECT t.id, t.company_id, co.name AS company_name
+           FROM api_tokens t JOIN companies co ON co.id = t.company_id
+          WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
         [hash],
       );
       const r = rows[0];
       return r && { tokenId: r.id, companyId: r.company_id, companyName: r.company_name };
+    },
+
+    /**
+     * Last use of several tokens in one statement. A stored time less than a minute older than the
+     * new one is kept, so last use moves at most once a minute, as before batching.
+     */
+    async recordUses(uses: TokenUse[]): Promise<void> {
+      if (uses.length === 0) return;
+      await db.query(
+        `UPDATE api_tokens t SET last_used_at = u.used_at
+           FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS u(id, company_id, used_at)
+          WHERE t.id = u.id AND t.company_id = u.company_id
+            AND (t.last_used_at IS NULL OR t.last_used_at < u.used_at - interval '1 minute')`,
+        [uses.map((u) => u.tokenId), uses.map((u) => u.companyId), uses.map((u) => u.usedAt.toISOString())],
+      );
+    },
+
+    /** Changes whenever a token is revoked (see revoke): other processes drop their cached tokens then. */
+    async revocationVersion(): Promise<string> {
+      const rows = await db.query<{ value: string }>('SELECT value FROM app_meta WHERE key = $1', [REVOCATION_VERSION_KEY]);
+      return rows[0]?.value ?? '0';
     },
 
     async listByCompany(companyId: string): Promise<TokenRecord[]> {
@@ -54,13 +63,23 @@ export function createTokenRepository(db: Queryable) {
       );
     },
 
-    /** Revokes a token; with companyId, only one of that company (another company's id is "not found"). */
+    /**
+     * Revokes a token; with companyId, only one of that company (another company's id is "not
+     * found"). The revocation version moves in the same statement, so no process can see the
+     * revocation without the new version or the other way round.
+     */
     async revoke(id: string, companyId: string | null): Promise<TokenRecord | undefined> {
       const rows = await db.query<TokenRecord>(
-        `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now())
-          WHERE id = $1 AND ($2::uuid IS NULL OR company_id = $2)
-         RETURNING ${TOKEN_COLUMNS}`,
-        [id, companyId],
+        `WITH revoked AS (
+           UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now())
+            WHERE id = $1 AND ($2::uuid IS NULL OR company_id = $2)
+           RETURNING ${TOKEN_COLUMNS}
+         ), version AS (
+           INSERT INTO app_meta (key, value) SELECT $3, '1' FROM revoked
+           ON CONFLICT (key) DO UPDATE SET value = (app_meta.value::bigint + 1)::text
+         )
+         SELECT * FROM revoked`,
+        [id, companyId, REVOCATION_VERSION_KEY],
       );
       return rows[0];
     },

@@ -13,10 +13,34 @@ function daysInMonth(year: number, month: number): number {
   return new Date(Date.UTC(year, month, 0)).getUTCDate();
 }
 
-/** Today's date (YYYY-MM-DD) in the given IANA time zone. */
+/** One formatter per time zone: building an Intl.DateTimeFormat costs far more than using one. */
+const formatters = new Map<string, Intl.DateTimeFormat>();
+/** The last answer per time zone, with the second it was computed for. */
+const lastToday = new Map<string, { second: number; date: string }>();
+
+function formatterFor(timeZone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timeZone);
+  if (!f) {
+    // en-CA formats as YYYY-MM-DD.
+    f = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+    formatters.set(timeZone, f);
+  }
+  return f;
+}
+
+/**
+ * Today's date (YYYY-MM-DD) in the given IANA time zone. The date changes only at a whole second
+ * (time-zone offsets are whole seconds), so the answer is kept per time zone for the second it
+ * was computed for.
+ */
 export function todayIn(timeZone: string, now: Date = new Date()): string {
-  // en-CA formats as YYYY-MM-DD.
-  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(now);
+  const ms = now.getTime();
+  const second = Math.floor(ms / 1000);
+  const cached = lastToday.get(timeZone);
+  if (cached && cached.second === second) return cached.date;
+  const date = formatterFor(timeZone).format(ms);
+  lastToday.set(timeZone, { second, date });
+  return date;
 }
 
 /** The same calendar day `years` earlier; 29 February becomes 28 February in a common year. */

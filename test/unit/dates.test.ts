@@ -51,6 +51,21 @@ describe('todayIn', () => {
   it('pads month and day to two digits', () => {
     expect(todayIn('UTC', new Date('2026-03-04T12:00:00Z'))).toBe('2026-03-04');
   });
+
+  it('turns to the next day at local midnight, not a moment later, even when asked within the same second before', () => {
+    // Vilnius is UTC+2 in winter: midnight there is 22:00 UTC.
+    expect(todayIn('Europe/Vilnius', new Date('2026-01-01T21:59:59.000Z'))).toBe('2026-01-01');
+    expect(todayIn('Europe/Vilnius', new Date('2026-01-01T21:59:59.999Z'))).toBe('2026-01-01');
+    expect(todayIn('Europe/Vilnius', new Date('2026-01-01T22:00:00.000Z'))).toBe('2026-01-02');
+  });
+
+  it('answers each time zone for itself within the same second', () => {
+    const at = new Date('2026-01-01T23:30:00.250Z');
+    expect(todayIn('UTC', at)).toBe('2026-01-01');
+    expect(todayIn('Europe/Vilnius', at)).toBe('2026-01-02');
+    expect(todayIn('America/New_York', at)).toBe('2026-01-01');
+    expect(todayIn('UTC', at)).toBe('2026-01-01');
+  });
 });
 
 describe('minusYears', () => {

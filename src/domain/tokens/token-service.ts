@@ -1,21 +1,80 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash as digest, randomBytes } from 'node:crypto';
 
-import type { Store } from '../../db/store';
-import type { TokenRecord } from '../../db/token-repository';
 import { isUuid } from '../ids';
 import { AppError, validationError } from '../errors';
 import type { Principal } from '../principal';
+import { createTokenCache, type RevocationWatch } from './token-cache';
+import { createUsageRecorder, type TokenUse } from './usage-recorder';
 
 /** Recognisable by secret scanners: `csk_` and 43 base64url characters (32 random bytes). */
 export const TOKEN_PREFIX = 'csk_';
 const TOKEN_PATTERN = /^csk_[A-Za-z0-9_-]{43}$/u;
 
-const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
+/** One-shot hashing: no Hash object per request. */
+const sha256 = (s: string) => digest('sha256', s, 'hex');
+
+export type TokenRecord = {
+  id: string;
+  company_id: string;
+  name: string;
+  token_prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+};
+
+/** What the token service needs from storage (the token repository implements it). */
+export interface TokenStore {
+  insert(t: { companyId: string; name: string; hash: string; prefix: string; createdByUserId: string | null }): Promise<TokenRecord>;
+  /** The live (not revoked) token with this hash and its company. A read only. */
+  authenticate(hash: string): Promise<{ tokenId: string; companyId: string; companyName: string } | undefined>;
+  listByCompany(companyId: string): Promise<TokenRecord[]>;
+  /** Revokes, and moves the revocation version in the same statement. */
+  revoke(id: string, companyId: string | null): Promise<TokenRecord | undefined>;
+  /** A value that changes whenever a token is revoked. */
+  revocationVersion(): Promise<string>;
+  /** Sets last use where the stored one is more than a minute older. */
+  recordUses(uses: TokenUse[]): Promise<void>;
+}
+
+export type TokenServiceOptions = {
+  store: { tokens: TokenStore; companies: { findById(id: string): Promise<unknown> } };
+  /**
+   * True when other processes share the database (PostgreSQL): tokens they revoke must be refused
+   * here within a second, so cached tokens are trusted only while the revocation version is
+   * confirmed. False for the embedded database, which one process alone opens.
+   */
+  sharedDatabase?: boolean;
+  /** Told when last-use times could not be written (they are tried again). */
+  onUsageError?: (err: unknown) => void;
+};
 
 export type PublicToken = Omit<TokenRecord, 'company_id'>;
 const publicToken = ({ company_id: _c, ...t }: TokenRecord): PublicToken => t;
 
-export function createTokenService({ store }: { store: Pick<Store, 'tokens' | 'companies'> }) {
+/** A verified token is served from memory for this long, then looked up again. */
+export const TOKEN_CACHE_MS = 10_000;
+const TOKEN_CACHE_ENTRIES = 10_000;
+/** Other processes' revocations: the version is read this often, and the cache trusted this long after a read. */
+export const REVOCATION_POLL_MS = 250;
+export const REVOCATION_TRUST_MS = 800;
+const REVOCATION_IDLE_MS = 30_000;
+/** Last use is recorded at most once a minute per token, written in batches after this delay. */
+const USAGE_GAP_MS = 60_000;
+const USAGE_FLUSH_MS = 5_000;
+
+export function createTokenService({ store, sharedDatabase = false, onUsageError }: TokenServiceOptions) {
+  const revocations: RevocationWatch | undefined = sharedDatabase
+    ? { version: () => store.tokens.revocationVersion(), pollMs: REVOCATION_POLL_MS, trustMs: REVOCATION_TRUST_MS, idleMs: REVOCATION_IDLE_MS }
+    : undefined;
+  const cache = createTokenCache<Principal>({ ttlMs: TOKEN_CACHE_MS, maxEntries: TOKEN_CACHE_ENTRIES, revocations });
+  const usage = createUsageRecorder({
+    write: (uses) => store.tokens.recordUses(uses),
+    flushMs: USAGE_FLUSH_MS,
+    minGapMs: USAGE_GAP_MS,
+    ...(onUsageError ? { onError: onUsageError } : {}),
+  });
+
   /** Creates a token; the value is returned here once and never again (only its hash is kept). */
   async function create(companyId: string, name: unknown, createdByUserId: string | null = null) {
     if (typeof name !== 'string' || name.trim() === '') throw validationError({ name: ['The name field is required.'] });
@@ -34,24 +93,40 @@ export function createTokenService({ store }: { store: Pick<Store, 'tokens' | 'c
     return { ...publicToken(record), token };
   }
 
+  async function lookUp(hash: string): Promise<Principal | undefined> {
+    const found = await store.tokens.authenticate(hash);
+    return found && Object.freeze({ companyId: found.companyId, companyName: found.companyName, tokenId: found.tokenId, userId: null });
+  }
+
   /** The principal of a bearer token, or undefined for a missing, malformed, unknown or revoked one. */
   async function authenticate(bearer: string | undefined): Promise<Principal | undefined> {
     if (!bearer || !TOKEN_PATTERN.test(bearer)) return undefined;
-    const found = await store.tokens.authenticate(sha256(bearer));
-    return found && { companyId: found.companyId, companyName: found.companyName, tokenId: found.tokenId, userId: null };
+    const hash = sha256(bearer);
+    const principal = await cache.get(hash, () => lookUp(hash));
+    if (principal) usage.touch(principal.tokenId!, principal.companyId);
+    return principal;
   }
 
   async function list(companyId: string): Promise<PublicToken[]> {
+    await usage.flush();
     return (await store.tokens.listByCompany(companyId)).map(publicToken);
   }
 
   /** Revokes at once. With companyId, a token of another company is "not found". */
   async function revoke(id: string, companyId: string | null): Promise<PublicToken> {
     const record = isUuid(id) ? await store.tokens.revoke(id, companyId) : undefined;
+    // This process refuses the token from now on; others within REVOCATION_TRUST_MS.
+    cache.clear();
     if (!record) throw new AppError('NOT_FOUND', 'Token not found.');
     return publicToken(record);
   }
 
-  return { create, authenticate, list, revoke };
+  /** Writes the noted last-use times and stops the background reads. */
+  async function close(): Promise<void> {
+    cache.close();
+    await usage.flush();
+  }
+
+  return { create, authenticate, list, revoke, close };
 }
 export type TokenService = ReturnType<typeof createTokenService>;

@@ -1,0 +1,180 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestContext, dbKind, TEST_HASH_KEY, type TestContext } from '../harness';
+import { companyWithPeople, PASSWORD, WebClient } from '../web/web-client';
+
+/**
+ * Revocation everywhere, with real processes: two API servers on one PostgreSQL, each caching the
+ * tokens it verified. A token revoked through one server's dashboard is refused by that server at
+ * once and by the other within a second; a token revoked by a third process (the service itself,
+ * as the admin command line does) is refused by both within a second. Needs PostgreSQL.
+ */
+const enabled = dbKind() === 'postgres';
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const START_TIMEOUT = 60_000;
+
+type Server = { child: ChildProcess; base: string };
+
+/** Makes WebClient (written for app.inject) talk to a real server over HTTP. */
+function httpApp(base: string): FastifyInstance {
+  const inject = async (req: { method: string; url: string; headers?: Record<string, string>; payload?: string | Buffer }) => {
+    const res = await fetch(base + req.url, {
+      method: req.method,
+      headers: req.headers ?? {},
+      ...(req.payload !== undefined ? { body: req.payload } : {}),
+      redirect: 'manual',
+    });
+    const cookies = res.headers.getSetCookie().map((line) => {
+      const [pair = '', ...attrs] = line.split(';');
+      const eq = pair.indexOf('=');
+      const maxAge = attrs.map((a) => /^\s*max-age=(-?\d+)/iu.exec(a)?.[1]).find((m) => m !== undefined);
+      return { name: pair.slice(0, eq).trim(), value: pair.slice(eq + 1).trim(), ...(maxAge !== undefined ? { maxAge: Number(maxAge) } : {}) };
+    });
+    return { statusCode: res.status, body: await res.text(), headers: Object.fromEntries(res.headers), cookies };
+  };
+  return { inject } as unknown as FastifyInstance;
+}
+
+describe.skipIf(!enabled)('a revoked token, with two server processes on one database', () => {
+  let ctx: TestContext;
+  let schema: string;
+  const servers: Server[] = [];
+  const logFile = path.join(root, 'test-results', `token-revocation-${randomBytes(4).toString('hex')}.log`);
+
+  async function startServer(): Promise<Server> {
+    fs.mkdirSync(path.dirname(logFile), { recursive: true });
+    const log = fs.openSync(logFile, 'a');
+    const port = 20_000 + Math.floor(Math.random() * 40_000);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main-api.ts'], {
+      cwd: root,
+      stdio: ['ignore', log, log],
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        DATABASE_URL: process.env.TEST_DATABASE_URL!,
+        DB_SEARCH_PATH: schema,
+        DB_POOL_SIZE: '2',
+        DOCUMENT_HASH_KEY: TEST_HASH_KEY,
+        SESSION_SECRET: 'test-session-secret-0123456789abcdef0123',
+        DATA_DIR: ctx.config.dataDir,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        LOG_LEVEL: 'warn',
+      },
+    });
+    fs.closeSync(log);
+    const server = { child, base: `http://127.0.0.1:${port}` };
+    servers.push(server);
+    const end = Date.now() + START_TIMEOUT;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`a server exited at start (code ${child.exitCode}); see ${logFile}`);
+      const ok = await fetch(`${server.base}/readyz`).then((r) => r.ok, () => false);
+      if (ok) return server;
+      if (Date.now() > end) throw new Error(`a server did not start; see ${logFile}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  const call = (server: Server, token: string) =>
+    fetch(`${server.base}/api/v1/claims`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } }).then((r) => r.status);
+
+  /**
+   * Asks `server` every 20 ms until a request sent a full second after `revokedAt` has been
+   * answered; returns the statuses with the time each request was sent.
+   */
+  async function watch(server: Server, token: string, revokedAt: number) {
+    const seen: { sentAt: number; status: number }[] = [];
+    for (;;) {
+      const sentAt = Date.now();
+      seen.push({ sentAt, status: await call(server, token) });
+      if (sentAt >= revokedAt + 1000) return seen;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** After the first 401, only 401s; and every request sent from one second after the revocation on is a 401. */
+  function expectRefusedWithinOneSecond(seen: { sentAt: number; status: number }[], revokedAt: number) {
+    const first401 = seen.findIndex((s) => s.status === 401);
+    expect(first401, JSON.stringify(seen)).toBeGreaterThanOrEqual(0);
+    expect(seen.slice(first401).every((s) => s.status === 401), JSON.stringify(seen)).toBe(true);
+    const late = seen.filter((s) => s.sentAt >= revokedAt + 1000);
+    expect(late.length).toBeGreaterThan(0);
+    expect(late.every((s) => s.status === 401)).toBe(true);
+  }
+
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    schema = (await ctx.deps.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
+    await Promise.all([startServer(), startServer()]);
+  }, 2 * START_TIMEOUT);
+
+  afterAll(async () => {
+    for (const { child } of servers) {
+      if (child.exitCode !== null || child.signalCode !== null) continue;
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    await ctx?.close();
+    fs.rmSync(logFile, { force: true });
+  });
+
+  it('revoked in one server\'s dashboard: that server refuses it at once, the other within a second', async () => {
+    const [a, b] = servers as [Server, Server];
+    const company = await companyWithPeople(ctx, 'Revocation');
+    // Both servers verify the token, so both now hold it in memory.
+    for (let i = 0; i < 3; i++) {
+      expect(await call(a, company.token)).toBe(200);
+      expect(await call(b, company.token)).toBe(200);
+    }
+
+    const web = new WebClient(httpApp(a.base));
+    await web.signIn(company.admin.email, PASSWORD);
+    const [row] = (await ctx.deps.tokens.list(company.id)).filter((t) => t.name === 'test token');
+    await web.get(`/settings/tokens/${row!.id}/revoke`);
+    const revoked = await web.post(`/settings/tokens/${row!.id}/revoke`);
+    expect(revoked.statusCode).toBe(303);
+    const revokedAt = Date.now();
+
+    expect(await call(a, company.token)).toBe(401);
+    expectRefusedWithinOneSecond(await watch(b, company.token, revokedAt), revokedAt);
+    expect(await call(a, company.token)).toBe(401);
+  }, 60_000);
+
+  it('revoked by another process (the service, as the admin command line uses it): both servers refuse it within a second', async () => {
+    const [a, b] = servers as [Server, Server];
+    const company = await ctx.newCompany('Revocation');
+    for (let i = 0; i < 3; i++) {
+      expect(await call(a, company.token)).toBe(200);
+      expect(await call(b, company.token)).toBe(200);
+    }
+    const [row] = await ctx.deps.tokens.list(company.id);
+    await ctx.deps.tokens.revoke(row!.id, company.id);
+    const revokedAt = Date.now();
+    const [seenA, seenB] = await Promise.all([watch(a, company.token, revokedAt), watch(b, company.token, revokedAt)]);
+    expectRefusedWithinOneSecond(seenA, revokedAt);
+    expectRefusedWithinOneSecond(seenB, revokedAt);
+  }, 60_000);
+
+  it('records the last use of a token used only through the servers', async () => {
+    const [a] = servers as [Server, Server];
+    const company = await ctx.newCompany('Last use');
+    expect((await ctx.deps.tokens.list(company.id))[0]!.last_used_at).toBeNull();
+    expect(await call(a, company.token)).toBe(200);
+    // Written in a batch a few seconds later, not by the request itself.
+    const end = Date.now() + 30_000;
+    let lastUsed: string | null = null;
+    while (lastUsed === null && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 250));
+      lastUsed = (await ctx.deps.tokens.list(company.id))[0]!.last_used_at;
+    }
+    expect(lastUsed).not.toBeNull();
+  }, 60_000);
+});
