@@ -34,6 +34,8 @@ const envSchema = {
     SESSION_SECRET: { type: 'string', minLength: 32 },
     TRUST_PROXY: { type: 'boolean', default: false },
     RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 0 },
+    RETENTION_YEARS: { type: 'integer', minimum: 1, maximum: 100, default: 6 },
+    LOOKUP_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36_500, default: 730 },
   },
 } as const;
 
@@ -65,6 +67,10 @@ export type Config = Readonly<{
   sessionSecret: string | undefined;
   trustProxy: boolean;
   rateLimitPerMinute: number;
+  /** Claims dated before today minus this many years are deleted by the retention purge. */
+  retentionYears: number;
+  /** Look-up log entries older than this many days are deleted by the retention purge. */
+  lookupRetentionDays: number;
 }>;
 
 export class ConfigError extends Error {}
@@ -134,6 +140,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionSecret: v.SESSION_SECRET,
     trustProxy: v.TRUST_PROXY,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,
+    retentionYears: v.RETENTION_YEARS,
+    lookupRetentionDays: v.LOOKUP_RETENTION_DAYS,
   });
 }
 

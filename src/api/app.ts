@@ -14,6 +14,7 @@ import { bullBoardPlugin } from './plugins/bull-board';
 import { errorHandlerPlugin } from './plugins/error-handler';
 import { claimRoutes } from './routes/claims';
 import { importRoutes } from './routes/imports';
+import { registryRoutes } from './routes/registry';
 import { dashboardPlugin } from '../web/index';
 
 declare module 'fastify' {
@@ -84,6 +85,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await api.register(claimRoutes);
       await api.register(importRoutes);
+      await api.register(registryRoutes);
     },
     { prefix: '/api/v1' },
   );

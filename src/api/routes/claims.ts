@@ -92,13 +92,14 @@ export async function claimRoutes(app: FastifyInstance) {
     schema: {
       operationId: 'searchClaimsByPlate',
       summary: 'Search claims of all companies by vehicle registration',
-      description: 'Only claims whose claim_date is within the history window (SEARCH_HISTORY_YEARS, default 3) are returned, newest first.',
+      description: 'Only claims whose claim_date is within the history window (SEARCH_HISTORY_YEARS, default 3) are returned, newest first. Every search is recorded in the look-up log (GET /api/v1/lookups) with the optional purpose.',
       tags: ['claims'],
       security,
       body: searchByPlateBody,
       response: { 200: searchResult, ...commonErrors },
     },
   }, async (request) => {
-    return app.deps.claims.searchByPlate((request.body as { vehicle_registration: unknown }).vehicle_registration);
+    const body = request.body as { vehicle_registration: unknown; purpose?: unknown };
+    return app.deps.claims.searchByPlate(request.principal, body.vehicle_registration, body.purpose);
   });
 }

@@ -11,6 +11,8 @@ import { planIdentities } from '../clients/identity';
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 import { CLAIM_STATUSES, messages, normalizePlate, validateClaimInput } from './claim';
+import { parsePurpose } from '../registry/registry';
+import { lookupRecordOf } from '../registry/registry-service';
 
 export type ClaimServiceDeps = {
   store: Pick<Store, 'claims' | 'transaction'>;
@@ -128,15 +130,17 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     return toPublic(result);
   }
 
-  async function searchByPlate(plate: unknown) {
+  /** Every search is recorded in the look-up log (who, when, the plate, how many, why). */
+  async function searchByPlate(principal: Principal, plate: unknown, purposeRaw?: unknown) {
     const errors: FieldErrors = {};
     const field = 'vehicle_registration';
     if (typeof plate !== 'string' || plate.trim() === '') errors[field] = [messages.required(field)];
     else if (plate.length > 20) errors[field] = [messages.maxLength(field, 20)];
     else if (!/^[\p{L}\p{N}]+$/u.test(normalizePlate(plate))) errors[field] = [messages.plateCharacters];
+    const purpose = parsePurpose(purposeRaw, errors);
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const from = minusYears(today(), searchHistoryYears);
-    const claims = await store.claims.searchByPlate(normalizePlate(plate as string), from);
+    const claims = await store.claims.searchByPlate(normalizePlate(plate as string), from, lookupRecordOf(principal, purpose));
     return {
       data: claims.map(toPublic),
       meta: { total_claims: claims.length, query_period: `${searchHistoryYears} year${searchHistoryYears === 1 ? '' : 's'}` },

@@ -79,7 +79,7 @@ export async function claimRoutes(app: FastifyInstance) {
     let error: string | null = null;
     if (plate !== '') {
       try {
-        result = await claims.searchByPlate(plate);
+        result = await claims.searchByPlate(principalOf(user), plate);
       } catch (err) {
         if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
         error = err.message;
