@@ -36,6 +36,8 @@ const envSchema = {
     RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 0 },
     // log2 of scrypt's N for dashboard passwords. 15 (32 MiB a hash) is the floor: no setting goes under it.
     PASSWORD_HASH_COST: { type: 'integer', minimum: 15, maximum: 17, default: 15 },
+    RETENTION_YEARS: { type: 'integer', minimum: 1, maximum: 100, default: 6 },
+    LOOKUP_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36_500, default: 730 },
   },
 } as const;
 
@@ -69,6 +71,10 @@ export type Config = Readonly<{
   rateLimitPerMinute: number;
   /** log2 of scrypt's N for new password hashes (PASSWORD_HASH_COST, at least 15). */
   passwordHashCost: number;
+  /** Claims dated before today minus this many years are deleted by the retention purge. */
+  retentionYears: number;
+  /** Look-up log entries older than this many days are deleted by the retention purge. */
+  lookupRetentionDays: number;
 }>;
 
 export class ConfigError extends Error {}
@@ -139,6 +145,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: v.TRUST_PROXY,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,
     passwordHashCost: v.PASSWORD_HASH_COST,
+    retentionYears: v.RETENTION_YEARS,
+    lookupRetentionDays: v.LOOKUP_RETENTION_DAYS,
   });
 }
 

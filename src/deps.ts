@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config';
 import { openDb, type Db } from './db/db';
 import { migrate } from './db/migrate';
+import { createRegistryRepository } from './db/registry-repository';
 import { createStore } from './db/store';
 import { createClaimService } from './domain/claims/claim-service';
 import { createDocumentHasher, keyFingerprint } from './domain/clients/identity';
@@ -16,6 +17,7 @@ import { createSessionService } from './domain/dashboard/session-service';
 import { todayIn } from './domain/dates';
 import { createIdempotencyService } from './domain/idempotency/idempotency-service';
 import { createImportService, type ImportQueue } from './domain/imports/import-service';
+import { createRegistryService } from './domain/registry/registry-service';
 import { createTokenService } from './domain/tokens/token-service';
 import { createLogger } from './logger';
 import { createObjectStore } from './storage/object-store';
@@ -86,7 +88,17 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       throw new StartupError('DOCUMENT_HASH_KEY does not match the key this database was created with; refusing to start.');
     }
     const today = options.today ?? (() => todayIn(config.timezone));
-    const claims = createClaimService({ store, hashDocument: createDocumentHasher(key), today, searchHistoryYears: config.searchHistoryYears });
+    const hashDocument = createDocumentHasher(key);
+    const claims = createClaimService({ store, hashDocument, today, searchHistoryYears: config.searchHistoryYears });
+    const registry = createRegistryService({
+      registry: createRegistryRepository(db),
+      hashDocument,
+      today,
+      timeZone: config.timezone,
+      searchHistoryYears: config.searchHistoryYears,
+      retentionYears: config.retentionYears,
+      lookupRetentionDays: config.lookupRetentionDays,
+    });
     const log = options.logger ?? createLogger(config.logLevel);
     const storage = createObjectStore(config);
     // With REDIS_URL the API only produces jobs (`npm run worker` consumes them); without it the
@@ -115,6 +127,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       store,
       today,
       claims,
+      registry,
       tokens,
       companies: createCompanyService({ store, passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost }),
       storage,

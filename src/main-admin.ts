@@ -15,15 +15,27 @@ Commands:
   token:create --company ID --name NAME
   token:list --company ID
   token:revoke ID
+  purge                                        (retention: removes what has expired now)
+  subject:export --date-of-birth YYYY-MM-DD --id-type TYPE --id-number NUMBER
 
 Works against the same database as the server: DATABASE_URL, or the embedded one in DATA_DIR
 (which must not be in use by a running server).`;
 
 class UsageError extends Error {}
 
-const COMMANDS = ['company:create', 'company:list', 'user:create', 'operator:create', 'token:create', 'token:list', 'token:revoke'];
+const COMMANDS = ['company:create', 'company:list', 'user:create', 'operator:create', 'token:create', 'token:list', 'token:revoke', 'purge', 'subject:export'];
 
-type Options = { name?: string; company?: string; email?: string; password?: string; role?: string; json?: boolean };
+type Options = {
+  name?: string;
+  company?: string;
+  email?: string;
+  password?: string;
+  role?: string;
+  json?: boolean;
+  'date-of-birth'?: string;
+  'id-type'?: string;
+  'id-number'?: string;
+};
 
 function need(value: string | undefined, flag: string): string {
   if (!value) throw new UsageError(`Missing --${flag}.`);
@@ -79,6 +91,33 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
       const t = await deps.tokens.revoke(need(args[0], 'token id (as the argument)'), null);
       return { json: { id: t.id, name: t.name, revoked_at: t.revoked_at }, text: `Revoked token "${t.name}" (${t.id}).` };
     }
+    case 'purge': {
+      const r = await deps.registry.purge();
+      return {
+        json: { claims_deleted: r.claims, clients_deleted: r.clients, lookups_deleted: r.lookups, claims_dated_before: r.claims_before, lookups_created_before: r.lookups_before },
+        text: `Removed ${r.claims} claims dated before ${r.claims_before}, ${r.clients} clients left with no claim (with their documents), and ${r.lookups} look-up entries.`,
+      };
+    }
+    case 'subject:export': {
+      // The document number is used only to find the person; it is never printed.
+      const r = await deps.registry.subjectExport({
+        dateOfBirth: need(o['date-of-birth'], 'date-of-birth'),
+        idType: need(o['id-type'], 'id-type'),
+        idNumber: need(o['id-number'], 'id-number'),
+      });
+      return {
+        json: r,
+        text: r.person
+          ? [
+              `${r.person.first_name} ${r.person.last_name}, born ${r.person.date_of_birth}; documents: ${r.person.id_documents.map((d) => d.type).join(', ')}`,
+              `Claims (${r.claims.length}):`,
+              ...r.claims.map((c) => `  ${c.claim_date}  ${c.vehicle_registration}  ${c.company_name}  ${c.status}`),
+              `Look-ups that returned them (${r.lookups.length}):`,
+              ...r.lookups.map((l) => `  ${l.created_at}  ${l.company_name}  ${l.kind}`),
+            ].join('\n')
+          : 'No person on record matches this date of birth and document.',
+      };
+    }
     default:
       throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
   }
@@ -95,6 +134,9 @@ async function main(): Promise<number> {
         email: { type: 'string' },
         password: { type: 'string' },
         role: { type: 'string' },
+        'date-of-birth': { type: 'string' },
+        'id-type': { type: 'string' },
+        'id-number': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },

@@ -4,6 +4,7 @@ import { buildApp } from './api/app';
 import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
 import { createDeps, StartupError } from './deps';
+import { startRetentionSchedule } from './domain/registry/retention-schedule';
 import { createLogger } from './logger';
 
 async function main() {
@@ -18,6 +19,8 @@ async function main() {
     await app.close();
   });
   await app.listen({ port: config.port, host: config.host });
+  // Without REDIS_URL there are no separate workers: this server runs the daily retention purge.
+  if (!config.redisUrl) startRetentionSchedule(deps.registry, logger);
   logger.info(
     { database: deps.db.kind === 'pglite' ? `embedded (${config.dataDir})` : 'postgresql', docs: `http://localhost:${config.port}/docs` },
     'claims registry ready',

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
 import { createDeps, StartupError } from './deps';
+import { startRetentionSchedule } from './domain/registry/retention-schedule';
 import { createLogger } from './logger';
 import { startImportWorker } from './workers/import-worker';
 import { checkEvictionPolicy } from './workers/queues';
@@ -32,6 +33,7 @@ async function main() {
 
   const deps = await createDeps(config, { logger });
   const worker = startImportWorker(deps, config, logger);
+  startRetentionSchedule(deps.registry, logger);
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ err, signal }) => {
     if (err) logger.error({ err }, 'worker closing after an error');
     else logger.info({ signal }, 'worker closing: finishing running imports');

@@ -16,6 +16,7 @@ import { claimSchema, clientSchema } from './schemas/claims';
 import { addSharedSchemas, errorSchema } from './schemas/common';
 import { claimRoutes } from './routes/claims';
 import { importRoutes } from './routes/imports';
+import { registryRoutes } from './routes/registry';
 import { dashboardPlugin } from '../web/index';
 
 declare module 'fastify' {
@@ -93,6 +94,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await api.register(claimRoutes);
       await api.register(importRoutes);
+      await api.register(registryRoutes);
     },
     { prefix: '/api/v1' },
   );

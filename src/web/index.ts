@@ -19,6 +19,7 @@ import { createFormatters, escapeHtml, fieldId } from './format';
 import { authRoutes } from './routes/auth';
 import { claimRoutes } from './routes/claims';
 import { importRoutes } from './routes/imports';
+import { lookupRoutes } from './routes/lookups';
 import { operatorRoutes } from './routes/operator';
 import { overviewRoutes } from './routes/overview';
 import { peopleRoutes } from './routes/people';
@@ -118,6 +119,7 @@ export async function dashboardPlugin(app: FastifyInstance) {
     await pages.register(tokenRoutes);
     await pages.register(peopleRoutes);
     await pages.register(importRoutes);
+    await pages.register(lookupRoutes);
     await pages.register(operatorRoutes);
 
     // Unknown page addresses get an HTML page; anything under /api keeps the API's JSON 404.

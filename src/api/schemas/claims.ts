@@ -118,7 +118,15 @@ export const claimIdParams = {
 export const searchByPlateBody = {
   type: 'object',
   required: ['vehicle_registration'],
-  properties: { vehicle_registration: { type: 'string', maxLength: LIMITS.plateMaxLength, examples: ['AB-123.C'] } },
+  properties: {
+    vehicle_registration: { type: 'string', maxLength: LIMITS.plateMaxLength, examples: ['AB-123.C'] },
+    purpose: {
+      type: ['string', 'null'],
+      maxLength: 200,
+      description: 'Why you look (at most 200 characters), kept in the look-up log; optional.',
+      examples: ['New claim 2026-1183: checking the vehicle history'],
+    },
+  },
 } as const;
 
 export const searchResult = {

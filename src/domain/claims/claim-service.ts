@@ -10,6 +10,8 @@ import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 import type { ClaimRepository, ClaimStore, NewClaimRow, StoredClaim } from './claim-repository';
 import { CLAIM_STATUSES, messages, normalizePlate, validateClaimInput } from './claim';
+import { parsePurpose } from '../registry/registry';
+import { lookupRecordOf } from '../registry/registry-service';
 
 export type ClaimServiceDeps = {
   store: ClaimStore;
@@ -125,15 +127,19 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
 
   /**
    * `plate` is a string of at most 20 characters (the callers' input schemas check that); what
-   * is left after normalization must be letters and digits.
+   * is left after normalization must be letters and digits. Every search is recorded in the
+   * look-up log (who, when, the plate, how many, why).
    */
-  async function searchByPlate(plate: string) {
+  async function searchByPlate(principal: Principal, plate: string, purposeRaw?: string | null) {
+    const errors: FieldErrors = {};
     const field = 'vehicle_registration';
     const normalized = normalizePlate(plate);
-    if (normalized === '') throw validationError({ [field]: [messages.required(field)] });
-    if (!/^[\p{L}\p{N}]+$/u.test(normalized)) throw validationError({ [field]: [messages.plateCharacters] });
+    if (normalized === '') errors[field] = [messages.required(field)];
+    else if (!/^[\p{L}\p{N}]+$/u.test(normalized)) errors[field] = [messages.plateCharacters];
+    const purpose = parsePurpose(purposeRaw, errors);
+    if (Object.keys(errors).length > 0) throw validationError(errors);
     const from = minusYears(today(), searchHistoryYears);
-    const claims = await store.claims.searchByPlate(normalized, from);
+    const claims = await store.claims.searchByPlate(normalized, from, lookupRecordOf(principal, purpose));
     return {
       data: claims.map(toPublic),
       meta: { total_claims: claims.length, query_period: `${searchHistoryYears} year${searchHistoryYears === 1 ? '' : 's'}` },

@@ -5,6 +5,7 @@ import { AppError, validationError } from '../../domain/errors';
 import { companyUser, principalOf, requireCompanyUser } from '../context';
 import { claimBodyFromForm, emptyClaimForm, errorSummary, text, type FormBody } from '../forms';
 import { renderPage } from '../render';
+import { claimPageRegistry } from './lookups';
 
 const PAGE_SIZE = 25;
 const isStatus = (v: string): v is ClaimStatus => (CLAIM_STATUSES as readonly string[]).includes(v);
@@ -51,10 +52,13 @@ export async function claimRoutes(app: FastifyInstance) {
 
   app.get('/claims/:id', { preHandler: requireCompanyUser }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    const claim = await claims.get(principalOf(companyUser(request)), id);
+    const principal = principalOf(companyUser(request));
+    const claim = await claims.get(principal, id);
     const query = request.query as FormBody;
     const notice = text(query, 'saved') === '1' ? 'The claim was saved.' : text(query, 'updated') === '1' ? 'The status was changed.' : null;
-    return renderPage(reply, 'claim', { title: `Claim of ${claim.claim_date}`, claim, notice, statuses: CLAIM_STATUSES });
+    // Matches are a cross-company read, recorded in the look-up log like the API's.
+    const registry = await claimPageRegistry(app, principal, id);
+    return renderPage(reply, 'claim', { title: `Claim of ${claim.claim_date}`, claim, notice, statuses: CLAIM_STATUSES, ...registry });
   });
 
   app.post('/claims/:id/status', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
@@ -84,7 +88,7 @@ export async function claimRoutes(app: FastifyInstance) {
       error = messages.maxLength('vehicle_registration', LIMITS.plateMaxLength);
     } else if (plate !== '') {
       try {
-        result = await claims.searchByPlate(plate);
+        result = await claims.searchByPlate(principalOf(user), plate);
       } catch (err) {
         if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
         error = err.message;

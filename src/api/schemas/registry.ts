@@ -1,0 +1,135 @@
+import { DOCUMENT_TYPES, LIMITS } from '../../domain/claims/claim';
+import { LOOKUP_KINDS, PURPOSE_MAX_LENGTH } from '../../domain/registry/registry';
+import { claimSchema, searchResult } from './claims';
+
+const purpose = {
+  type: ['string', 'null'],
+  maxLength: PURPOSE_MAX_LENGTH,
+  description: 'Why you look (at most 200 characters), kept in the look-up log; optional.',
+  examples: ['New claim 2026-1183: checking the claimant'],
+} as const;
+
+export const matchesQuery = {
+  type: 'object',
+  properties: { purpose: { ...purpose, type: 'string' } },
+} as const;
+
+const indicatorSchema = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', enum: ['repeat_claimant', 'plate_multi_company', 'early_claim'] },
+    reason: { type: 'string', examples: ['The person has 3 claims dated in the 24 months up to 2026-03-14 (3 or more), this one included.'] },
+  },
+  required: ['name', 'reason'],
+} as const;
+
+export const matchesResult = {
+  type: 'object',
+  properties: {
+    data: {
+      type: 'object',
+      properties: {
+        matches: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: {
+              ...claimSchema.properties,
+              matched_on: {
+                type: 'array',
+                items: { type: 'string', enum: ['vehicle_registration', 'client'] },
+                examples: [['vehicle_registration', 'client']],
+              },
+            },
+            required: [...claimSchema.required, 'matched_on'],
+          },
+        },
+        indicators: { type: 'array', items: indicatorSchema },
+      },
+      required: ['matches', 'indicators'],
+    },
+  },
+  required: ['data'],
+} as const;
+
+/** Structure only; normalization and the date check live in the domain. */
+export const searchByPersonBody = {
+  type: 'object',
+  required: ['date_of_birth', 'id_documents'],
+  properties: {
+    date_of_birth: { type: 'string', maxLength: 10, examples: ['1985-06-02'] },
+    id_documents: {
+      type: 'array',
+      minItems: 1,
+      maxItems: LIMITS.maxDocuments,
+      items: {
+        type: 'object',
+        required: ['type', 'number'],
+        properties: {
+          type: { type: 'string', enum: DOCUMENT_TYPES },
+          number: {
+            type: 'string',
+            maxLength: LIMITS.documentNumberMaxLength,
+            description: 'Normalized as in a submission. Never returned, never logged.',
+            examples: ['LT-39001010000'],
+          },
+        },
+      },
+    },
+    purpose,
+  },
+} as const;
+
+export const searchByPersonResult = searchResult;
+
+export const pageQuery = {
+  type: 'object',
+  properties: {
+    cursor: { type: 'string', maxLength: 200, description: 'next_cursor of the previous page' },
+    limit: { type: 'integer', minimum: 1, maximum: 100, default: 25 },
+  },
+} as const;
+
+export const lookupPage = {
+  type: 'object',
+  properties: {
+    data: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          id: { type: 'string', format: 'uuid' },
+          kind: { type: 'string', enum: LOOKUP_KINDS },
+          vehicle_registration: { type: ['string', 'null'], examples: ['AB123C'] },
+          claim_id: { type: ['string', 'null'], format: 'uuid' },
+          result_count: { type: 'integer', examples: [2] },
+          purpose: { type: ['string', 'null'] },
+          created_at: { type: 'string', format: 'date-time', examples: ['2026-11-21T10:15:30+00:00'] },
+        },
+        required: ['id', 'kind', 'vehicle_registration', 'claim_id', 'result_count', 'purpose', 'created_at'],
+      },
+    },
+    meta: { type: 'object', properties: { next_cursor: { type: ['string', 'null'] } }, required: ['next_cursor'] },
+  },
+  required: ['data', 'meta'],
+} as const;
+
+export const claimLookupPage = {
+  type: 'object',
+  properties: {
+    data: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          company_name: { type: 'string', examples: ['Baltic Mutual'] },
+          kind: { type: 'string', enum: LOOKUP_KINDS },
+          created_at: { type: 'string', format: 'date-time', examples: ['2026-11-21T10:15:30+00:00'] },
+        },
+        required: ['company_name', 'kind', 'created_at'],
+      },
+    },
+    meta: { type: 'object', properties: { next_cursor: { type: ['string', 'null'] } }, required: ['next_cursor'] },
+  },
+  required: ['data', 'meta'],
+} as const;

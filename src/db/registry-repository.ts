@@ -1,0 +1,280 @@
+import type { Claim } from '../domain/claims/claim';
+import type {
+  ClaimLookup,
+  Lookup,
+  LookupRecord,
+  MatchFacts,
+  Position,
+  RegistryRepository,
+  SubjectRecord,
+} from '../domain/registry/registry';
+import { visibleClaim } from './claim-visibility';
+import type { Db } from './db';
+
+const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+const position = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/**
+ * A claim as JSON in the API's shape, the same fields a plate search returns and no more.
+ * Aliases: c claims, cl clients, co companies.
+ */
+const CLAIM_JSON = `json_build_object(
+    'id', c.id,
+    'client', json_build_object(
+      'id', cl.id, 'first_name', cl.first_name, 'last_name', cl.last_name, 'date_of_birth', cl.date_of_birth,
+      'id_documents', (SELECT coalesce(json_agg(json_build_object('type', t.doc_type) ORDER BY t.doc_type), '[]'::json)
+                         FROM (SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id) t)),
+    'claim_date', c.claim_date, 'claim_type', c.claim_type, 'amount', c.amount::text, 'currency', c.currency,
+    'is_at_fault', c.is_at_fault, 'vehicle_registration', c.vehicle_registration, 'source', c.source,
+    'status', c.status, 'company_name', co.name, 'created_at', ${ts('c.created_at')})`;
+
+/** Parameters of a look-up log entry, in the order the statements below number them from `first`. */
+const logParams = (l: LookupRecord) => [l.id, l.companyId, l.tokenId, l.userId, l.purpose];
+
+export function createRegistryRepository(db: Db): RegistryRepository {
+  return {
+    async matches(claimId, companyId, fromDate, timeZone, log) {
+      // One statement: the claim (the caller's own), the matches through two index scans (plate,
+      // client), the indicator counts, and the look-up log entry with the claims it returned.
+      const rows = await db.query<{
+        claim_date: string;
+        person_claims: number;
+        plate_companies: number;
+        client_since: string;
+        matches: { claim: Claim; on_plate: boolean; on_client: boolean }[];
+      }>(
+        `WITH target AS (
+           SELECT c.id, c.client_id, c.vehicle_registration, c.claim_date
+             FROM claims c
+            WHERE c.id = $1 AND c.company_id = $2 AND ${visibleClaim('c')}
+         ), candidates AS (
+           SELECT c.id FROM target t JOIN claims c ON c.vehicle_registration = t.vehicle_registration AND c.claim_date >= $3::date
+           UNION
+           SELECT c.id FROM target t JOIN claims c ON c.client_id = t.client_id AND c.claim_date >= $3::date
+         ), found AS (
+           SELECT c.id, c.claim_date, c.created_at, ${CLAIM_JSON} AS claim,
+                  c.vehicle_registration = t.vehicle_registration AS on_plate, c.client_id = t.client_id AS on_client
+             FROM candidates x
+             JOIN claims c ON c.id = x.id
+             CROSS JOIN target t
+             JOIN clients cl ON cl.id = c.client_id
+             JOIN companies co ON co.id = c.company_id
+            WHERE c.id <> t.id AND ${visibleClaim('c')}
+         ), logged AS (
+           INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, claim_id, result_count)
+           SELECT $5, $6, $7, $8, $9, 'matches', t.id, (SELECT count(*) FROM found) FROM target t
+         ), logged_results AS (
+           INSERT INTO lookup_results (claim_id, lookup_id) SELECT f.id, $5 FROM found f
+         )
+         SELECT to_char(t.claim_date, 'YYYY-MM-DD') AS claim_date,
+                (SELECT count(*) FROM claims c
+                  WHERE c.client_id = t.client_id
+                    AND c.claim_date BETWEEN (t.claim_date - interval '24 months')::date AND t.claim_date
+                    AND ${visibleClaim('c')})::int AS person_claims,
+                (SELECT count(DISTINCT c.company_id) FROM claims c
+                  WHERE c.vehicle_registration = t.vehicle_registration
+                    AND c.claim_date BETWEEN (t.claim_date - interval '12 months')::date AND t.claim_date
+                    AND ${visibleClaim('c')})::int AS plate_companies,
+                (SELECT to_char((cl.created_at AT TIME ZONE $4)::date, 'YYYY-MM-DD') FROM clients cl WHERE cl.id = t.client_id) AS client_since,
+                (SELECT coalesce(json_agg(json_build_object('claim', f.claim, 'on_plate', f.on_plate, 'on_client', f.on_client)
+                                          ORDER BY f.claim_date DESC, f.created_at DESC, f.id DESC), '[]'::json)
+                   FROM found f) AS matches
+           FROM target t`,
+        [claimId, companyId, fromDate, timeZone, ...logParams(log)],
+      );
+      const r = rows[0];
+      if (!r) return undefined;
+      const facts: MatchFacts = {
+        claimDate: r.claim_date,
+        personClaims: r.person_claims,
+        plateCompanies: r.plate_companies,
+        clientSince: r.client_since,
+        matches: r.matches.map((m) => ({
+          ...m.claim,
+          matched_on: [...(m.on_plate ? (['vehicle_registration'] as const) : []), ...(m.on_client ? (['client'] as const) : [])],
+        })),
+      };
+      return facts;
+    },
+
+    async searchByPerson(documents, dateOfBirth, fromDate, log) {
+      // The same statement runs whatever the documents resolve to: an unknown document, another
+      // date of birth and documents of two persons all find no person and return no row.
+      const rows = await db.query<{ claim: Claim }>(
+        `WITH docs AS (
+           SELECT DISTINCT d.client_id
+             FROM unnest($1::text[], $2::text[]) AS q(doc_type, number_hash)
+             JOIN identity_documents d ON d.doc_type = q.doc_type AND d.number_hash = q.number_hash
+         ), person AS (
+           SELECT cl.id FROM clients cl
+            WHERE cl.id = (SELECT client_id FROM docs LIMIT 1)
+              AND (SELECT count(*) FROM docs) = 1
+              AND cl.date_of_birth = $3::date
+         ), found AS (
+           SELECT c.id, c.claim_date, c.created_at, ${CLAIM_JSON} AS claim
+             FROM person p
+             JOIN claims c ON c.client_id = p.id
+             JOIN clients cl ON cl.id = c.client_id
+             JOIN companies co ON co.id = c.company_id
+            WHERE c.claim_date >= $4::date AND ${visibleClaim('c')}
+         ), logged AS (
+           INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, client_id, result_count)
+           VALUES ($5, $6, $7, $8, $9, 'person_search', (SELECT id FROM person), (SELECT count(*) FROM found))
+         ), logged_results AS (
+           INSERT INTO lookup_results (claim_id, lookup_id) SELECT f.id, $5 FROM found f
+         )
+         SELECT claim FROM found ORDER BY claim_date DESC, created_at DESC, id DESC`,
+        [documents.map((d) => d.type), documents.map((d) => d.hash), dateOfBirth, fromDate, ...logParams(log)],
+      );
+      return rows.map((r) => r.claim);
+    },
+
+    async listLookups(companyId, { after, limit }) {
+      const rows = await db.query<Lookup & { position_ts: string }>(
+        `SELECT l.id, l.kind, l.vehicle_registration, l.claim_id, l.result_count, l.purpose,
+                ${ts('l.created_at')} AS created_at, ${position('l.created_at')} AS position_ts
+           FROM lookups l
+          WHERE l.company_id = $1
+            AND ($2::timestamptz IS NULL OR (l.created_at, l.id) < ($2::timestamptz, $3::uuid))
+          ORDER BY l.created_at DESC, l.id DESC
+          LIMIT $4`,
+        [companyId, after?.ts ?? null, after?.id ?? null, limit],
+      );
+      return rows.map(({ position_ts, ...l }) => ({ ...l, position: { ts: position_ts, id: l.id } }));
+    },
+
+    async claimLookups(claimId, companyId, { after, limit }) {
+      // One row with nulls when the claim is the caller's and nobody looked; no row when it is not theirs.
+      const rows = await db.query<{ company_name: string | null; kind: ClaimLookup['kind'] | null; created_at: string | null; position_ts: string | null; lookup_id: string | null }>(
+        `WITH own AS (
+           SELECT c.id FROM claims c WHERE c.id = $1 AND c.company_id = $2 AND ${visibleClaim('c')}
+         )
+         SELECT x.company_name, x.kind, x.created_at, x.position_ts, x.lookup_id
+           FROM own
+           LEFT JOIN LATERAL (
+             SELECT co.name AS company_name, l.kind, ${ts('r.created_at')} AS created_at,
+                    ${position('r.created_at')} AS position_ts, r.lookup_id
+               FROM lookup_results r
+               JOIN lookups l ON l.id = r.lookup_id
+               JOIN companies co ON co.id = l.company_id
+              WHERE r.claim_id = own.id
+                AND ($3::timestamptz IS NULL OR (r.created_at, r.lookup_id) < ($3::timestamptz, $4::uuid))
+              ORDER BY r.created_at DESC, r.lookup_id DESC
+              LIMIT $5
+           ) x ON true`,
+        [claimId, companyId, after?.ts ?? null, after?.id ?? null, limit],
+      );
+      if (rows.length === 0) return undefined;
+      return rows
+        .filter((r) => r.lookup_id !== null)
+        .map((r) => ({
+          company_name: r.company_name!,
+          kind: r.kind!,
+          created_at: r.created_at!,
+          position: { ts: r.position_ts!, id: r.lookup_id! } satisfies Position,
+        }));
+    },
+
+    async purgeClaimsBatch(claimsBefore, batchSize) {
+      return db.transaction(async (tx) => {
+        const deleted = await tx.query<{ claims: number; lookups: number; client_ids: string[] | null }>(
+          `WITH batch AS (
+             SELECT id, client_id FROM claims WHERE claim_date < $1::date LIMIT $2 FOR UPDATE SKIP LOCKED
+           ), results AS (
+             DELETE FROM lookup_results r USING batch b WHERE r.claim_id = b.id RETURNING 1
+           ), asked AS (
+             DELETE FROM lookups l USING batch b WHERE l.claim_id = b.id RETURNING l.id
+           ), asked_results AS (
+             DELETE FROM lookup_results r USING asked a WHERE r.lookup_id = a.id RETURNING 1
+           ), gone AS (
+             DELETE FROM claims c USING batch b WHERE c.id = b.id RETURNING c.client_id
+           )
+           SELECT (SELECT count(*) FROM gone)::int AS claims,
+                  (SELECT count(*) FROM asked)::int AS lookups,
+                  (SELECT array_agg(DISTINCT client_id) FROM gone)::text[] AS client_ids`,
+          [claimsBefore, batchSize],
+        );
+        const d = deleted[0]!;
+        let clients = 0;
+        if (d.client_ids && d.client_ids.length > 0) {
+          // Clients this batch left with no claim go, and their documents with them (ON DELETE CASCADE).
+          const gone = await tx.query<{ n: number }>(
+            `WITH gone AS (
+               DELETE FROM clients cl
+                WHERE cl.id = ANY($1::uuid[]) AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.client_id = cl.id)
+               RETURNING 1
+             )
+             SELECT count(*)::int AS n FROM gone`,
+            [d.client_ids],
+          );
+          clients = gone[0]!.n;
+        }
+        return { claims: d.claims, clients, lookups: d.lookups };
+      });
+    },
+
+    async purgeLookupsBatch(before, batchSize) {
+      return db.transaction(async (tx) => {
+        const rows = await tx.query<{ n: number }>(
+          `WITH batch AS (
+             SELECT id FROM lookups WHERE created_at < $1::timestamptz ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+           ), results AS (
+             DELETE FROM lookup_results r USING batch b WHERE r.lookup_id = b.id RETURNING 1
+           ), gone AS (
+             DELETE FROM lookups l USING batch b WHERE l.id = b.id RETURNING 1
+           )
+           SELECT count(*)::int AS n FROM gone`,
+          [before, batchSize],
+        );
+        return rows[0]!.n;
+      });
+    },
+
+    async claimDailyRun() {
+      const rows = await db.query<{ key: string }>(
+        `UPDATE app_meta SET value = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+          WHERE key = 'retention_last_run' AND value::timestamptz < now() - interval '23 hours'
+          RETURNING key`,
+      );
+      return rows.length > 0;
+    },
+
+    async subject(documents, dateOfBirth) {
+      const people = await db.query<SubjectRecord['person']>(
+        `WITH docs AS (
+           SELECT DISTINCT d.client_id
+             FROM unnest($1::text[], $2::text[]) AS q(doc_type, number_hash)
+             JOIN identity_documents d ON d.doc_type = q.doc_type AND d.number_hash = q.number_hash
+         )
+         SELECT cl.id, cl.first_name, cl.last_name, to_char(cl.date_of_birth, 'YYYY-MM-DD') AS date_of_birth,
+                ${ts('cl.created_at')} AS created_at,
+                (SELECT coalesce(json_agg(json_build_object('type', t.doc_type) ORDER BY t.doc_type), '[]'::json)
+                   FROM (SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id) t) AS id_documents
+           FROM clients cl
+          WHERE cl.id = (SELECT client_id FROM docs LIMIT 1) AND (SELECT count(*) FROM docs) = 1 AND cl.date_of_birth = $3::date`,
+        [documents.map((d) => d.type), documents.map((d) => d.hash), dateOfBirth],
+      );
+      const person = people[0];
+      if (!person) return undefined;
+      const claims = await db.query<{ claim: Claim }>(
+        `SELECT ${CLAIM_JSON} AS claim
+           FROM claims c JOIN clients cl ON cl.id = c.client_id JOIN companies co ON co.id = c.company_id
+          WHERE c.client_id = $1 AND ${visibleClaim('c')}
+          ORDER BY c.claim_date DESC, c.created_at DESC, c.id DESC`,
+        [person.id],
+      );
+      const lookups = await db.query<SubjectRecord['lookups'][number]>(
+        `SELECT co.name AS company_name, l.kind, r.claim_id, ${ts('r.created_at')} AS created_at
+           FROM claims c
+           JOIN lookup_results r ON r.claim_id = c.id
+           JOIN lookups l ON l.id = r.lookup_id
+           JOIN companies co ON co.id = l.company_id
+          WHERE c.client_id = $1
+          ORDER BY r.created_at DESC, r.lookup_id DESC`,
+        [person.id],
+      );
+      return { person, claims: claims.map((r) => r.claim), lookups };
+    },
+  };
+}
+

@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+
+import type { Claim } from '../claims/claim';
+import type { DocumentHasher } from '../clients/identity';
+import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
+import { minusYears } from '../dates';
+import { AppError, validationError, type FieldErrors } from '../errors';
+import { isUuid } from '../ids';
+import type { Principal } from '../principal';
+import {
+  indicatorsOf,
+  parsePurpose,
+  validatePersonQuery,
+  type ClaimLookup,
+  type Indicator,
+  type Lookup,
+  type LookupRecord,
+  type Match,
+  type Position,
+  type PurgeCounts,
+  type RegistryRepository,
+} from './registry';
+
+export type RegistryServiceDeps = {
+  registry: RegistryRepository;
+  hashDocument: DocumentHasher;
+  /** Today's date in the service's time zone. */
+  today: () => string;
+  timeZone: string;
+  searchHistoryYears: number;
+  retentionYears: number;
+  lookupRetentionDays: number;
+  /** Rows per purge transaction (at most 10,000). */
+  purgeBatchSize?: number;
+  now?: () => Date;
+};
+
+export const MAX_PURGE_BATCH = 10_000;
+const notFound = () => new AppError('NOT_FOUND', 'Claim not found.');
+
+/** The look-up log entry of a cross-company read by this principal. */
+export function lookupRecordOf(principal: Principal, purpose: string | null): LookupRecord {
+  return { id: randomUUID(), companyId: principal.companyId, tokenId: principal.tokenId, userId: principal.userId, purpose };
+}
+
+/** The optional purpose of a look-up, or a 422 naming the field. */
+export function purposeOrThrow(value: unknown): string | null {
+  const errors: FieldErrors = {};
+  const purpose = parsePurpose(value, errors);
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+  return purpose;
+}
+
+function page<T extends { position: Position }>(rows: T[], limit: number) {
+  const slice = rows.slice(0, limit);
+  const next = rows.length > limit ? encodeCursor(slice.at(-1)!.position) : null;
+  return { data: slice.map(({ position: _p, ...row }) => row), meta: { next_cursor: next } };
+}
+
+function positionOf(cursor: string | undefined): Position | undefined {
+  if (!cursor) return undefined;
+  const after = decodeCursor(cursor);
+  if (!after) throw validationError({ cursor: [invalidCursorMessage] });
+  return after;
+}
+
+export function createRegistryService(deps: RegistryServiceDeps) {
+  const { registry, hashDocument, today, timeZone, searchHistoryYears } = deps;
+  const batchSize = Math.min(deps.purgeBatchSize ?? MAX_PURGE_BATCH, MAX_PURGE_BATCH);
+  const windowStart = () => minusYears(today(), searchHistoryYears);
+  const period = `${searchHistoryYears} year${searchHistoryYears === 1 ? '' : 's'}`;
+
+  /** Claims of all companies sharing the plate or the person with one of the caller's claims, and the indicators. */
+  async function matches(principal: Principal, id: string, purposeRaw?: unknown): Promise<{ matches: Match[]; indicators: Indicator[] }> {
+    const purpose = purposeOrThrow(purposeRaw);
+    if (!isUuid(id)) throw notFound();
+    const facts = await registry.matches(id, principal.companyId, windowStart(), timeZone, lookupRecordOf(principal, purpose));
+    if (!facts) throw notFound();
+    return { matches: facts.matches, indicators: indicatorsOf(facts) };
+  }
+
+  /**
+   * Claims of all companies for the person the documents resolve to, when the date of birth
+   * matches. Anything else (unknown document, another date of birth, documents of two persons)
+   * is an empty list, answered by the very same statement: neither the answer nor the work
+   * done tells whether a document number exists.
+   */
+  async function searchByPerson(principal: Principal, body: unknown): Promise<{ data: Claim[]; meta: { total_claims: number; query_period: string } }> {
+    const { value, errors } = validatePersonQuery(body);
+    if (!value) throw validationError(errors);
+    const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
+    const claims = await registry.searchByPerson(documents, value.dateOfBirth, windowStart(), lookupRecordOf(principal, value.purpose));
+    return { data: claims, meta: { total_claims: claims.length, query_period: period } };
+  }
+
+  async function listLookups(principal: Principal, opts: { cursor?: string | undefined; limit: number }): Promise<{ data: Lookup[]; meta: { next_cursor: string | null } }> {
+    const rows = await registry.listLookups(principal.companyId, { after: positionOf(opts.cursor), limit: opts.limit + 1 });
+    return page(rows, opts.limit);
+  }
+
+  async function claimLookups(principal: Principal, id: string, opts: { cursor?: string | undefined; limit: number }): Promise<{ data: ClaimLookup[]; meta: { next_cursor: string | null } }> {
+    if (!isUuid(id)) throw notFound();
+    const after = positionOf(opts.cursor);
+    const rows = await registry.claimLookups(id, principal.companyId, { after, limit: opts.limit + 1 });
+    if (!rows) throw notFound();
+    return page(rows, opts.limit);
+  }
+
+  /**
+   * Retention: claims dated before today minus RETENTION_YEARS go, with their look-up entries and
+   * the clients (and documents) they leave with no claim; look-ups older than
+   * LOOKUP_RETENTION_DAYS go. Each transaction removes at most `batchSize` claims or look-ups, so
+   * submissions wait for one batch at most.
+   */
+  async function purge(): Promise<PurgeCounts & { claims_before: string; lookups_before: string }> {
+    const claimsBefore = minusYears(today(), deps.retentionYears);
+    const lookupsBefore = new Date((deps.now?.() ?? new Date()).getTime() - deps.lookupRetentionDays * 86_400_000).toISOString();
+    const total: PurgeCounts = { claims: 0, clients: 0, lookups: 0 };
+    for (;;) {
+      const r = await registry.purgeClaimsBatch(claimsBefore, batchSize);
+      total.claims += r.claims;
+      total.clients += r.clients;
+      total.lookups += r.lookups;
+      if (r.claims < batchSize) break;
+    }
+    for (;;) {
+      const n = await registry.purgeLookupsBatch(lookupsBefore, batchSize);
+      total.lookups += n;
+      if (n < batchSize) break;
+    }
+    return { ...total, claims_before: claimsBefore, lookups_before: lookupsBefore };
+  }
+
+  /** The daily run: only the first process to ask in a day purges. */
+  async function purgeIfDue(): Promise<(PurgeCounts & { claims_before: string; lookups_before: string }) | null> {
+    if (!(await registry.claimDailyRun())) return null;
+    return purge();
+  }
+
+  /**
+   * Subject access: what the registry holds about one person, found by date of birth and one
+   * identity document. The document number is used only to find the person and is never returned.
+   */
+  async function subjectExport(q: { dateOfBirth: unknown; idType: unknown; idNumber: unknown }) {
+    const { value, errors } = validatePersonQuery({ date_of_birth: q.dateOfBirth, id_documents: [{ type: q.idType, number: q.idNumber }] });
+    if (!value) {
+      const renamed: FieldErrors = {};
+      for (const [k, v] of Object.entries(errors)) {
+        renamed[k.replace('id_documents.0.type', 'id-type').replace('id_documents.0.number', 'id-number').replace('date_of_birth', 'date-of-birth')] = v;
+      }
+      throw validationError(renamed);
+    }
+    const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
+    const found = await registry.subject(documents, value.dateOfBirth);
+    return found ?? { person: null, claims: [], lookups: [] };
+  }
+
+  return { matches, searchByPerson, listLookups, claimLookups, purge, purgeIfDue, subjectExport };
+}
+export type RegistryService = ReturnType<typeof createRegistryService>;

@@ -1,0 +1,130 @@
+import { randomBytes } from 'node:crypto';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { companyWithPeople, signedIn } from '../web/web-client';
+import { addDays, createTestContext, submitClaim, type Company, type TestContext } from '../harness';
+
+const newPlate = () => `L${randomBytes(4).toString('hex').toUpperCase().slice(0, 7)}`;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
+
+const get = (ctx: TestContext, company: Company, url: string) => ctx.app.inject({ method: 'GET', url, headers: company.auth });
+const plateSearch = (ctx: TestContext, company: Company, payload: Record<string, unknown>) =>
+  ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload });
+
+describe('look-up log: GET /api/v1/lookups and GET /api/v1/claims/{id}/lookups', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext();
+  });
+  afterAll(async () => ctx.close());
+  const today = () => ctx.deps.today();
+
+  it('records every kind of cross-company read with its fields, newest first, only for the company that looked', async () => {
+    const [owner, looker] = [await ctx.newCompany('Owner'), await ctx.newCompany('Looker')];
+    const plate = newPlate();
+    const claim = await submitClaim(ctx, owner, { vehicle_registration: ` ${plate.slice(0, 3)}-${plate.slice(3).toLowerCase()}`, claim_date: addDays(today(), -2) });
+    const own = await submitClaim(ctx, looker, { vehicle_registration: plate, claim_date: addDays(today(), -1) });
+
+    expect((await plateSearch(ctx, looker, { vehicle_registration: plate.toLowerCase(), purpose: 'Claim 2026-77 check' })).statusCode).toBe(200);
+    const person = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims/search-by-person',
+      headers: looker.auth,
+      payload: { date_of_birth: '1985-06-02', id_documents: [{ type: 'passport', number: 'NOBODY-KNOWN-1' }] },
+    });
+    expect(person.statusCode).toBe(200);
+    expect((await get(ctx, looker, `/api/v1/claims/${own.id}/matches?purpose=${encodeURIComponent('new claim')}`)).statusCode).toBe(200);
+
+    const res = await get(ctx, looker, '/api/v1/lookups');
+    expect(res.statusCode, res.body).toBe(200);
+    const { data, meta } = res.json();
+    expect(meta).toEqual({ next_cursor: null });
+    expect(data).toEqual([
+      { id: expect.stringMatching(UUID), kind: 'matches', vehicle_registration: null, claim_id: own.id, result_count: 1, purpose: 'new claim', created_at: expect.stringMatching(RFC3339) },
+      { id: expect.stringMatching(UUID), kind: 'person_search', vehicle_registration: null, claim_id: null, result_count: 0, purpose: null, created_at: expect.stringMatching(RFC3339) },
+      { id: expect.stringMatching(UUID), kind: 'plate_search', vehicle_registration: plate, claim_id: null, result_count: 2, purpose: 'Claim 2026-77 check', created_at: expect.stringMatching(RFC3339) },
+    ]);
+    // The owner did not look at anything.
+    expect((await get(ctx, owner, '/api/v1/lookups')).json().data).toEqual([]);
+
+    // The owner sees which companies' look-ups returned the claim: the plate search and the matches, no people.
+    const who = await get(ctx, owner, `/api/v1/claims/${claim.id}/lookups`);
+    expect(who.statusCode, who.body).toBe(200);
+    expect(who.json()).toEqual({
+      data: [
+        { company_name: looker.name, kind: 'matches', created_at: expect.stringMatching(RFC3339) },
+        { company_name: looker.name, kind: 'plate_search', created_at: expect.stringMatching(RFC3339) },
+      ],
+      meta: { next_cursor: null },
+    });
+  });
+
+  it('a plate search with a purpose over 200 characters is a 422 naming purpose, and nothing is recorded', async () => {
+    const c = await ctx.newCompany();
+    const res = await plateSearch(ctx, c, { vehicle_registration: newPlate(), purpose: 'x'.repeat(201) });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().errors).toEqual({ purpose: ['The purpose field must not be greater than 200 characters.'] });
+    expect((await get(ctx, c, '/api/v1/lookups')).json().data).toEqual([]);
+  });
+
+  it('pages with a cursor, newest first, and rejects a cursor that is not one', async () => {
+    const c = await ctx.newCompany();
+    const plates = [newPlate(), newPlate(), newPlate(), newPlate(), newPlate()];
+    for (const p of plates) expect((await plateSearch(ctx, c, { vehicle_registration: p })).statusCode).toBe(200);
+    const seen: string[] = [];
+    let url = '/api/v1/lookups?limit=2';
+    for (let i = 0; i < 5; i++) {
+      const page = (await get(ctx, c, url)).json();
+      seen.push(...page.data.map((l: { vehicle_registration: string }) => l.vehicle_registration));
+      if (!page.meta.next_cursor) break;
+      url = `/api/v1/lookups?limit=2&cursor=${page.meta.next_cursor}`;
+    }
+    expect(seen).toEqual([...plates].reverse());
+    const bad = await get(ctx, c, '/api/v1/lookups?cursor=nonsense');
+    expect(bad.statusCode).toBe(422);
+    expect(Object.keys(bad.json().errors)).toEqual(['cursor']);
+  });
+
+  it("claim look-ups: another company's claim id, an unknown id and a non-UUID are a 404", async () => {
+    const [a, b] = [await ctx.newCompany('A'), await ctx.newCompany('B')];
+    const theirs = await submitClaim(ctx, b, { vehicle_registration: newPlate() });
+    await plateSearch(ctx, a, { vehicle_registration: theirs.vehicle_registration });
+    for (const id of [theirs.id, '00000000-0000-4000-8000-000000000000', 'x']) {
+      const res = await get(ctx, a, `/api/v1/claims/${id}/lookups`);
+      expect(res.statusCode, id).toBe(404);
+      expect(res.json()).toEqual({ message: 'Claim not found.' });
+    }
+    // The owner, on the other hand, sees the look-up.
+    expect((await get(ctx, b, `/api/v1/claims/${theirs.id}/lookups`)).json().data).toHaveLength(1);
+  });
+
+  it('claim look-ups page with a cursor', async () => {
+    const [owner, looker] = [await ctx.newCompany('Owner'), await ctx.newCompany('Looker')];
+    const claim = await submitClaim(ctx, owner, { vehicle_registration: newPlate() });
+    for (let i = 0; i < 3; i++) await plateSearch(ctx, looker, { vehicle_registration: claim.vehicle_registration });
+    const first = (await get(ctx, owner, `/api/v1/claims/${claim.id}/lookups?limit=2`)).json();
+    expect(first.data).toHaveLength(2);
+    const second = (await get(ctx, owner, `/api/v1/claims/${claim.id}/lookups?limit=2&cursor=${first.meta.next_cursor}`)).json();
+    expect(second).toEqual({ data: [{ company_name: looker.name, kind: 'plate_search', created_at: expect.stringMatching(RFC3339) }], meta: { next_cursor: null } });
+  });
+
+  it('the dashboard search is recorded too, with the person who searched', async () => {
+    const c = await companyWithPeople(ctx);
+    const plate = newPlate();
+    const web = await signedIn(ctx, c.member.email);
+    expect((await web.get(`/search?plate=${plate}`)).statusCode).toBe(200);
+    const log = (await get(ctx, c, '/api/v1/lookups')).json().data;
+    expect(log).toEqual([expect.objectContaining({ kind: 'plate_search', vehicle_registration: plate, result_count: 0 })]);
+    const rows = await ctx.deps.db.query<{ user_id: string | null; token_id: string | null }>('SELECT user_id, token_id FROM lookups WHERE id = $1', [log[0].id]);
+    expect(rows).toEqual([{ user_id: c.member.id, token_id: null }]);
+  });
+
+  it('a purpose that is not text is a 422 naming purpose', async () => {
+    const c = await ctx.newCompany();
+    const res = await plateSearch(ctx, c, { vehicle_registration: newPlate(), purpose: 12 });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().errors).toEqual({ purpose: ['The purpose field must be a string.'] });
+  });
+});
