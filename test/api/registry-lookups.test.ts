@@ -94,7 +94,7 @@ describe('look-up log: GET /api/v1/lookups and GET /api/v1/claims/{id}/lookups',
     for (const id of [theirs.id, '00000000-0000-4000-8000-000000000000', 'x']) {
       const res = await get(ctx, a, `/api/v1/claims/${id}/lookups`);
       expect(res.statusCode, id).toBe(404);
-      expect(res.json()).toEqual({ message: 'Claim not found.' });
+      expect(res.json()).toMatchObject({ message: 'Claim not found.', code: 'claim_not_found' });
     }
     // The owner, on the other hand, sees the look-up.
     expect((await get(ctx, b, `/api/v1/claims/${theirs.id}/lookups`)).json().data).toHaveLength(1);

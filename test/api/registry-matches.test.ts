@@ -77,7 +77,7 @@ describe('GET /api/v1/claims/{id}/matches', () => {
     for (const id of [theirs.id, '00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
       const res = await matches(ctx, own, id);
       expect(res.statusCode, id).toBe(404);
-      expect(res.json()).toEqual({ message: 'Claim not found.' });
+      expect(res.json()).toMatchObject({ message: 'Claim not found.', code: 'claim_not_found' });
     }
     const log = await ctx.app.inject({ method: 'GET', url: '/api/v1/lookups', headers: own.auth });
     expect(log.json().data).toEqual([]);
