@@ -105,6 +105,41 @@ export function pgErrorCode(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+/**
+ * Driver and network codes of a connection that was lost or could not be made: the socket was
+ * reset or closed, nothing listens, the server is shutting down or restarting, or refuses more
+ * connections. Such a failure is the database being unavailable, not a bug of the request.
+ */
+const CONNECTION_FAULTS = new Set([
+  // postgres (the driver)
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  // the network
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  // PostgreSQL: admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+]);
+
+/** True when `err` says the database connection was lost or refused (PostgreSQL class 08 included). */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const code = pgErrorCode(err);
+  if (code === undefined) return false;
+  return CONNECTION_FAULTS.has(code) || /^08[0-9A-Z]{3}$/u.test(code);
+}
+
 /** Closing twice (an onClose hook and a shutdown handler, say) is harmless. */
 function once(fn: () => Promise<void>): () => Promise<void> {
   let closing: Promise<void> | undefined;
