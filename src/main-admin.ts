@@ -1,9 +1,12 @@
 import { parseArgs } from 'node:util';
 
+import pino from 'pino';
+
 import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
 import { createDeps, StartupError, type Deps } from './deps';
 import { AppError } from './domain/errors';
+import { createLogger } from './logger';
 
 const USAGE = `Usage: npm run admin -- <command> [options] [--json]
 
@@ -112,7 +115,9 @@ async function main(): Promise<number> {
   try {
     // A typo is reported as such before the database is opened (which may be in use, or slow to start).
     if (!COMMANDS.includes(command)) throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
-    deps = await createDeps(loadConfig());
+    // Logs (the queue's connection closing, say) go to stderr: stdout holds only the command's output.
+    const config = loadConfig();
+    deps = await createDeps(config, { logger: createLogger(config.logLevel, pino.destination({ fd: 2, sync: true })) });
     const out = await run(deps, command, args, parsed.values);
     console.log(parsed.values.json ? JSON.stringify(out.json) : out.text);
     return 0;
