@@ -59,16 +59,40 @@ function openPostgres({ url, poolSize, searchPath }: { url: string; poolSize: nu
   };
 }
 
+/** Whether a process with this id runs on this machine (EPERM: it does, as another user). */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
- * PGlite is single-process: two processes on one folder corrupt it. The folder is locked while
- * open, and a second opener is refused with a clear message.
+ * Locks the embedded database's folder for this process. The lock (proper-lockfile, refreshed
+ * every 5 s, stale after 15 s) is a directory; beside it `in-use.pid` names the holder. A lock
+ * whose holder is dead (a SIGKILLed server), or names this very process's id (a container
+ * restarted with the same PID), is taken at once instead of after 15 s. The stale lock is first
+ * renamed away, which only one of several starting processes can do.
  */
-async function openPglite(dataDir: string | undefined): Promise<Db> {
-  let release: (() => Promise<void>) | undefined;
-  if (dataDir) {
-    fs.mkdirSync(dataDir, { recursive: true });
+async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const lockPath = path.join(dataDir, 'in-use.lock');
+  const pidFile = path.join(dataDir, 'in-use.pid');
+  const take = () => lockfile.lock(dataDir, { lockfilePath: lockPath, stale: 15_000, update: 5_000 });
+  let release: () => Promise<void>;
+  try {
+    release = await take();
+  } catch {
+    const holder = Number.parseInt(fs.readFileSync(pidFile, { encoding: 'utf8', flag: 'a+' }).trim(), 10);
+    const dead = Number.isInteger(holder) && holder > 0 && (holder === process.pid || !processAlive(holder));
     try {
-      release = await lockfile.lock(dataDir, { lockfilePath: path.join(dataDir, 'in-use.lock'), stale: 15_000, update: 5_000 });
+      if (!dead) throw new Error('held');
+      const aside = `${lockPath}.dead-${process.pid}-${Date.now()}`;
+      fs.renameSync(lockPath, aside);
+      fs.rmSync(aside, { recursive: true, force: true });
+      release = await take();
     } catch {
       throw new DatabaseLockedError(
         `The embedded database in ${dataDir} is in use by another process (a running server?). ` +
@@ -76,6 +100,20 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
       );
     }
   }
+  fs.writeFileSync(pidFile, String(process.pid));
+  return async () => {
+    fs.rmSync(pidFile, { force: true });
+    await release();
+  };
+}
+
+/**
+ * PGlite is single-process: two processes on one folder corrupt it. The folder is locked while
+ * open, and a second opener is refused with a clear message.
+ */
+async function openPglite(dataDir: string | undefined): Promise<Db> {
+  let release: (() => Promise<void>) | undefined;
+  if (dataDir) release = await lockDataDir(dataDir);
   // Loaded only in embedded mode: a PostgreSQL process does not carry PGlite's ~44 MB.
   const { PGlite } = await import('@electric-sql/pglite');
   const pg = new PGlite({ ...(dataDir ? { dataDir } : {}), parsers: { [DATE_OID]: (v: string) => v } });
