@@ -34,6 +34,9 @@ const envSchema = {
     SESSION_SECRET: { type: 'string', minLength: 32 },
     TRUST_PROXY: { type: 'boolean', default: false },
     RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 0 },
+    METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
+    WORKER_METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
+    WEBHOOK_ALLOW_PRIVATE: { type: 'boolean', default: false },
   },
 } as const;
 
@@ -65,6 +68,12 @@ export type Config = Readonly<{
   sessionSecret: string | undefined;
   trustProxy: boolean;
   rateLimitPerMinute: number;
+  /** Prometheus /metrics port of the API server (unset: no metrics served). */
+  metricsPort: number | undefined;
+  /** Prometheus /metrics port of `npm run worker` (unset: no metrics served). */
+  workerMetricsPort: number | undefined;
+  /** Webhook targets may be http and resolve to loopback, private or link-local addresses (tests, private networks). */
+  webhookAllowPrivate: boolean;
 }>;
 
 export class ConfigError extends Error {}
@@ -134,6 +143,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionSecret: v.SESSION_SECRET,
     trustProxy: v.TRUST_PROXY,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,
+    metricsPort: v.METRICS_PORT,
+    workerMetricsPort: v.WORKER_METRICS_PORT,
+    webhookAllowPrivate: v.WEBHOOK_ALLOW_PRIVATE,
   });
 }
 

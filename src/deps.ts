@@ -17,7 +17,9 @@ import { todayIn } from './domain/dates';
 import { createIdempotencyService } from './domain/idempotency/idempotency-service';
 import { createImportService, type ImportQueue } from './domain/imports/import-service';
 import { createTokenService } from './domain/tokens/token-service';
+import { importJobCounts } from './db/metrics-repository';
 import { createLogger } from './logger';
+import { createMetrics } from './metrics';
 import { createObjectStore } from './storage/object-store';
 import { importCsvProcessor } from './workers/import-csv.processor';
 import { createInProcessImportQueue } from './workers/in-process-runner';
@@ -96,7 +98,17 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       limits: { maxBytes: config.importMaxBytes, chunkSize: config.importChunkSize, uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000 },
       progressInDatabase: db.kind === 'postgres',
     });
-    if (importQueue.kind === 'in-process') importQueue.start(importCsvProcessor({ imports }));
+    const metrics = createMetrics({
+      poolStats: () => db.poolStats(),
+      queueDepth:
+        importQueue.kind === 'bullmq'
+          ? async () => {
+              const c = await importQueue.bull.getJobCounts('waiting', 'delayed', 'prioritized', 'active', 'failed');
+              return { waiting: (c.waiting ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0), active: c.active ?? 0, failed: c.failed ?? 0 };
+            }
+          : () => importJobCounts(db),
+    });
+    if (importQueue.kind === 'in-process') importQueue.start(importCsvProcessor({ imports, metrics }));
     return {
       config,
       db,
@@ -108,6 +120,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       storage,
       importQueue,
       imports,
+      metrics,
       idempotency: createIdempotencyService({ store }),
       dashboard: createDashboardService({ store, today }),
       sessions: createSessionService({ store }),

@@ -12,6 +12,7 @@ import type { Deps } from '../deps';
 import { authPlugin } from './plugins/auth';
 import { bullBoardPlugin } from './plugins/bull-board';
 import { errorHandlerPlugin } from './plugins/error-handler';
+import { metricsPlugin } from './plugins/metrics';
 import { claimRoutes } from './routes/claims';
 import { importRoutes } from './routes/imports';
 import { dashboardPlugin } from '../web/index';
@@ -50,6 +51,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     reply.header('x-request-id', request.id);
   });
   await app.register(errorHandlerPlugin);
+  await app.register(metricsPlugin);
   await app.register(authPlugin);
 
   await app.register(swagger, {

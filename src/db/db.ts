@@ -15,6 +15,27 @@ export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+  /**
+   * Pool use for metrics: connections (`size`), those taken by a statement or a transaction
+   * (`inUse`), and callers waiting for one (`waiting`).
+   */
+  poolStats(): { size: number; inUse: number; waiting: number };
+}
+
+/** Counts the statements and transactions holding a connection (one each) at this moment. */
+function poolCounter(size: number) {
+  let active = 0;
+  return {
+    async track<T>(work: () => Promise<T>): Promise<T> {
+      active++;
+      try {
+        return await work();
+      } finally {
+        active--;
+      }
+    },
+    stats: () => ({ size, inUse: Math.min(active, size), waiting: Math.max(0, active - size) }),
+  };
 }
 
 /** Dates stay `YYYY-MM-DD` strings end to end: a Date would shift a day with a time zone. */
@@ -48,14 +69,16 @@ function openPostgres({ url, poolSize, searchPath }: { url: string; poolSize: nu
     },
   });
   const root = wrap(sql);
+  const pool = poolCounter(poolSize);
   return {
     kind: 'postgres',
-    query: root.query,
-    exec: root.exec,
+    query: (text, params) => pool.track(() => root.query(text, params)),
+    exec: (script) => pool.track(() => root.exec(script)),
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
-      return (await sql.begin((tx) => fn(wrap(tx)))) as T;
+      return pool.track(async () => (await sql.begin((tx) => fn(wrap(tx)))) as T);
     },
     close: once(() => sql.end({ timeout: 5 })),
+    poolStats: pool.stats,
   };
 }
 
@@ -126,10 +149,14 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
       await q.exec(script);
     },
   });
+  const root = wrap(pg);
+  const pool = poolCounter(1);
   return {
     kind: 'pglite',
-    ...wrap(pg),
-    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    query: (text, params) => pool.track(() => root.query(text, params)),
+    exec: (script) => pool.track(() => root.exec(script)),
+    transaction: (fn) => pool.track(() => pg.transaction((tx) => fn(wrap(tx)))),
+    poolStats: pool.stats,
     close: once(async () => {
       await pg.close();
       await release?.();
