@@ -37,6 +37,8 @@ const envSchema = {
     METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     WORKER_METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     WEBHOOK_ALLOW_PRIVATE: { type: 'boolean', default: false },
+    WEBHOOK_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 60, default: 10 },
+    WEBHOOK_RETRY_SCHEDULE: { type: 'string', pattern: '^\\d{1,6}(,\\d{1,6}){0,19}$', default: '60,300,1800,7200,43200' },
   },
 } as const;
 
@@ -74,6 +76,10 @@ export type Config = Readonly<{
   workerMetricsPort: number | undefined;
   /** Webhook targets may be http and resolve to loopback, private or link-local addresses (tests, private networks). */
   webhookAllowPrivate: boolean;
+  /** Time limit of one webhook delivery attempt. */
+  webhookTimeoutSeconds: number;
+  /** Seconds to wait after each failed delivery attempt; after the last one the delivery fails. */
+  webhookRetrySchedule: readonly number[];
 }>;
 
 export class ConfigError extends Error {}
@@ -146,6 +152,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: v.METRICS_PORT,
     workerMetricsPort: v.WORKER_METRICS_PORT,
     webhookAllowPrivate: v.WEBHOOK_ALLOW_PRIVATE,
+    webhookTimeoutSeconds: v.WEBHOOK_TIMEOUT_SECONDS,
+    webhookRetrySchedule: Object.freeze(String(v.WEBHOOK_RETRY_SCHEDULE).split(',').map(Number)),
   });
 }
 

@@ -17,6 +17,7 @@ import { todayIn } from './domain/dates';
 import { createIdempotencyService } from './domain/idempotency/idempotency-service';
 import { createImportService, type ImportQueue } from './domain/imports/import-service';
 import { createTokenService } from './domain/tokens/token-service';
+import { createWebhookService } from './domain/webhooks/webhook-service';
 import { importJobCounts } from './db/metrics-repository';
 import { createLogger } from './logger';
 import { createMetrics } from './metrics';
@@ -24,6 +25,7 @@ import { createObjectStore } from './storage/object-store';
 import { importCsvProcessor } from './workers/import-csv.processor';
 import { createInProcessImportQueue } from './workers/in-process-runner';
 import { createBullImportQueue, type BullImportQueue } from './workers/queues';
+import { startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
 
 export class StartupError extends Error {}
 
@@ -63,6 +65,11 @@ export type DepsOptions = {
   inMemory?: boolean;
   /** Where the queue, storage and import job log; default: a logger at LOG_LEVEL. */
   logger?: Logger;
+  /**
+   * Deliver webhooks from this process. Default: when imports run in-process (no REDIS_URL), as
+   * the server then is the only process; with REDIS_URL the workers deliver. The admin command line says false.
+   */
+  deliverWebhooks?: boolean;
 };
 
 export async function createDeps(config: Config, options: DepsOptions = {}) {
@@ -109,6 +116,20 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
           : () => importJobCounts(db),
     });
     if (importQueue.kind === 'in-process') importQueue.start(importCsvProcessor({ imports, metrics }));
+    let deliverer: WebhookDeliverer | undefined;
+    /** Starts delivering the webhook outbox from this process (once). */
+    const startWebhookDelivery = () => {
+      deliverer ??= startWebhookDeliverer({
+        webhooks: store.webhooks,
+        allowPrivate: config.webhookAllowPrivate,
+        retrySchedule: config.webhookRetrySchedule,
+        timeoutMs: config.webhookTimeoutSeconds * 1000,
+        metrics,
+        log,
+      });
+      return deliverer;
+    };
+    if (options.deliverWebhooks ?? importQueue.kind === 'in-process') startWebhookDelivery();
     return {
       config,
       db,
@@ -121,12 +142,15 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       importQueue,
       imports,
       metrics,
+      webhooks: createWebhookService({ webhooks: store.webhooks, allowPrivate: config.webhookAllowPrivate }),
+      startWebhookDelivery,
       idempotency: createIdempotencyService({ store }),
       dashboard: createDashboardService({ store, today }),
       sessions: createSessionService({ store }),
       sessionSecret: () => resolveSessionSecret(config),
       async close() {
         await importQueue.close();
+        await deliverer?.stop();
         await db.close();
       },
     };

@@ -117,7 +117,7 @@ async function main(): Promise<number> {
     if (!COMMANDS.includes(command)) throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
     // Logs (the queue's connection closing, say) go to stderr: stdout holds only the command's output.
     const config = loadConfig();
-    deps = await createDeps(config, { logger: createLogger(config.logLevel, pino.destination({ fd: 2, sync: true })) });
+    deps = await createDeps(config, { logger: createLogger(config.logLevel, pino.destination({ fd: 2, sync: true })), deliverWebhooks: false });
     const out = await run(deps, command, args, parsed.values);
     console.log(parsed.values.json ? JSON.stringify(out.json) : out.text);
     return 0;

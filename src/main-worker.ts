@@ -33,6 +33,8 @@ async function main() {
 
   const deps = await createDeps(config, { logger });
   const worker = startImportWorker(deps, config, logger);
+  // The workers deliver the webhook outbox when imports run on BullMQ.
+  deps.startWebhookDelivery();
   const metricsServer =
     config.workerMetricsPort === undefined ? undefined : await serveMetrics(deps.metrics.registry, { port: config.workerMetricsPort, host: config.host });
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ err, signal }) => {
