@@ -18,15 +18,17 @@ Commands:
   token:create --company ID --name NAME
   token:list --company ID
   token:revoke ID
+  webhook:create --company ID --url URL          (the signing secret is printed once)
+  webhook:list --company ID                       (endpoints, and recent deliveries with their outcomes)
 
 Works against the same database as the server: DATABASE_URL, or the embedded one in DATA_DIR
 (which must not be in use by a running server).`;
 
 class UsageError extends Error {}
 
-const COMMANDS = ['company:create', 'company:list', 'user:create', 'operator:create', 'token:create', 'token:list', 'token:revoke'];
+const COMMANDS = ['company:create', 'company:list', 'user:create', 'operator:create', 'token:create', 'token:list', 'token:revoke', 'webhook:create', 'webhook:list'];
 
-type Options = { name?: string; company?: string; email?: string; password?: string; role?: string; json?: boolean };
+type Options = { name?: string; company?: string; email?: string; password?: string; role?: string; url?: string; json?: boolean };
 
 function need(value: string | undefined, flag: string): string {
   if (!value) throw new UsageError(`Missing --${flag}.`);
@@ -82,9 +84,40 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
       const t = await deps.tokens.revoke(need(args[0], 'token id (as the argument)'), null);
       return { json: { id: t.id, name: t.name, revoked_at: t.revoked_at }, text: `Revoked token "${t.name}" (${t.id}).` };
     }
+    case 'webhook:create': {
+      const companyId = need(o.company, 'company');
+      await requireCompany(deps, companyId);
+      const w = await deps.webhooks.createEndpoint(companyId, need(o.url, 'url'));
+      return {
+        json: { id: w.id, url: w.url, secret: w.secret, created_at: w.created_at },
+        text: `Created webhook ${w.url} (${w.id}). Its signing secret is shown once; store it now:\n${w.secret}`,
+      };
+    }
+    case 'webhook:list': {
+      const companyId = need(o.company, 'company');
+      await requireCompany(deps, companyId);
+      const endpoints = (await deps.webhooks.listEndpoints(companyId)).map((e) => ({ id: e.id, url: e.url, created_at: e.created_at }));
+      const deliveries = await deps.webhooks.listDeliveries(companyId, 50);
+      const text = [
+        endpoints.length ? endpoints.map((e) => `${e.id}  ${e.url}  created ${e.created_at}`).join('\n') : 'No webhooks.',
+        ...(deliveries.length ? ['', 'Recent deliveries:'] : []),
+        ...deliveries.map(
+          (d) =>
+            `${d.created_at}  ${d.event_type}  ${d.status}  attempts ${d.attempts}` +
+            `${d.last_status_code ? `  HTTP ${d.last_status_code}` : ''}${d.last_error && !d.last_status_code ? `  ${d.last_error}` : ''}` +
+            `${d.next_attempt_at ? `  next ${d.next_attempt_at}` : ''}  ${d.url}`,
+        ),
+      ].join('\n');
+      return { json: { endpoints, deliveries }, text };
+    }
     default:
       throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
   }
+}
+
+/** An unknown company is refused with a message (not a foreign-key error). */
+async function requireCompany(deps: Deps, companyId: string): Promise<void> {
+  await deps.companies.getCompany(companyId);
 }
 
 async function main(): Promise<number> {
@@ -98,6 +131,7 @@ async function main(): Promise<number> {
         email: { type: 'string' },
         password: { type: 'string' },
         role: { type: 'string' },
+        url: { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },

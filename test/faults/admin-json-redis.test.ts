@@ -56,4 +56,23 @@ describe.skipIf(!enabled)('admin command line with REDIS_URL', () => {
     expect(list.code, list.stderr).toBe(0);
     expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ name })]);
   }, 120_000);
+
+  it('webhook:create prints the secret once; webhook:list shows endpoints and deliveries, never the secret', async () => {
+    const company = JSON.parse((await admin('company:create', '--name', `Hooks ${randomBytes(3).toString('hex')}`, '--json')).stdout) as { id: string };
+    const made = await admin('webhook:create', '--company', company.id, '--url', 'https://hooks.example.com/claims', '--json');
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.stdout.trim().split('\n')).toHaveLength(1);
+    const hook = JSON.parse(made.stdout);
+    expect(hook).toEqual({ id: expect.any(String), url: 'https://hooks.example.com/claims', secret: expect.stringMatching(/^whsec_/u), created_at: expect.any(String) });
+
+    const listed = await admin('webhook:list', '--company', company.id, '--json');
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).not.toContain(hook.secret);
+    expect(JSON.parse(listed.stdout)).toEqual({ endpoints: [{ id: hook.id, url: hook.url, created_at: hook.created_at }], deliveries: [] });
+
+    const refused = await admin('webhook:create', '--company', company.id, '--url', 'http://hooks.example.com/claims', '--json');
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toContain('The url must use https.');
+  }, 180_000);
 });
