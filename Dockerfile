@@ -1,5 +1,6 @@
-# One image for the API (`npm start`) and the import workers (`npm run worker`); see docker-compose.yml.
-FROM node:20-bookworm-slim
+# One image for the API and the import workers; see docker-compose.yml.
+# Node 24 is the active LTS line; the tag is pinned so a rebuild gets the same runtime.
+FROM node:24.11.1-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
 # tsx (a dependency) runs the TypeScript sources directly; no build step.
@@ -11,4 +12,6 @@ RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 ENV DATA_DIR=/app/data PORT=3000
 EXPOSE 3000
-CMD ["npm", "start"]
+# node itself, not npm: SIGTERM (docker stop) must reach the process that shuts down gracefully.
+# The same command as `npm start`; the worker's is `npm run worker`'s (see docker-compose.yml).
+CMD ["node", "--import", "tsx", "src/main-api.ts"]

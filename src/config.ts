@@ -38,6 +38,11 @@ const envSchema = {
     PASSWORD_HASH_COST: { type: 'integer', minimum: 15, maximum: 17, default: 15 },
     RETENTION_YEARS: { type: 'integer', minimum: 1, maximum: 100, default: 6 },
     LOOKUP_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36_500, default: 730 },
+    METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
+    WORKER_METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
+    WEBHOOK_ALLOW_PRIVATE: { type: 'boolean', default: false },
+    WEBHOOK_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 60, default: 10 },
+    WEBHOOK_RETRY_SCHEDULE: { type: 'string', pattern: '^\\d{1,6}(,\\d{1,6}){0,19}$', default: '60,300,1800,7200,43200' },
   },
 } as const;
 
@@ -75,6 +80,16 @@ export type Config = Readonly<{
   retentionYears: number;
   /** Look-up log entries older than this many days are deleted by the retention purge. */
   lookupRetentionDays: number;
+  /** Prometheus /metrics port of the API server (unset: no metrics served). */
+  metricsPort: number | undefined;
+  /** Prometheus /metrics port of `npm run worker` (unset: no metrics served). */
+  workerMetricsPort: number | undefined;
+  /** Webhook targets may be http and resolve to loopback, private or link-local addresses (tests, private networks). */
+  webhookAllowPrivate: boolean;
+  /** Time limit of one webhook delivery attempt. */
+  webhookTimeoutSeconds: number;
+  /** Seconds to wait after each failed delivery attempt; after the last one the delivery fails. */
+  webhookRetrySchedule: readonly number[];
 }>;
 
 export class ConfigError extends Error {}
@@ -147,6 +162,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     passwordHashCost: v.PASSWORD_HASH_COST,
     retentionYears: v.RETENTION_YEARS,
     lookupRetentionDays: v.LOOKUP_RETENTION_DAYS,
+    metricsPort: v.METRICS_PORT,
+    workerMetricsPort: v.WORKER_METRICS_PORT,
+    webhookAllowPrivate: v.WEBHOOK_ALLOW_PRIVATE,
+    webhookTimeoutSeconds: v.WEBHOOK_TIMEOUT_SECONDS,
+    webhookRetrySchedule: Object.freeze(String(v.WEBHOOK_RETRY_SCHEDULE).split(',').map(Number)),
   });
 }
 

@@ -19,11 +19,15 @@ import { createIdempotencyService } from './domain/idempotency/idempotency-servi
 import { createImportService, type ImportQueue } from './domain/imports/import-service';
 import { createRegistryService } from './domain/registry/registry-service';
 import { createTokenService } from './domain/tokens/token-service';
+import { createWebhookService } from './domain/webhooks/webhook-service';
+import { importJobCounts } from './db/metrics-repository';
 import { createLogger } from './logger';
+import { createMetrics } from './metrics';
 import { createObjectStore } from './storage/object-store';
 import { importCsvProcessor } from './workers/import-csv.processor';
 import { createInProcessImportQueue } from './workers/in-process-runner';
 import { createBullImportQueue, type BullImportQueue } from './workers/queues';
+import { startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
 
 export class StartupError extends Error {}
 
@@ -70,6 +74,11 @@ export type DepsOptions = {
   testPasswordHashCost?: number;
   /** Tests only: the clock's date (YYYY-MM-DD) instead of today's in APP_TIMEZONE. */
   today?: () => string;
+  /**
+   * Deliver webhooks from this process. Default: when imports run in-process (no REDIS_URL), as
+   * the server then is the only process; with REDIS_URL the workers deliver. The admin command line says false.
+   */
+  deliverWebhooks?: boolean;
 };
 
 export async function createDeps(config: Config, options: DepsOptions = {}) {
@@ -115,12 +124,36 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       limits: { maxBytes: config.importMaxBytes, chunkSize: config.importChunkSize, uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000 },
       progressInDatabase: db.kind === 'postgres',
     });
-    if (importQueue.kind === 'in-process') importQueue.start(importCsvProcessor({ imports }));
     const tokens = createTokenService({
       store,
       sharedDatabase: db.kind === 'postgres',
       onUsageError: (err) => log.warn({ err }, 'could not record the last use of API tokens; will try again'),
     });
+    const metrics = createMetrics({
+      poolStats: () => db.poolStats(),
+      queueDepth:
+        importQueue.kind === 'bullmq'
+          ? async () => {
+              const c = await importQueue.bull.getJobCounts('waiting', 'delayed', 'prioritized', 'active', 'failed');
+              return { waiting: (c.waiting ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0), active: c.active ?? 0, failed: c.failed ?? 0 };
+            }
+          : () => importJobCounts(db),
+    });
+    if (importQueue.kind === 'in-process') importQueue.start(importCsvProcessor({ imports, metrics }));
+    let deliverer: WebhookDeliverer | undefined;
+    /** Starts delivering the webhook outbox from this process (once). */
+    const startWebhookDelivery = () => {
+      deliverer ??= startWebhookDeliverer({
+        webhooks: store.webhooks,
+        allowPrivate: config.webhookAllowPrivate,
+        retrySchedule: config.webhookRetrySchedule,
+        timeoutMs: config.webhookTimeoutSeconds * 1000,
+        metrics,
+        log,
+      });
+      return deliverer;
+    };
+    if (options.deliverWebhooks ?? importQueue.kind === 'in-process') startWebhookDelivery();
     return {
       config,
       db,
@@ -133,6 +166,9 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       storage,
       importQueue,
       imports,
+      metrics,
+      webhooks: createWebhookService({ webhooks: store.webhooks, allowPrivate: config.webhookAllowPrivate }),
+      startWebhookDelivery,
       idempotency: createIdempotencyService({ store }),
       dashboard: createDashboardService({ store, today }),
       sessions: createSessionService({ store }),
@@ -140,6 +176,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       async close() {
         await tokens.close();
         await importQueue.close();
+        await deliverer?.stop();
         await db.close();
       },
     };

@@ -1,9 +1,12 @@
 import { parseArgs } from 'node:util';
 
+import pino from 'pino';
+
 import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
 import { createDeps, StartupError, type Deps } from './deps';
 import { AppError } from './domain/errors';
+import { createLogger } from './logger';
 
 const USAGE = `Usage: npm run admin -- <command> [options] [--json]
 
@@ -15,6 +18,8 @@ Commands:
   token:create --company ID --name NAME
   token:list --company ID
   token:revoke ID
+  webhook:create --company ID --url URL          (the signing secret is printed once)
+  webhook:list --company ID                       (endpoints, and recent deliveries with their outcomes)
   purge                                        (retention: removes what has expired now)
   subject:export --date-of-birth YYYY-MM-DD --id-type TYPE --id-number NUMBER
 
@@ -23,7 +28,7 @@ Works against the same database as the server: DATABASE_URL, or the embedded one
 
 class UsageError extends Error {}
 
-const COMMANDS = ['company:create', 'company:list', 'user:create', 'operator:create', 'token:create', 'token:list', 'token:revoke', 'purge', 'subject:export'];
+const COMMANDS = ['company:create', 'company:list', 'user:create', 'operator:create', 'token:create', 'token:list', 'token:revoke', 'webhook:create', 'webhook:list', 'purge', 'subject:export'];
 
 type Options = {
   name?: string;
@@ -31,6 +36,7 @@ type Options = {
   email?: string;
   password?: string;
   role?: string;
+  url?: string;
   json?: boolean;
   'date-of-birth'?: string;
   'id-type'?: string;
@@ -118,9 +124,40 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
           : 'No person on record matches this date of birth and document.',
       };
     }
+    case 'webhook:create': {
+      const companyId = need(o.company, 'company');
+      await requireCompany(deps, companyId);
+      const w = await deps.webhooks.createEndpoint(companyId, need(o.url, 'url'));
+      return {
+        json: { id: w.id, url: w.url, secret: w.secret, created_at: w.created_at },
+        text: `Created webhook ${w.url} (${w.id}). Its signing secret is shown once; store it now:\n${w.secret}`,
+      };
+    }
+    case 'webhook:list': {
+      const companyId = need(o.company, 'company');
+      await requireCompany(deps, companyId);
+      const endpoints = (await deps.webhooks.listEndpoints(companyId)).map((e) => ({ id: e.id, url: e.url, created_at: e.created_at }));
+      const deliveries = await deps.webhooks.listDeliveries(companyId, 50);
+      const text = [
+        endpoints.length ? endpoints.map((e) => `${e.id}  ${e.url}  created ${e.created_at}`).join('\n') : 'No webhooks.',
+        ...(deliveries.length ? ['', 'Recent deliveries:'] : []),
+        ...deliveries.map(
+          (d) =>
+            `${d.created_at}  ${d.event_type}  ${d.status}  attempts ${d.attempts}` +
+            `${d.last_status_code ? `  HTTP ${d.last_status_code}` : ''}${d.last_error && !d.last_status_code ? `  ${d.last_error}` : ''}` +
+            `${d.next_attempt_at ? `  next ${d.next_attempt_at}` : ''}  ${d.url}`,
+        ),
+      ].join('\n');
+      return { json: { endpoints, deliveries }, text };
+    }
     default:
       throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
   }
+}
+
+/** An unknown company is refused with a message (not a foreign-key error). */
+async function requireCompany(deps: Deps, companyId: string): Promise<void> {
+  await deps.companies.getCompany(companyId);
 }
 
 async function main(): Promise<number> {
@@ -134,6 +171,7 @@ async function main(): Promise<number> {
         email: { type: 'string' },
         password: { type: 'string' },
         role: { type: 'string' },
+        url: { type: 'string' },
         'date-of-birth': { type: 'string' },
         'id-type': { type: 'string' },
         'id-number': { type: 'string' },
@@ -154,7 +192,9 @@ async function main(): Promise<number> {
   try {
     // A typo is reported as such before the database is opened (which may be in use, or slow to start).
     if (!COMMANDS.includes(command)) throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
-    deps = await createDeps(loadConfig());
+    // Logs (the queue's connection closing, say) go to stderr: stdout holds only the command's output.
+    const config = loadConfig();
+    deps = await createDeps(config, { logger: createLogger(config.logLevel, pino.destination({ fd: 2, sync: true })), deliverWebhooks: false });
     const out = await run(deps, command, args, parsed.values);
     console.log(parsed.values.json ? JSON.stringify(out.json) : out.text);
     return 0;

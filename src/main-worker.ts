@@ -6,6 +6,7 @@ import { DatabaseLockedError } from './db/db';
 import { createDeps, StartupError } from './deps';
 import { startRetentionSchedule } from './domain/registry/retention-schedule';
 import { createLogger } from './logger';
+import { serveMetrics } from './metrics';
 import { startImportWorker } from './workers/import-worker';
 import { checkEvictionPolicy } from './workers/queues';
 
@@ -34,10 +35,15 @@ async function main() {
   const deps = await createDeps(config, { logger });
   const worker = startImportWorker(deps, config, logger);
   startRetentionSchedule(deps.registry, logger);
+  // The workers deliver the webhook outbox when imports run on BullMQ.
+  deps.startWebhookDelivery();
+  const metricsServer =
+    config.workerMetricsPort === undefined ? undefined : await serveMetrics(deps.metrics.registry, { port: config.workerMetricsPort, host: config.host });
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ err, signal }) => {
     if (err) logger.error({ err }, 'worker closing after an error');
     else logger.info({ signal }, 'worker closing: finishing running imports');
     await worker.close();
+    await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
     await deps.close();
   });
   await worker.waitUntilReady();

@@ -14,6 +14,7 @@ import { bullBoardPlugin } from './plugins/bull-board';
 import { errorHandlerPlugin } from './plugins/error-handler';
 import { claimSchema, clientSchema } from './schemas/claims';
 import { addSharedSchemas, errorSchema } from './schemas/common';
+import { metricsPlugin } from './plugins/metrics';
 import { claimRoutes } from './routes/claims';
 import { importRoutes } from './routes/imports';
 import { registryRoutes } from './routes/registry';
@@ -57,6 +58,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   await app.register(errorHandlerPlugin);
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
   addSharedSchemas(app, [errorSchema, clientSchema, claimSchema]);
+  await app.register(metricsPlugin);
   await app.register(authPlugin);
 
   await app.register(swagger, {

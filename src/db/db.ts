@@ -15,6 +15,27 @@ export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+  /**
+   * Pool use for metrics: connections (`size`), those taken by a statement or a transaction
+   * (`inUse`), and callers waiting for one (`waiting`).
+   */
+  poolStats(): { size: number; inUse: number; waiting: number };
+}
+
+/** Counts the statements and transactions holding a connection (one each) at this moment. */
+function poolCounter(size: number) {
+  let active = 0;
+  return {
+    async track<T>(work: () => Promise<T>): Promise<T> {
+      active++;
+      try {
+        return await work();
+      } finally {
+        active--;
+      }
+    },
+    stats: () => ({ size, inUse: Math.min(active, size), waiting: Math.max(0, active - size) }),
+  };
 }
 
 /** Dates stay `YYYY-MM-DD` strings end to end: a Date would shift a day with a time zone. */
@@ -48,14 +69,64 @@ function openPostgres({ url, poolSize, searchPath }: { url: string; poolSize: nu
     },
   });
   const root = wrap(sql);
+  const pool = poolCounter(poolSize);
   return {
     kind: 'postgres',
-    query: root.query,
-    exec: root.exec,
+    query: (text, params) => pool.track(() => root.query(text, params)),
+    exec: (script) => pool.track(() => root.exec(script)),
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
-      return (await sql.begin((tx) => fn(wrap(tx)))) as T;
+      return pool.track(async () => (await sql.begin((tx) => fn(wrap(tx)))) as T);
     },
     close: once(() => sql.end({ timeout: 5 })),
+    poolStats: pool.stats,
+  };
+}
+
+/** Whether a process with this id runs on this machine (EPERM: it does, as another user). */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Locks the embedded database's folder for this process. The lock (proper-lockfile, refreshed
+ * every 5 s, stale after 15 s) is a directory; beside it `in-use.pid` names the holder. A lock
+ * whose holder is dead (a SIGKILLed server), or names this very process's id (a container
+ * restarted with the same PID), is taken at once instead of after 15 s. The stale lock is first
+ * renamed away, which only one of several starting processes can do.
+ */
+async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const lockPath = path.join(dataDir, 'in-use.lock');
+  const pidFile = path.join(dataDir, 'in-use.pid');
+  const take = () => lockfile.lock(dataDir, { lockfilePath: lockPath, stale: 15_000, update: 5_000 });
+  let release: () => Promise<void>;
+  try {
+    release = await take();
+  } catch {
+    const holder = Number.parseInt(fs.readFileSync(pidFile, { encoding: 'utf8', flag: 'a+' }).trim(), 10);
+    const dead = Number.isInteger(holder) && holder > 0 && (holder === process.pid || !processAlive(holder));
+    try {
+      if (!dead) throw new Error('held');
+      const aside = `${lockPath}.dead-${process.pid}-${Date.now()}`;
+      fs.renameSync(lockPath, aside);
+      fs.rmSync(aside, { recursive: true, force: true });
+      release = await take();
+    } catch {
+      throw new DatabaseLockedError(
+        `The embedded database in ${dataDir} is in use by another process (a running server?). ` +
+          'Stop it first, or use PostgreSQL by setting DATABASE_URL.',
+      );
+    }
+  }
+  fs.writeFileSync(pidFile, String(process.pid));
+  return async () => {
+    fs.rmSync(pidFile, { force: true });
+    await release();
   };
 }
 
@@ -65,17 +136,7 @@ function openPostgres({ url, poolSize, searchPath }: { url: string; poolSize: nu
  */
 async function openPglite(dataDir: string | undefined): Promise<Db> {
   let release: (() => Promise<void>) | undefined;
-  if (dataDir) {
-    fs.mkdirSync(dataDir, { recursive: true });
-    try {
-      release = await lockfile.lock(dataDir, { lockfilePath: path.join(dataDir, 'in-use.lock'), stale: 15_000, update: 5_000 });
-    } catch {
-      throw new DatabaseLockedError(
-        `The embedded database in ${dataDir} is in use by another process (a running server?). ` +
-          'Stop it first, or use PostgreSQL by setting DATABASE_URL.',
-      );
-    }
-  }
+  if (dataDir) release = await lockDataDir(dataDir);
   // Loaded only in embedded mode: a PostgreSQL process does not carry PGlite's ~44 MB.
   const { PGlite } = await import('@electric-sql/pglite');
   const pg = new PGlite({ ...(dataDir ? { dataDir } : {}), parsers: { [DATE_OID]: (v: string) => v } });
@@ -88,10 +149,14 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
       await q.exec(script);
     },
   });
+  const root = wrap(pg);
+  const pool = poolCounter(1);
   return {
     kind: 'pglite',
-    ...wrap(pg),
-    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    query: (text, params) => pool.track(() => root.query(text, params)),
+    exec: (script) => pool.track(() => root.exec(script)),
+    transaction: (fn) => pool.track(() => pg.transaction((tx) => fn(wrap(tx)))),
+    poolStats: pool.stats,
     close: once(async () => {
       await pg.close();
       await release?.();
@@ -103,6 +168,41 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
 export function pgErrorCode(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * Driver and network codes of a connection that was lost or could not be made: the socket was
+ * reset or closed, nothing listens, the server is shutting down or restarting, or refuses more
+ * connections. Such a failure is the database being unavailable, not a bug of the request.
+ */
+const CONNECTION_FAULTS = new Set([
+  // postgres (the driver)
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  // the network
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  // PostgreSQL: admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+]);
+
+/** True when `err` says the database connection was lost or refused (PostgreSQL class 08 included). */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const code = pgErrorCode(err);
+  if (code === undefined) return false;
+  return CONNECTION_FAULTS.has(code) || /^08[0-9A-Z]{3}$/u.test(code);
 }
 
 /** Closing twice (an onClose hook and a shutdown handler, say) is harmless. */

@@ -6,6 +6,7 @@ import { pgErrorCode, type Db, type Queryable } from './db';
 import { createIdempotencyRepository, createImportRepository } from './import-repository';
 import { createSessionRepository } from './session-repository';
 import { createTokenRepository } from './token-repository';
+import { createWebhookRepository } from './webhook-repository';
 
 function repositories(q: Queryable) {
   return {
@@ -16,6 +17,7 @@ function repositories(q: Queryable) {
     idempotency: createIdempotencyRepository(q),
     sessions: createSessionRepository(q),
     dashboard: createDashboardRepository(q),
+    webhooks: createWebhookRepository(q),
     meta: {
       async get(key: string): Promise<string | undefined> {
         return (await q.query<{ value: string }>('SELECT value FROM app_meta WHERE key = $1', [key]))[0]?.value;

@@ -24,6 +24,7 @@ import { operatorRoutes } from './routes/operator';
 import { overviewRoutes } from './routes/overview';
 import { peopleRoutes } from './routes/people';
 import { tokenRoutes } from './routes/tokens';
+import { webhookRoutes } from './routes/webhooks';
 import { createSessionStore } from './session-store';
 import { renderPage } from './render';
 
@@ -118,6 +119,7 @@ export async function dashboardPlugin(app: FastifyInstance) {
     await pages.register(claimRoutes);
     await pages.register(tokenRoutes);
     await pages.register(peopleRoutes);
+    await pages.register(webhookRoutes);
     await pages.register(importRoutes);
     await pages.register(lookupRoutes);
     await pages.register(operatorRoutes);

@@ -10,6 +10,7 @@ import {
   type ProcessOutcome,
 } from '../domain/imports/import-service';
 import { isUuid } from '../domain/ids';
+import type { ImportMetrics } from '../metrics';
 import type { JobData } from './queues';
 
 /** What the processor needs of a job: a BullMQ Job, or the in-process runner's stand-in. */
@@ -20,7 +21,7 @@ export type ImportJob = {
   updateProgress(progress: ImportProgress): Promise<unknown>;
 };
 
-export type ImportProcessorDeps = { imports: Pick<ImportService, 'process' | 'markFailed'> };
+export type ImportProcessorDeps = { imports: Pick<ImportService, 'process' | 'markFailed'>; metrics?: ImportMetrics };
 
 const isLastAttempt = (job: ImportJob) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 
@@ -33,19 +34,29 @@ export function importCsvProcessor(deps: ImportProcessorDeps) {
   return async (job: ImportJob): Promise<ProcessOutcome> => {
     const importId = job.data?.importId;
     if (typeof importId !== 'string' || !isUuid(importId)) throw new UnrecoverableError('The job carries no valid import id.');
+    // Metrics (ops): one observation per import that ends here, completed or failed for good.
+    const started = process.hrtime.bigint();
+    const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
     try {
-      return await deps.imports.process(importId, { onProgress: async (p) => void (await job.updateProgress(p)) });
+      const outcome = await deps.imports.process(importId, { onProgress: async (p) => void (await job.updateProgress(p)) });
+      if (!outcome.alreadyDone) deps.metrics?.importFinished({ status: 'completed', imported: outcome.imported, failed: outcome.failed, seconds: seconds() });
+      return outcome;
     } catch (err) {
       if (err instanceof InvalidImportFile) {
         await deps.imports.markFailed(importId, 'invalid_file', err.message);
+        deps.metrics?.importFinished({ status: 'failed', seconds: seconds() });
         throw new UnrecoverableError(err.message);
       }
       if (err instanceof ImportGone) {
         await deps.imports.markFailed(importId, 'error', importMessages.failed);
+        deps.metrics?.importFinished({ status: 'failed', seconds: seconds() });
         throw new UnrecoverableError(err.message);
       }
       // Busy: another run holds the import and will finish it; this attempt just waits its turn.
-      if (!(err instanceof ImportBusy) && isLastAttempt(job)) await deps.imports.markFailed(importId, 'error', importMessages.failed);
+      if (!(err instanceof ImportBusy) && isLastAttempt(job)) {
+        await deps.imports.markFailed(importId, 'error', importMessages.failed);
+        deps.metrics?.importFinished({ status: 'failed', seconds: seconds() });
+      }
       throw err;
     }
   };

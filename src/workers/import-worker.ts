@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 
 import type { Config } from '../config';
 import { importMessages, type ImportService } from '../domain/imports/import-service';
-import { importCsvProcessor } from './import-csv.processor';
+import { importCsvProcessor, type ImportProcessorDeps } from './import-csv.processor';
 import { IMPORT_QUEUE, workerConnection } from './queues';
 
 /**
@@ -12,7 +12,7 @@ import { IMPORT_QUEUE, workerConnection } from './queues';
  * job again (its transaction was rolled back). A job that stalls twice fails for good.
  */
 export function startImportWorker(
-  deps: { imports: Pick<ImportService, 'process' | 'markFailed'> },
+  deps: ImportProcessorDeps,
   config: Pick<Config, 'redisUrl' | 'queuePrefix' | 'workerConcurrency' | 'workerLockSeconds'>,
   log: Logger,
 ): Worker {

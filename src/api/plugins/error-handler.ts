@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
+import { isDatabaseUnavailable } from '../../db/db';
 import { messages } from '../../domain/claims/claim';
 import { AppError, type ErrorCode, type FieldErrors } from '../../domain/errors';
 
@@ -122,6 +123,7 @@ export function fieldErrorsFromAjv(issues: AjvIssue[]): FieldErrors {
 export const errorHandlerPlugin = fp(
   async (app: FastifyInstance) => {
     app.setErrorHandler((err: FastifyError | AppError, request, reply) => {
+      if (answerDatabaseUnavailable(err, request, reply)) return reply;
       if (err instanceof AppError) {
         const status = STATUS[err.code];
         if (status >= 500) request.log.error({ err }, 'request failed');
@@ -148,6 +150,21 @@ export const errorHandlerPlugin = fp(
   },
   { name: 'error-handler' },
 );
+
+/** Seconds a client is asked to wait after the database was unreachable. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * A lost or refused database connection (a restart, a failover, a network cut) is answered as
+ * what it is: 503 with Retry-After, logged as a warning without SQL, not a 500 "Server error.".
+ */
+function answerDatabaseUnavailable(err: unknown, request: FastifyRequest, reply: FastifyReply): boolean {
+  if (!isDatabaseUnavailable(err)) return false;
+  request.log.warn({ err }, 'database unavailable');
+  reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+  void sendError(request, reply, 503, 'service_unavailable', 'The database is unavailable right now. Try again shortly.');
+  return true;
+}
 
 /** Fastify's own 4xx errors, with a short message that echoes no input. */
 function clientError(err: FastifyError): { code: PublicErrorCode; message: string } {

@@ -2,7 +2,7 @@ import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import type { ImportRecord } from '../../db/import-repository';
-import { validationError } from '../../domain/errors';
+import { AppError, validationError } from '../../domain/errors';
 import { fileMessages } from '../../domain/imports/csv-file';
 import { summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
 import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/idempotency';
@@ -63,6 +63,24 @@ async function filePart(request: FastifyRequest): Promise<MultipartFile> {
   return part;
 }
 
+const uploadCutShort = 'The upload ended before the file was complete (the multipart body has no closing boundary); nothing was imported. Send the file again.';
+
+/**
+ * Stores the upload. A multipart body that ends without its closing boundary destroys the file
+ * part with an error, possibly before the handler reads it (then nothing would ever flow):
+ * either way it is a 422 at once, and the storage write has removed what it had stored.
+ */
+async function receiveUpload(imports: FastifyInstance['deps']['imports'], request: FastifyRequest, part: MultipartFile): Promise<ReceivedFile> {
+  const cutShort = () => part.file.errored !== null || (part.file.destroyed && !part.file.readableEnded);
+  if (cutShort()) throw validationError({ file: [uploadCutShort] });
+  try {
+    return await imports.receive(request.principal, { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated });
+  } catch (err) {
+    if (!(err instanceof AppError) && cutShort()) throw validationError({ file: [uploadCutShort] });
+    throw err;
+  }
+}
+
 /**
  * Idempotency-Key for an upload, whose fingerprint is known only once the file is stored: true
  * when the first response was replayed. The stored file is kept only for a new request.
@@ -120,7 +138,7 @@ export async function importRoutes(app: FastifyInstance) {
     onSend: idempotencyOnSend(app),
   }, async (request, reply) => {
     const part = await filePart(request);
-    const file = await imports.receive(request.principal, { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated });
+    const file = await receiveUpload(imports, request, part);
     if (await beginUpload(app, request, reply, file)) return reply;
     const run = await imports.start(request.principal, file);
     if (wantsAsync(request)) return accepted(reply.header('preference-applied', 'respond-async'), run);

@@ -11,6 +11,7 @@ import { AppError, validationError } from '../errors';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
 import type { Principal } from '../principal';
+import { enqueueWebhookEvent } from '../webhooks/webhook-service';
 import {
   checkFileName,
   createFileInspector,
@@ -240,6 +241,13 @@ export function createImportService(deps: ImportServiceDeps) {
         if (!(await tx.imports.tryLock(importId))) throw new ImportBusy();
         const result = await importRows(tx, run, source, report);
         if (!(await tx.imports.complete(importId, result))) throw new AlreadyCompleted();
+        // Webhook outbox (ops): written in the completion's transaction.
+        await enqueueWebhookEvent(tx, {
+          companyId: run.companyId,
+          type: 'import.completed',
+          key: `import.completed:${importId}`,
+          payload: importEventPayload({ ...run, status: 'completed', imported: result.imported, failed: result.failed, rowsDone: result.rowsTotal, rowsTotal: result.rowsTotal, message: null }),
+        });
         return result;
       });
     } catch (err) {
@@ -331,8 +339,15 @@ export function createImportService(deps: ImportServiceDeps) {
 
   /** A job that failed for good: the import is marked failed and its file removed. */
   async function markFailed(importId: string, failure: ImportFailure, message: string): Promise<void> {
-    await store.imports.fail(importId, failure, message);
-    const run = await store.imports.findById(importId);
+    // Webhook outbox (ops): the event is written in the failure's transaction, once per import.
+    const run = await store.transaction(async (tx) => {
+      await tx.imports.fail(importId, failure, message);
+      const failed = await tx.imports.findById(importId);
+      if (failed?.status === 'failed') {
+        await enqueueWebhookEvent(tx, { companyId: failed.companyId, type: 'import.failed', key: `import.failed:${importId}`, payload: importEventPayload(failed) });
+      }
+      return failed;
+    });
     if (run && run.status === 'failed') await storage.delete(run.objectKey).catch(() => {});
   }
 
@@ -355,6 +370,22 @@ export type ImportService = ReturnType<typeof createImportService>;
 const COLUMN_ORDER = new Map<string, number>(['row', ...REQUIRED_COLUMNS, ...OPTIONAL_COLUMNS].map((c, i) => [c, i]));
 const byColumn = (messages: Record<string, string[]>) =>
   Object.fromEntries(Object.entries(messages).sort(([a], [b]) => (COLUMN_ORDER.get(a) ?? 99) - (COLUMN_ORDER.get(b) ?? 99)));
+
+/** The import resource as webhook events carry it (the list item's fields, without row errors). */
+export function importEventPayload(run: Pick<ImportRecord, 'id' | 'status' | 'fileName' | 'sizeBytes' | 'rowsDone' | 'rowsTotal' | 'imported' | 'failed' | 'message' | 'createdAt'>) {
+  return {
+    id: run.id,
+    status: run.status,
+    file_name: run.fileName,
+    size_bytes: run.sizeBytes,
+    progress: { rows_done: run.rowsDone, rows_total: run.rowsTotal },
+    imported: run.imported,
+    failed: run.failed,
+    message: run.status === 'completed' ? importMessages.finished(run.imported ?? 0, run.failed ?? 0) : run.message,
+    created_at: run.createdAt,
+    finished_at: new Date().toISOString().replace(/\.\d{3}Z$/u, '+00:00'),
+  };
+}
 
 export function summaryOf(run: ImportRecord) {
   const imported = run.imported ?? 0;

@@ -1,0 +1,125 @@
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import net from 'node:net';
+
+import { AppError, validationError } from '../errors';
+import { isUuid } from '../ids';
+import { isPrivateAddress } from './addresses';
+
+/** The events a company can receive. */
+export const WEBHOOK_EVENTS = ['import.completed', 'import.failed', 'import.cancelled'] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
+
+export type WebhookEndpoint = { id: string; company_id: string; url: string; created_at: string };
+export type WebhookDelivery = {
+  id: string;
+  endpoint_id: string;
+  url: string;
+  event_id: string;
+  event_type: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  created_at: string;
+  finished_at: string | null;
+};
+/** A delivery taken by a deliverer for one attempt (its lease keeps others off it meanwhile). */
+export type ClaimedDelivery = { id: string; url: string; secret: string; body: string; eventType: string; attempts: number };
+
+/** The outbox half of the repository: what a status change's transaction writes. */
+export interface WebhookOutbox {
+  /** One delivery per endpoint of the company; a second write of the same event key is a no-op. */
+  insertEvent(event: { companyId: string; eventKey: string; eventId: string; eventType: string; body: string }): Promise<number>;
+}
+
+/** What the webhook rules need of storage (src/db/webhook-repository.ts implements it). */
+export interface WebhookRepository extends WebhookOutbox {
+  insertEndpoint(e: { companyId: string; url: string; secret: string }): Promise<WebhookEndpoint>;
+  listEndpoints(companyId: string): Promise<WebhookEndpoint[]>;
+  deleteEndpoint(companyId: string, id: string): Promise<boolean>;
+  listDeliveries(companyId: string, limit: number): Promise<WebhookDelivery[]>;
+  /** Takes up to `limit` due deliveries for `leaseSeconds`, counting the attempt. */
+  claimDue(limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]>;
+  /** Records an attempt's result: delivered, to be retried after `retryInSeconds`, or failed for good. */
+  settle(id: string, result: { status: 'delivered' | 'pending' | 'failed'; statusCode: number | null; error: string | null; retryInSeconds?: number }): Promise<void>;
+}
+
+export const webhookMessages = {
+  url: 'The url must be a valid URL.',
+  https: 'The url must use https.',
+  credentials: 'The url must not contain a user name or password.',
+  privateTarget: 'The url must not point to a loopback, private or link-local address.',
+  tooLong: 'The url may not be greater than 2000 characters.',
+  notFound: 'Webhook not found.',
+} as const;
+
+/**
+ * Writes an event to the outbox inside the caller's transaction (`tx` is that transaction's
+ * repositories): it is delivered only if the status change commits, and is never lost once it has.
+ * `key` makes a repeated write of the same event (a job that reports a failure twice) a no-op.
+ */
+export async function enqueueWebhookEvent(
+  tx: { webhooks: WebhookOutbox },
+  event: { companyId: string; type: WebhookEventType; payload: unknown; key?: string },
+): Promise<void> {
+  const eventId = randomUUID();
+  const body = JSON.stringify({ id: eventId, type: event.type, created_at: new Date().toISOString().replace(/\.\d{3}Z$/u, '+00:00'), data: event.payload });
+  await tx.webhooks.insertEvent({ companyId: event.companyId, eventKey: event.key ?? eventId, eventId, eventType: event.type, body });
+}
+
+/** `Claims-Signature` of a body: `t=<unix seconds>,v1=<hex HMAC-SHA-256 of "<t>.<body>">`. */
+export function signatureHeader(secret: string, body: string, unixSeconds: number): string {
+  const mac = createHmac('sha256', secret).update(`${unixSeconds}.${body}`).digest('hex');
+  return `t=${unixSeconds},v1=${mac}`;
+}
+
+/**
+ * The retry schedule: seconds to wait after the 1st, 2nd, ... failed attempt. After the last one
+ * the delivery is failed for good. Default 1 min, 5 min, 30 min, 2 h, 12 h (six attempts in all).
+ */
+export const DEFAULT_RETRY_SCHEDULE = [60, 300, 1800, 7200, 43_200] as const;
+
+/** Seconds until the next attempt after `attempts` failed ones, or undefined when none is left. */
+export function nextRetryIn(schedule: readonly number[], attempts: number): number | undefined {
+  return schedule[attempts - 1];
+}
+
+/** Checks a webhook URL as a company gives it (the address it resolves to is checked at each delivery). */
+export function checkWebhookUrl(raw: unknown, allowPrivate: boolean): string {
+  if (typeof raw !== 'string' || raw.trim() === '') throw validationError({ url: ['The url field is required.'] });
+  const text = raw.trim();
+  if (text.length > 2000) throw validationError({ url: [webhookMessages.tooLong] });
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw validationError({ url: [webhookMessages.url] });
+  }
+  if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) throw validationError({ url: [webhookMessages.https] });
+  if (url.username || url.password) throw validationError({ url: [webhookMessages.credentials] });
+  const host = url.hostname.replace(/^\[|\]$/gu, '');
+  if (!allowPrivate && (host === 'localhost' || host.endsWith('.localhost') || (net.isIP(host) !== 0 && isPrivateAddress(host)))) {
+    throw validationError({ url: [webhookMessages.privateTarget] });
+  }
+  return url.toString();
+}
+
+export function createWebhookService(deps: { webhooks: WebhookRepository; allowPrivate: boolean }) {
+  const { webhooks, allowPrivate } = deps;
+  return {
+    /** A new endpoint; its secret is returned here only. */
+    async createEndpoint(companyId: string, rawUrl: unknown): Promise<WebhookEndpoint & { secret: string }> {
+      const url = checkWebhookUrl(rawUrl, allowPrivate);
+      const secret = `whsec_${randomBytes(32).toString('base64url')}`;
+      const endpoint = await webhooks.insertEndpoint({ companyId, url, secret });
+      return { ...endpoint, secret };
+    },
+    listEndpoints: (companyId: string) => webhooks.listEndpoints(companyId),
+    async deleteEndpoint(companyId: string, id: string): Promise<void> {
+      if (!isUuid(id) || !(await webhooks.deleteEndpoint(companyId, id))) throw new AppError('NOT_FOUND', webhookMessages.notFound);
+    },
+    listDeliveries: (companyId: string, limit = 50) => webhooks.listDeliveries(companyId, limit),
+  };
+}
+export type WebhookService = ReturnType<typeof createWebhookService>;

@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { enqueueWebhookEvent } from '../../src/domain/webhooks/webhook-service';
+import { createTestContext, dbKind, TEST_HASH_KEY, type TestContext } from '../harness';
+import { startReceiver } from './receiver';
+
+/**
+ * A deliverer (a real `npm run worker` process) SIGKILLed while its POST is in flight loses no
+ * event: the delivery stays in the outbox, its lease runs out, and the restarted worker sends it.
+ */
+const redisUrl = process.env.TEST_REDIS_URL;
+const enabled = Boolean(redisUrl) && dbKind() === 'postgres';
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const scripts = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+
+describe.skipIf(!enabled)('a webhook deliverer killed mid-delivery', () => {
+  const prefix = `test-hook-${randomBytes(4).toString('hex')}`;
+  let ctx: TestContext;
+  let schema: string;
+  const workers = new Set<ChildProcess>();
+
+  beforeAll(async () => {
+    ctx = await createTestContext({ REDIS_URL: redisUrl!, QUEUE_PREFIX: prefix, WEBHOOK_ALLOW_PRIVATE: 'true' });
+    schema = (await ctx.deps.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
+  });
+  afterAll(async () => {
+    for (const w of workers) w.kill('SIGKILL');
+    await ctx?.close();
+    const redis = new Redis(redisUrl!, { maxRetriesPerRequest: null });
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  function startWorker(): ChildProcess {
+    const [, ...args] = scripts.worker!.split(/\s+/u);
+    const child = spawn(process.execPath, args, {
+      cwd: root,
+      stdio: 'ignore',
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        DATABASE_URL: process.env.TEST_DATABASE_URL!,
+        DB_SEARCH_PATH: schema,
+        DB_POOL_SIZE: '2',
+        REDIS_URL: redisUrl!,
+        QUEUE_PREFIX: prefix,
+        DOCUMENT_HASH_KEY: TEST_HASH_KEY,
+        DATA_DIR: ctx.config.dataDir,
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        // A short attempt time keeps the lease (attempt time + 5 s) short for the test.
+        WEBHOOK_TIMEOUT_SECONDS: '5',
+        WEBHOOK_RETRY_SCHEDULE: '0,0,0,0,0',
+        LOG_LEVEL: 'warn',
+      },
+    });
+    workers.add(child);
+    child.on('exit', () => workers.delete(child));
+    return child;
+  }
+
+  it('is delivered by the restarted worker', async () => {
+    const company = await ctx.newCompany('Hook');
+    // The first request is never answered: the worker is killed while it waits.
+    const r = await startReceiver((n) => (n === 1 ? 'hang' : 200));
+    try {
+      await ctx.deps.webhooks.createEndpoint(company.id, r.url);
+      await ctx.deps.store.transaction((tx) =>
+        enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.completed', payload: { id: 'the-import' } }),
+      );
+      const first = startWorker();
+      await r.waitFor(1, 60_000);
+      const exited = new Promise((resolve) => first.once('exit', resolve));
+      first.kill('SIGKILL');
+      await exited;
+
+      startWorker();
+      const got = await r.waitFor(2, 60_000);
+      expect(got[1]!.body).toBe(got[0]!.body);
+      expect(JSON.parse(got[1]!.body)).toMatchObject({ type: 'import.completed', data: { id: 'the-import' } });
+      await expect
+        .poll(async () => (await ctx.deps.webhooks.listDeliveries(company.id))[0], { timeout: 10_000 })
+        .toMatchObject({ status: 'delivered', attempts: 2, last_status_code: 200 });
+    } finally {
+      await r.close();
+    }
+  }, 120_000);
+});
