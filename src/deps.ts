@@ -61,6 +61,8 @@ export type DepsOptions = {
   inMemory?: boolean;
   /** Where the queue, storage and import job log; default: a logger at LOG_LEVEL. */
   logger?: Logger;
+  /** Crash tests: called right after an import chunk commits, before its progress is reported. */
+  afterChunkCommit?: (chunkNo: number) => void;
 };
 
 export async function createDeps(config: Config, options: DepsOptions = {}) {
@@ -89,12 +91,12 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       : createInProcessImportQueue({ concurrency: config.workerConcurrency, attempts: config.importAttempts, log });
     const imports = createImportService({
       store,
-      claims,
+      writeClaims: async (tx, companyId, inputs, importId) => (await claims.storeBatch(tx, { companyId }, inputs, 'bulk_import', importId)).outcomes,
       storage,
       queue: importQueue satisfies ImportQueue,
       today,
       limits: { maxBytes: config.importMaxBytes, chunkSize: config.importChunkSize, uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000 },
-      progressInDatabase: db.kind === 'postgres',
+      ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
     });
     if (importQueue.kind === 'in-process') importQueue.start(importCsvProcessor({ imports }));
     return {

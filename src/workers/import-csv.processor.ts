@@ -44,7 +44,7 @@ export function importCsvProcessor(deps: ImportProcessorDeps) {
         await deps.imports.markFailed(importId, 'error', importMessages.failed);
         throw new UnrecoverableError(err.message);
       }
-      // Busy: another run holds the import and will finish it; this attempt just waits its turn.
+      // Busy: another run of the import is ahead of this one; this attempt just waits its turn.
       if (!(err instanceof ImportBusy) && isLastAttempt(job)) await deps.imports.markFailed(importId, 'error', importMessages.failed);
       throw err;
     }

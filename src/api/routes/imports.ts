@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ImportRecord } from '../../db/import-repository';
 import { validationError } from '../../domain/errors';
 import { fileMessages } from '../../domain/imports/csv-file';
-import { summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
+import { importMessages, summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
 import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/idempotency';
 import { commonErrors, errorBody, validationErrorBody } from '../schemas/common';
 import { importBodyDoc, importEnvelope, importIdParams, importPage, importSummary, listImportsQuery } from '../schemas/imports';
@@ -22,9 +22,10 @@ function toListItem(run: ImportRecord) {
     progress: { rows_done: run.rowsDone, rows_total: run.rowsTotal },
     imported: run.imported,
     failed: run.failed,
-    message: run.status === 'completed' ? summaryOf(run).message : run.message,
+    message: run.status === 'completed' ? summaryOf(run).message : run.status === 'cancelled' ? importMessages.cancelled : run.message,
     created_at: run.createdAt,
     finished_at: run.finishedAt,
+    history: run.history,
   };
 }
 
@@ -45,6 +46,7 @@ function outcome(reply: FastifyReply, run: ImportRecord) {
     return reply.code(422).send({ message, errors: { file: [message] } });
   }
   if (run.status === 'failed') return reply.code(500).send({ message: run.message ?? 'Server error.' });
+  if (run.status === 'cancelled') return reply.code(200).send({ data: toDetail(run) });
   return accepted(reply, run);
 }
 
@@ -142,6 +144,30 @@ export async function importRoutes(app: FastifyInstance) {
   }, async (request) => {
     const { id } = request.params as { id: string };
     return { data: toDetail(await imports.get(request.principal, id)) };
+  });
+
+  app.post('/imports/:id/cancel', {
+    schema: {
+      operationId: 'cancelImport',
+      summary: 'Cancel one of your imports',
+      description:
+        'Queued or already cancelled: 200 with the import (a queued import never starts). Processing: 202; it stops after the ' +
+        'chunk it is writing, then shows `cancelled`. A cancelled import leaves no claim visible. Completed or failed: 409.',
+      tags: ['imports'],
+      security,
+      params: importIdParams,
+      response: {
+        200: { description: 'Cancelled', ...importEnvelope },
+        202: { description: 'Cancelling: it stops after the current chunk', ...importEnvelope },
+        409: { description: 'The import has already finished', ...errorBody },
+        ...commonErrors,
+        ...notFound,
+      },
+    },
+  }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const { run, accepted } = await imports.cancel(request.principal, id);
+    return reply.code(accepted ? 202 : 200).header('location', locationOf(run.id)).send({ data: toDetail(run) });
   });
 
   app.get('/imports', {
