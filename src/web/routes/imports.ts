@@ -14,7 +14,7 @@ import { renderPage } from '../render';
 const ERRORS_ON_PAGE = 500;
 const HISTORY_PAGE = 20;
 
-const isDone = (run: ImportRecord) => run.status === 'completed' || run.status === 'failed';
+const isDone = (run: ImportRecord) => run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled';
 
 function statusOf(run: ImportRecord) {
   return {
@@ -135,6 +135,12 @@ export async function importRoutes(app: FastifyInstance) {
       errorLineCount: lines.length,
       shownLimit: ERRORS_ON_PAGE,
     });
+  });
+
+  app.post('/imports/:id/cancel', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    await imports.cancel(principalOf(companyUser(request)), id);
+    return reply.redirect(`/imports/${id}`, 303);
   });
 
   app.get('/imports/:id/failed-rows.csv', { preHandler: requireCompanyUser }, async (request, reply) => {
