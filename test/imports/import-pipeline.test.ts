@@ -199,3 +199,42 @@ describe('POST /api/v1/imports/{id}/cancel', () => {
     expect((await cancel(other, run.id)).statusCode).toBe(404);
   });
 });
+
+describe('GET /api/v1/imports/{id}/errors.csv', () => {
+  it('gives the rejected rows back with the original columns in order (id_number empty), row and errors; the fixed file imports them', async () => {
+    const company = await ctx.newCompany('Errors file');
+    const columns = ['vehicle_registration', 'claim_date', 'first_name', 'last_name', 'date_of_birth', 'id_type', 'id_number', 'amount'];
+    const bad1 = validRow({ claim_date: futureDate(), first_name: 'Ona, "the first"' });
+    const bad2 = validRow({ amount: '-5', first_name: '' });
+    const rows = [validRow(), bad1, validRow(), bad2];
+    const res = await postImport(ctx.app, company.auth, csv(rows, { columns, delimiter: ';' }));
+    expect(res.json()).toMatchObject({ imported: 2, failed: 2 });
+    const [run] = (await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth })).json().data;
+
+    const file = await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${run.id}/errors.csv`, headers: company.auth });
+    expect(file.statusCode).toBe(200);
+    expect(file.headers['content-type']).toMatch(/^text\/csv/u);
+    const { parse } = await import('csv-parse/sync');
+    const records = parse(file.body, { bom: true }) as string[][];
+    expect(records[0]).toEqual([...columns, 'row', 'errors']);
+    expect(records.slice(1)).toEqual([
+      [bad1.vehicle_registration, bad1.claim_date, bad1.first_name, bad1.last_name, bad1.date_of_birth, bad1.id_type, '', bad1.amount, '3', 'claim_date: The claim date cannot be in the future.'],
+      [bad2.vehicle_registration, bad2.claim_date, '', bad2.last_name, bad2.date_of_birth, bad2.id_type, '', '-5', '5', expect.stringMatching(/^first_name: .+; amount: .+$/u)],
+    ]);
+    expect(file.body).not.toContain(bad1.id_number);
+
+    // The person fixes the rows, puts the document numbers back, deletes the last two columns, and uploads again.
+    const fixed = records.slice(1).map((r) => r.slice(0, columns.length));
+    fixed[0]![1] = rows[0]!.claim_date!;
+    fixed[0]![6] = bad1.id_number!;
+    fixed[1]![2] = 'Jonas';
+    fixed[1]![6] = bad2.id_number!;
+    fixed[1]![7] = '5';
+    const again = csv(fixed.map((r) => Object.fromEntries(columns.map((c, i) => [c, r[i]]))), { columns });
+    const res2 = await postImport(ctx.app, company.auth, again);
+    expect(res2.json()).toMatchObject({ imported: 2, failed: 0 });
+
+    const other = await ctx.newCompany('Other');
+    expect((await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${run.id}/errors.csv`, headers: other.auth })).statusCode).toBe(404);
+  });
+});

@@ -60,10 +60,11 @@ describe('import pages', () => {
     expect(csvRes.statusCode).toBe(200);
     expect(csvRes.headers['content-type']).toMatch(/text\/csv/u);
     expect(csvRes.headers['content-disposition']).toMatch(/attachment; filename="import-[0-9a-f]{8}-failed-rows\.csv"/u);
+    // The same file as the API's errors.csv: the uploaded columns (id_number empty), then row and errors.
     const lines = csvRes.body.replace(/^\uFEFF/u, '').trim().split('\n');
-    expect(lines[0]).toBe('row,column,message');
-    expect(lines).toContain('3,claim_date,The claim date cannot be in the future.');
-    expect(lines.length).toBe(4);
+    expect(lines[0]).toBe(`${HEADER},row,errors`);
+    expect(lines).toContain(`Jonas,Jonaitis,1990-01-01,passport,,2999-01-01,CD456,50,3,claim_date: The claim date cannot be in the future.`);
+    expect(lines.length).toBe(3);
 
     const history = await web.get('/imports');
     expect(history.body).toContain(`/imports/${started.id}`);

@@ -5,6 +5,7 @@ import type { ImportRecord } from '../../db/import-repository';
 import { validationError } from '../../domain/errors';
 import { fileMessages } from '../../domain/imports/csv-file';
 import { importMessages, summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
+import { failedRowsFile } from '../../domain/imports/failed-rows-file';
 import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/idempotency';
 import { commonErrors, errorBody, validationErrorBody } from '../schemas/common';
 import { importBodyDoc, importEnvelope, importIdParams, importPage, importSummary, listImportsQuery } from '../schemas/imports';
@@ -144,6 +145,29 @@ export async function importRoutes(app: FastifyInstance) {
   }, async (request) => {
     const { id } = request.params as { id: string };
     return { data: toDetail(await imports.get(request.principal, id)) };
+  });
+
+  app.get('/imports/:id/errors.csv', {
+    schema: {
+      operationId: 'getImportErrorsCsv',
+      summary: 'The rejected rows of one of your imports as a CSV file',
+      description:
+        'The rows that were not imported, with the uploaded columns in their original order (`id_number` left empty: document ' +
+        'numbers are never given back), then `row` (the row number) and `errors` (`field: message; ...`). Fix the rows, delete ' +
+        'the last two columns and upload the file again.',
+      tags: ['imports'],
+      security,
+      params: importIdParams,
+      produces: ['text/csv'],
+      response: { 200: { description: 'CSV (UTF-8 with a BOM)', type: 'string' }, ...commonErrors, ...notFound },
+    },
+  }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const file = await imports.failedRows(request.principal, id);
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="import-${file.run.id.slice(0, 8)}-errors.csv"`)
+      .send(failedRowsFile(file.header, file.rows));
   });
 
   app.post('/imports/:id/cancel', {

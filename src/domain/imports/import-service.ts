@@ -349,6 +349,32 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   }
 
   /**
+   * The rejected rows as the caller uploaded them, in row order, a page at a time from the ledger:
+   * the file's columns in their order (id_number left empty), then the row number and the
+   * messages. Nothing is held in memory beyond a page.
+   */
+  async function failedRows(principal: Principal, importId: string) {
+    const run = await get(principal, importId);
+    const columns = run.columns ?? [...REQUIRED_COLUMNS, ...OPTIONAL_COLUMNS];
+    async function* rows(): AsyncGenerator<string[]> {
+      let after = 0;
+      for (;;) {
+        const page = await store.ledger.failedRows(importId, after, 1000);
+        for (const r of page) {
+          const cells = columns.map((_, i) => r.cells[i] ?? '');
+          const errors = Object.entries(byColumn(r.messages))
+            .flatMap(([field, list]) => list.map((m) => `${field}: ${m}`))
+            .join('; ');
+          yield [...cells, String(r.row), errors];
+        }
+        if (page.length < 1000) return;
+        after = page.at(-1)!.row;
+      }
+    }
+    return { run, header: [...columns, 'row', 'errors'], rows: rows() };
+  }
+
+  /**
    * In-process mode: imports a stopped server left queued or processing run again (they resume
    * after their last committed chunk). With BullMQ the jobs wait in Redis and need nothing.
    */
@@ -360,7 +386,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     return ids.length;
   }
 
-  return { receive, discard, start, waitForResult, get, list, process, markFailed, cancel, purgeLeftovers, resumeUnfinished, machine };
+  return { receive, discard, start, waitForResult, get, list, process, markFailed, cancel, failedRows, purgeLeftovers, resumeUnfinished, machine };
 }
 export type ImportService = ReturnType<typeof createImportService<ImportTx>>;
 

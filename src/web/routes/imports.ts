@@ -7,7 +7,7 @@ import { ALLOWED_EXTENSIONS, fileMessages, OPTIONAL_COLUMNS, REQUIRED_COLUMNS } 
 import type { ReceivedFile } from '../../domain/imports/import-service';
 import { companyUser, principalOf, requireCompanyUser, wantsJson } from '../context';
 import { text, type FormBody } from '../forms';
-import { errorLines, failedRowsCsv } from '../import-csv';
+import { errorLines, failedRowsFile } from '../import-csv';
 import { renderPage } from '../render';
 
 /** Row errors shown on the results page; all of them are in the CSV download. */
@@ -145,10 +145,11 @@ export async function importRoutes(app: FastifyInstance) {
 
   app.get('/imports/:id/failed-rows.csv', { preHandler: requireCompanyUser }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    const run = await imports.get(principalOf(companyUser(request)), id);
+    // The same file as GET /api/v1/imports/{id}/errors.csv.
+    const file = await imports.failedRows(principalOf(companyUser(request)), id);
     return reply
       .type('text/csv; charset=utf-8')
-      .header('content-disposition', `attachment; filename="import-${run.id.slice(0, 8)}-failed-rows.csv"`)
-      .send(failedRowsCsv(run.errors ?? []));
+      .header('content-disposition', `attachment; filename="import-${file.run.id.slice(0, 8)}-failed-rows.csv"`)
+      .send(failedRowsFile(file.header, file.rows));
   });
 }
