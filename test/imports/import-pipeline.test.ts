@@ -238,3 +238,52 @@ describe('GET /api/v1/imports/{id}/errors.csv', () => {
     expect((await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${run.id}/errors.csv`, headers: other.auth })).statusCode).toBe(404);
   });
 });
+
+describe('POST /api/v1/claims/import?dry_run=true', () => {
+  it('validates every row as a real import would, identity rules against stored persons included, and writes nothing', async () => {
+    const company = await ctx.newCompany('Dry run');
+    // A person on record, whose document shows up in the file with another date of birth.
+    const known = validRow();
+    expect((await postImport(ctx.app, company.auth, csv([known]))).json()).toMatchObject({ imported: 1 });
+    const rows = [validRow(), validRow({ id_number: known.id_number, date_of_birth: '1970-01-01' }), validRow({ claim_date: futureDate() }), validRow()];
+    // The same person twice in the file: found in file order, as in a real import.
+    rows[3] = { ...rows[0]!, vehicle_registration: plate() };
+    const headers = { 'idempotency-key': `dry-${docNumber()}` };
+    const before = (await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth })).json().data.length;
+
+    const form = await multipartHeaders(csv(rows));
+    const body = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims/import?dry_run=true',
+      headers: { ...company.auth, ...headers, ...form.headers },
+      payload: form.payload,
+    });
+    expect(body.statusCode, body.body).toBe(200);
+    expect(body.json()).toMatchObject({ dry_run: true, message: 'Import finished: 2 imported, 2 failed.', imported: 2, failed: 2 });
+    expect(body.json().errors.map((e: { row: number }) => e.row)).toEqual([3, 4]);
+    expect(Object.keys(body.json().errors[0].messages)).toEqual(['date_of_birth']);
+
+    // Nothing written: no claim, no person, no import, no idempotency record (the same key imports for real afterwards).
+    expect(await searchCount(company, rows[0]!.vehicle_registration!)).toBe(0);
+    expect((await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth })).json().data.length).toBe(before);
+    const persons = await ctx.deps.db.query('SELECT 1 FROM clients WHERE first_name = $1 AND date_of_birth = $2', [rows[0]!.first_name, '1970-01-01']);
+    expect(persons).toEqual([]);
+    const real = await postImport(ctx.app, company.auth, csv(rows), { headers });
+    expect(real.json()).toMatchObject({ imported: 2, failed: 2 });
+    expect(real.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  it('answers the same 422s as a real import for a bad file', async () => {
+    const company = await ctx.newCompany('Dry run bad');
+    const { payload, headers } = await multipartHeaders('first_name,surname\nA,B\n');
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/import?dry_run=true', headers: { ...company.auth, ...headers }, payload });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().errors.file[0]).toMatch(/^The header row is missing the required columns/u);
+  });
+});
+
+async function multipartHeaders(content: string) {
+  const { multipart } = await import('../import-helpers');
+  const body = await multipart(content);
+  return { payload: body.payload, headers: { 'content-type': body.contentType } };
+}

@@ -82,6 +82,19 @@ describe('import pages', () => {
     expect(result.body).toContain('Import finished: 2 imported, 2 failed.');
   });
 
+  it('"Check only" shows what an import would give and writes nothing', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.member.email);
+    await web.get('/imports');
+    const { csv } = fileWithErrors(ctx.deps.today());
+    const res = await web.postMultipart('/imports', { _csrf: web.lastCsrf, check_only: 'on' }, { name: 'check.csv', content: csv });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.body).toContain('2 rows would be imported, 2 would fail.');
+    expect(res.body).toMatch(/<td class="num">3<\/td><td><code>claim_date<\/code><\/td>/u);
+    const page = await ctx.deps.imports.list({ companyId: c.id, companyName: c.name, tokenId: null, userId: null }, { limit: 10 });
+    expect(page.data).toEqual([]);
+  });
+
   it('refuses an upload without a valid CSRF token and imports nothing', async () => {
     const c = await companyWithPeople(ctx);
     const web = await signedIn(ctx, c.member.email);

@@ -32,6 +32,14 @@ function toListItem(run: ImportRecord) {
 
 const toDetail = (run: ImportRecord) => ({ ...toListItem(run), summary: run.status === 'completed' ? summaryOf(run) : null });
 
+const isDryRun = (request: FastifyRequest) => String((request.query as Record<string, unknown> | undefined)?.dry_run ?? '').toLowerCase() === 'true';
+const summaryFrom = (r: { imported: number; failed: number; errors: { row: number; messages: Record<string, string[]> }[] }) => ({
+  message: importMessages.finished(r.imported, r.failed),
+  imported: r.imported,
+  failed: r.failed,
+  errors: r.errors,
+});
+
 const wantsAsync = (request: FastifyRequest) => /(^|[\s,;])respond-async($|[\s,;])/iu.test(String(request.headers.prefer ?? ''));
 
 /** 202 with the import's handle, as for `Prefer: respond-async` and for a wait that ran out. */
@@ -104,13 +112,23 @@ export async function importRoutes(app: FastifyInstance) {
       description:
         'multipart/form-data with one part `file` (.csv or .txt, UTF-8, at most IMPORT_MAX_BYTES). Rows are validated independently; ' +
         'the response lists every failed row with its spreadsheet row number. With `Prefer: respond-async`, or when the import takes ' +
-        'longer than IMPORT_WAIT_SECONDS, the answer is 202 with a Location to poll. Accepts an `Idempotency-Key` header.',
+        'longer than IMPORT_WAIT_SECONDS, the answer is 202 with a Location to poll. Accepts an `Idempotency-Key` header. ' +
+        'With `?dry_run=true` every row is validated exactly as a real import would (identity rules against the stored persons ' +
+        'included) and the same summary comes back with `"dry_run": true`; nothing is written and no idempotency record is kept.',
       tags: ['imports'],
       security,
       consumes: ['multipart/form-data'],
+      querystring: {
+        type: 'object',
+        properties: { dry_run: { type: 'boolean', default: false, description: 'Validate only: the summary a real import would give, nothing written' } },
+      },
       body: importBodyDoc,
       response: {
-        200: { description: 'The import finished (also when every row failed)', ...importSummary },
+        200: {
+          description: 'The import finished (also when every row failed), or the dry run\'s summary',
+          ...importSummary,
+          properties: { ...importSummary.properties, dry_run: { type: 'boolean', description: 'Present and true for a dry run' } },
+        },
         202: { description: 'The import is queued or running; poll the Location', ...importEnvelope },
         ...commonErrors,
         409: { description: 'A request with the same Idempotency-Key is still running', ...errorBody },
@@ -124,6 +142,11 @@ export async function importRoutes(app: FastifyInstance) {
   }, async (request, reply) => {
     const part = await filePart(request);
     const file = await imports.receive(request.principal, { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated });
+    if (isDryRun(request)) {
+      // Validates every row as a real import would; writes nothing, keeps no idempotency record.
+      const result = await imports.dryRun(request.principal, file);
+      return reply.code(200).send({ ...summaryFrom(result), dry_run: true });
+    }
     if (await beginUpload(app, request, reply, file)) return reply;
     const run = await imports.start(request.principal, file);
     if (wantsAsync(request)) return accepted(reply.header('preference-applied', 'respond-async'), run);

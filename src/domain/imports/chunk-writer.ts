@@ -92,7 +92,7 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
 }
 
 /** The ledger entry of a chunk: counts, row errors in row order, and the failed rows' cells (id_number emptied). */
-function ledgerEntry(importId: string, chunk: PreparedChunk, outcomes: IdentityOutcome[], columns: Column[] | null): ChunkEntry {
+export function ledgerEntry(importId: string, chunk: PreparedChunk, outcomes: IdentityOutcome[], columns: Column[] | null): ChunkEntry {
   const idNumberAt = columns?.indexOf('id_number') ?? -1;
   const errorsJson: string[] = [];
   const failedRowsJson: string[] = [];

@@ -6,7 +6,8 @@ import { AppError, validationError } from '../errors';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
 import type { Principal } from '../principal';
-import { createChunkWriter, prepareChunk, type ClaimWriter, type PreparedChunk } from './chunk-writer';
+import { withRetries } from '../claims/claim-service';
+import { createChunkWriter, ledgerEntry, prepareChunk, type ClaimWriter, type PreparedChunk } from './chunk-writer';
 import {
   checkFileName,
   createFileInspector,
@@ -20,7 +21,10 @@ import {
   type ImportRow,
 } from './csv-file';
 import { createImportStateMachine, isTerminal } from './import-status';
-import type { ImportFailure, ImportRecord, ImportStatus, ImportStore, ImportTx } from './ports';
+import type { ImportFailure, ImportRecord, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
+
+/** Thrown at the end of a dry run so that its transaction is rolled back. */
+class DryRunRollback extends Error {}
 
 /**
  * Where import jobs go: BullMQ on Redis (separate worker processes) or the in-process runner.
@@ -349,6 +353,52 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   }
 
   /**
+   * A dry run (`?dry_run=true`): every row of the received file is validated and resolved exactly
+   * as a real import would, identity rules against the stored persons included, in one
+   * transaction that is rolled back at the end. It writes no claim, no person and no import; the
+   * file is removed. The summary is the one a real import would give now.
+   */
+  async function dryRun(principal: Principal, file: ReceivedFile): Promise<{ imported: number; failed: number; errors: RowError[] }> {
+    const day = today();
+    const errors: RowError[] = [];
+    let imported = 0;
+    let source: Readable | undefined;
+    try {
+      source = await storage.getStream(file.objectKey);
+      const rows = readImportRows(source);
+      await store
+        .transaction(async (tx) => {
+          let chunk: ImportRow[] = [];
+          let no = 0;
+          const check = async () => {
+            const prepared = prepareChunk(no++, chunk, day);
+            chunk = [];
+            const outcomes =
+              prepared.inputs.length === 0
+                ? []
+                : await withRetries(() => tx.savepoint(() => deps.writeClaims(tx, principal.companyId, prepared.inputs, file.importId)));
+            const entry = ledgerEntry(file.importId, prepared, outcomes, null);
+            imported += entry.imported;
+            for (const e of entry.errorsJson) errors.push(JSON.parse(e) as RowError);
+          };
+          for await (const row of rows) {
+            chunk.push(row);
+            if (chunk.length >= limits.chunkSize) await check();
+          }
+          if (chunk.length > 0) await check();
+          throw new DryRunRollback();
+        })
+        .catch((err: unknown) => {
+          if (!(err instanceof DryRunRollback)) throw err;
+        });
+    } finally {
+      source?.destroy();
+      await storage.delete(file.objectKey).catch(() => {});
+    }
+    return { imported, failed: errors.length, errors: errors.map((e) => ({ row: e.row, messages: byColumn(e.messages) })) };
+  }
+
+  /**
    * The rejected rows as the caller uploaded them, in row order, a page at a time from the ledger:
    * the file's columns in their order (id_number left empty), then the row number and the
    * messages. Nothing is held in memory beyond a page.
@@ -386,7 +436,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     return ids.length;
   }
 
-  return { receive, discard, start, waitForResult, get, list, process, markFailed, cancel, failedRows, purgeLeftovers, resumeUnfinished, machine };
+  return { receive, discard, start, waitForResult, get, list, process, markFailed, cancel, dryRun, failedRows, purgeLeftovers, resumeUnfinished, machine };
 }
 export type ImportService = ReturnType<typeof createImportService<ImportTx>>;
 

@@ -65,6 +65,7 @@ export async function importRoutes(app: FastifyInstance) {
       nextUrl: page.nextCursor ? `/imports?cursor=${encodeURIComponent(page.nextCursor)}` : null,
       isFirstPage: !cursor,
       fileError: null,
+      checkResult: null,
       ...help,
       ...extra,
     };
@@ -77,12 +78,14 @@ export async function importRoutes(app: FastifyInstance) {
     const header = request.headers['x-csrf-token'];
     let token = typeof header === 'string' ? header : undefined;
     let checked = false;
+    let checkOnly = false;
     let received: ReceivedFile | undefined;
     try {
       if (request.isMultipart()) {
         for await (const part of request.parts()) {
           if (part.type === 'field') {
             if (part.fieldname === '_csrf' && typeof part.value === 'string') token ??= part.value;
+            if (part.fieldname === 'check_only' && part.value === 'on') checkOnly = true;
             continue;
           }
           if (!checked) {
@@ -107,6 +110,15 @@ export async function importRoutes(app: FastifyInstance) {
       const status = err.code === 'UNAVAILABLE' ? 503 : 422;
       if (wantsJson(request)) return reply.status(status).send({ message: err.message });
       return renderPage(reply, 'imports', await historyPage(request, { fileError: err.message }), status);
+    }
+    if (checkOnly) {
+      // "Check only": every row validated as a real import would, nothing written.
+      const result = await imports.dryRun(principal, received);
+      const lines = errorLines(result.errors);
+      if (wantsJson(request)) return reply.send({ dry_run: true, ...result });
+      return renderPage(reply, 'imports', await historyPage(request, {
+        checkResult: { imported: result.imported, failed: result.failed, errorLines: lines.slice(0, ERRORS_ON_PAGE), errorLineCount: lines.length, shownLimit: ERRORS_ON_PAGE },
+      }));
     }
     const run = await imports.start(principal, received);
     request.log.info({ importId: run.id }, 'import started from the dashboard');
