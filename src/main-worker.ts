@@ -45,6 +45,8 @@ async function main() {
   });
   await worker.waitUntilReady();
   logger.info({ concurrency: config.workerConcurrency, pid: process.pid }, 'import worker ready');
+  // Claims of failed or cancelled imports that a stopped process did not finish removing.
+  await deps.imports.purgeLeftovers().catch((err: unknown) => logger.error({ err }, 'could not remove the claims of failed imports'));
 }
 
 main().catch((err: unknown) => {
