@@ -6,7 +6,11 @@
  * 1. Upload to response: a ~9 MB file of 90,000 rows (30% repeat persons, seeded) is POSTed
  *    over real HTTP (127.0.0.1), each run on a fresh schema, to a server running imports
  *    in-process, then (with Redis) to a server that queues them for a worker process; the time
- *    from the first byte sent to the summary received is reported.
+ *    from the first byte sent to the summary received is reported. Each run also times the
+ *    database's own bulk path on the same rows in the same kind of fresh schema: COPY into a
+ *    staging table, then INSERT..SELECT of the new clients, their documents and the claims in one
+ *    transaction (persons resolved by document only, no validation); the ratio import ÷ COPY is
+ *    what to compare across machines.
  * 2. Worker memory on a large file: the same kind of file at --large-mb (default 100; the goal
  *    speaks of 500) goes through the queue to a real worker process started as `npm run worker`
  *    starts it (same node flags), with IMPORT_MAX_BYTES raised; the worker's peak RSS (VmHWM)
@@ -22,10 +26,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 
 import { Redis } from 'ioredis';
 import pino from 'pino';
+import postgres from 'postgres';
 
 import { generateCsvFile } from '../scripts/gen-csv';
 import { buildApp } from '../src/api/app';
@@ -145,6 +151,56 @@ async function server(env: Record<string, string>) {
   };
 }
 
+/**
+ * The database's bulk path for the same file, as a yardstick: COPY into a staging table, then one
+ * INSERT..SELECT each for the new clients, their documents and the claims, in one transaction, on
+ * a fresh schema with the project's tables and indexes. Document numbers are hashed with md5 in
+ * the database (the service uses an HMAC in Node); no validation, no identity checks. Milliseconds.
+ */
+async function copyBaseline(file: string): Promise<number> {
+  return withSchema(async (schema) => {
+    // The project's tables, migrated as the service does.
+    const s = await server({ DB_SEARCH_PATH: schema });
+    const companyId = (await s.deps.db.query<{ id: string }>('SELECT id FROM companies LIMIT 1'))[0]!.id;
+    await s.close();
+    const sql = postgres(dbUrl, { max: 1, onnotice: () => {}, connection: { search_path: schema } });
+    try {
+      const header = fs.readFileSync(file, 'utf8').slice(0, 4096).split(/\r?\n/u)[0]!.split(',');
+      const started = performance.now();
+      await sql.begin(async (tx) => {
+        await tx.unsafe(`CREATE TEMP TABLE staging (${header.map((c) => `"${c}" text`).join(', ')}) ON COMMIT DROP`);
+        const copy = await tx.unsafe('COPY staging FROM STDIN WITH (FORMAT csv, HEADER true)').writable();
+        await pipeline(fs.createReadStream(file), copy);
+        await tx.unsafe(`CREATE TEMP TABLE staged ON COMMIT DROP AS
+          SELECT row_number() OVER () AS rn, first_name, last_name, date_of_birth::date AS date_of_birth, id_type,
+                 md5(upper(regexp_replace(id_number, '\\s+', '', 'g'))) AS number_hash, claim_date::date AS claim_date,
+                 upper(regexp_replace(vehicle_registration, '[\\s.-]', '', 'g')) AS plate, nullif(claim_type, '') AS claim_type,
+                 nullif(amount, '')::numeric AS amount,
+                 CASE lower(is_at_fault) WHEN 'true' THEN true WHEN '1' THEN true WHEN 'false' THEN false WHEN '0' THEN false END AS is_at_fault,
+                 coalesce(nullif(status, ''), 'filed') AS status
+            FROM staging`);
+        await tx.unsafe(`CREATE TEMP TABLE new_people ON COMMIT DROP AS
+          SELECT DISTINCT ON (id_type, number_hash) id_type, number_hash, first_name, last_name, date_of_birth, gen_random_uuid() AS client_id
+            FROM staged s
+           WHERE NOT EXISTS (SELECT 1 FROM identity_documents d WHERE d.doc_type = s.id_type AND d.number_hash = s.number_hash)
+           ORDER BY id_type, number_hash, rn`);
+        await tx.unsafe('INSERT INTO clients (id, first_name, last_name, date_of_birth) SELECT client_id, first_name, last_name, date_of_birth FROM new_people');
+        await tx.unsafe('INSERT INTO identity_documents (doc_type, number_hash, client_id) SELECT id_type, number_hash, client_id FROM new_people');
+        await tx.unsafe(
+          `INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, currency, is_at_fault, vehicle_registration, source, status)
+           SELECT gen_random_uuid(), $1, d.client_id, s.claim_date, s.claim_type, s.amount, 'EUR', s.is_at_fault, s.plate, 'bulk_import', s.status
+             FROM staged s JOIN identity_documents d ON d.doc_type = s.id_type AND d.number_hash = s.number_hash
+            ORDER BY s.rn`,
+          [companyId],
+        );
+      });
+      return performance.now() - started;
+    } finally {
+      await sql.end({ timeout: 5 });
+    }
+  });
+}
+
 /** POSTs the file as multipart, streamed from disk (fs.openAsBlob), and returns the parsed answer. */
 async function upload(url: string, auth: Record<string, string>, file: string, headers: Record<string, string> = {}) {
   const form = new FormData();
@@ -158,6 +214,13 @@ async function uploadToResponse() {
   const stats = await generateCsvFile(file, { rows: ROWS, repeat: 0.3, invalid: 0, delimiter: ',', seed: 90_000 });
   console.log(`\n1) upload to response: ${stats.rows} rows, ${mb(stats.bytes)} MB, ${stats.repeatRows} repeat-person rows; a fresh schema per run`);
   const queued = await redisReachable();
+  const copies: number[] = [];
+  for (let run = 1; run <= RUNS; run++) {
+    const ms = await copyBaseline(file);
+    copies.push(ms);
+    console.log(`   COPY (the database's bulk path) run ${run}: ${(ms / 1000).toFixed(2)} s`);
+  }
+  console.log(`   COPY: median ${(median(copies) / 1000).toFixed(2)} s over ${RUNS} runs`);
   for (const mode of queued ? (['in-process', 'queue'] as const) : (['in-process'] as const)) {
     const times: number[] = [];
     for (let run = 1; run <= RUNS; run++) {
@@ -183,7 +246,7 @@ async function uploadToResponse() {
         }
       });
     }
-    console.log(`   ${mode}: median ${(median(times) / 1000).toFixed(2)} s over ${RUNS} runs`);
+    console.log(`   ${mode}: median ${(median(times) / 1000).toFixed(2)} s over ${RUNS} runs, ${(median(times) / median(copies)).toFixed(2)}× the COPY`);
   }
   console.log(`   this (API) process's peak RSS ${mb(peakRss('self'))} MB`);
 }

@@ -16,10 +16,10 @@ import { createDashboardService } from './domain/dashboard/dashboard-service';
 import { createSessionService } from './domain/dashboard/session-service';
 import { todayIn } from './domain/dates';
 import { createIdempotencyService } from './domain/idempotency/idempotency-service';
-import { createImportService, type ImportQueue } from './domain/imports/import-service';
+import { createImportService, importEventPayload, type ImportQueue } from './domain/imports/import-service';
 import { createRegistryService } from './domain/registry/registry-service';
 import { createTokenService } from './domain/tokens/token-service';
-import { createWebhookService } from './domain/webhooks/webhook-service';
+import { createWebhookService, enqueueWebhookEvent, type WebhookEventType } from './domain/webhooks/webhook-service';
 import { importJobCounts } from './db/metrics-repository';
 import { createLogger } from './logger';
 import { createMetrics } from './metrics';
@@ -79,6 +79,8 @@ export type DepsOptions = {
    * the server then is the only process; with REDIS_URL the workers deliver. The admin command line says false.
    */
   deliverWebhooks?: boolean;
+  /** Crash tests: called right after an import chunk commits, before its progress is reported. */
+  afterChunkCommit?: (chunkNo: number) => void;
 };
 
 export async function createDeps(config: Config, options: DepsOptions = {}) {
@@ -117,12 +119,16 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       : createInProcessImportQueue({ concurrency: config.workerConcurrency, attempts: config.importAttempts, log });
     const imports = createImportService({
       store,
-      claims,
+      writeClaims: async (tx, companyId, inputs, importId) => (await claims.storeBatch(tx, { companyId }, inputs, 'bulk_import', importId)).outcomes,
       storage,
       queue: importQueue satisfies ImportQueue,
       today,
       limits: { maxBytes: config.importMaxBytes, chunkSize: config.importChunkSize, uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000 },
-      progressInDatabase: db.kind === 'postgres',
+      // Webhook outbox: every move into completed, failed or cancelled writes its event in the
+      // same transaction, so none is announced that did not happen and none is lost.
+      onTerminal: (tx, run) =>
+        enqueueWebhookEvent(tx, { companyId: run.companyId, type: `import.${run.status}` as WebhookEventType, key: `import.${run.status}:${run.id}`, payload: importEventPayload(run) }),
+      ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
     });
     const tokens = createTokenService({
       store,

@@ -14,7 +14,7 @@ import { checkEvictionPolicy } from './workers/queues';
  * `npm run worker`: consumes the import queue. Run as many as needed (each takes
  * WORKER_CONCURRENCY jobs at a time). On SIGTERM it stops taking jobs and lets the running ones
  * finish (worker.close()); one still running after the grace period is abandoned, and another
- * worker runs it again from the start once its lock expires, its transaction having been rolled back.
+ * worker takes it over once its lock expires, going on after its last committed chunk.
  */
 const SHUTDOWN_GRACE_MS = 110_000;
 
@@ -32,7 +32,12 @@ async function main() {
   });
   probe.once('ready', () => void checkEvictionPolicy(probe, logger).finally(() => probe.disconnect()));
 
-  const deps = await createDeps(config, { logger });
+  // Crash tests only: the worker kills itself right after committing this chunk, before it reports progress.
+  const killAfter = process.env.TEST_KILL_WORKER_AFTER_CHUNK;
+  const deps = await createDeps(config, {
+    logger,
+    ...(killAfter ? { afterChunkCommit: (n: number) => void (n === Number(killAfter) && process.kill(process.pid, 'SIGKILL')) } : {}),
+  });
   const worker = startImportWorker(deps, config, logger);
   startRetentionSchedule(deps.registry, logger);
   // The workers deliver the webhook outbox when imports run on BullMQ.
@@ -48,6 +53,8 @@ async function main() {
   });
   await worker.waitUntilReady();
   logger.info({ concurrency: config.workerConcurrency, pid: process.pid }, 'import worker ready');
+  // Claims of failed or cancelled imports that a stopped process did not finish removing.
+  await deps.imports.purgeLeftovers().catch((err: unknown) => logger.error({ err }, 'could not remove the claims of failed imports'));
 }
 
 main().catch((err: unknown) => {

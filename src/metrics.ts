@@ -11,7 +11,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 
 /** What the import processing reports (the processor calls it when an import ends). */
 export interface ImportMetrics {
-  importFinished(outcome: { status: 'completed' | 'failed'; imported?: number; failed?: number; seconds: number }): void;
+  importFinished(outcome: { status: 'completed' | 'failed' | 'cancelled'; imported?: number; failed?: number; seconds: number }): void;
 }
 /** What webhook delivery reports, once per attempt. */
 export interface WebhookMetrics {

@@ -1,43 +1,26 @@
+import type {
+  HistoryEntry,
+  ImportFailure,
+  ImportRecord,
+  ImportRepositoryPort,
+  ImportStatus,
+  RowError,
+  TransitionPatch,
+} from '../domain/imports/ports';
 import type { Queryable } from './db';
 
-export const IMPORT_STATUSES = ['queued', 'processing', 'completed', 'failed'] as const;
-export type ImportStatus = (typeof IMPORT_STATUSES)[number];
-export type ImportFailure = 'invalid_file' | 'error';
-export type RowError = { row: number; messages: Record<string, string[]> };
-
-export type ImportRecord = {
-  id: string;
-  companyId: string;
-  status: ImportStatus;
-  fileName: string;
-  objectKey: string;
-  sizeBytes: number;
-  rowsTotal: number;
-  rowsDone: number;
-  imported: number | null;
-  failed: number | null;
-  errors: RowError[] | null;
-  message: string | null;
-  failure: ImportFailure | null;
-  attempts: number;
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  cursor: { ts: string; id: string };
-};
-
-/**
- * What a finished import writes. The row errors come already serialised, one JSON text per row:
- * a large file may have many failed rows, and strings take half the memory of objects.
- */
-export type ImportSummary = { imported: number; failed: number; errorsJson: string[]; rowsTotal: number };
+export { IMPORT_STATUSES } from '../domain/imports/ports';
+export type { ImportFailure, ImportRecord, ImportStatus, RowError } from '../domain/imports/ports';
 
 const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+/** A history entry's time: milliseconds, so that quick successive changes keep their order. */
+const NOW_MS = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /** The list leaves the (possibly large) errors out; `withErrors` adds them. */
 const columns = (withErrors: boolean) => `
   id, company_id, status, file_name, object_key, size_bytes::float8 AS size_bytes, rows_total, rows_done,
   imported, failed, ${withErrors ? 'errors::text' : 'NULL::text'} AS errors, message, failure, attempts,
+  history::text AS history, cancel_requested_at IS NOT NULL AS cancel_requested, columns,
   ${TS('created_at')} AS created_at, ${TS('started_at')} AS started_at, ${TS('finished_at')} AS finished_at,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts`;
 
@@ -56,6 +39,9 @@ type Row = {
   message: string | null;
   failure: ImportFailure | null;
   attempts: number;
+  history: string;
+  cancel_requested: boolean;
+  columns: string[] | null;
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
@@ -79,6 +65,9 @@ function toRecord(r: Row): ImportRecord {
     message: r.message,
     failure: r.failure,
     attempts: r.attempts,
+    history: JSON.parse(r.history) as HistoryEntry[],
+    cancelRequested: r.cancel_requested,
+    columns: r.columns,
     createdAt: r.created_at,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
@@ -86,18 +75,12 @@ function toRecord(r: Row): ImportRecord {
   };
 }
 
-/** Deterministic 64-bit key for the per-import advisory lock (two halves of the uuid's first 16 hex digits). */
-const lockKey = (importId: string): [number, number] => {
-  const hex = importId.replace(/-/gu, '');
-  return [parseInt(hex.slice(0, 8), 16) | 0, parseInt(hex.slice(8, 16), 16) | 0];
-};
-
 export function createImportRepository(db: Queryable) {
-  return {
+  const repo = {
     async insert(row: { id: string; companyId: string; fileName: string; objectKey: string; sizeBytes: number; rowsTotal: number }): Promise<void> {
       await db.query(
-        `INSERT INTO imports (id, company_id, file_name, object_key, size_bytes, rows_total)
-         VALUES ($1, $2, $3, $4, $5, $6)`,
+        `INSERT INTO imports (id, company_id, file_name, object_key, size_bytes, rows_total, history)
+         VALUES ($1, $2, $3, $4, $5, $6, jsonb_build_array(jsonb_build_object('status', 'queued', 'at', ${NOW_MS})))`,
         [row.id, row.companyId, row.fileName, row.objectKey, row.sizeBytes, row.rowsTotal],
       );
     },
@@ -133,52 +116,60 @@ export function createImportRepository(db: Queryable) {
       return rows.map((r) => r.id);
     },
 
-    async markProcessing(id: string): Promise<void> {
-      await db.query(
-        `UPDATE imports SET status = 'processing', started_at = now(), rows_done = 0, attempts = attempts + 1
-          WHERE id = $1 AND status IN ('queued', 'processing')`,
+    async lock(id: string) {
+      const rows = await db.query<{ status: ImportStatus; cancel_requested: boolean; company_id: string }>(
+        'SELECT status, cancel_requested_at IS NOT NULL AS cancel_requested, company_id FROM imports WHERE id = $1 FOR UPDATE',
         [id],
       );
+      const r = rows[0];
+      return r && { status: r.status, cancelRequested: r.cancel_requested, companyId: r.company_id };
     },
 
-    async setProgress(id: string, rowsDone: number, rowsTotal: number): Promise<void> {
-      await db.query(
-        `UPDATE imports SET rows_done = $2, rows_total = GREATEST(rows_total, $3) WHERE id = $1 AND status = 'processing'`,
-        [id, rowsDone, rowsTotal],
-      );
-    },
-
-    /**
-     * Serialises work on one import across processes for the rest of the transaction; false when
-     * another transaction holds it (a job redelivered while its first run is still going).
-     */
-    async tryLock(id: string): Promise<boolean> {
-      const [a, b] = lockKey(id);
-      const rows = await db.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1::int, $2::int) AS locked', [a, b]);
-      return rows[0]!.locked === true;
-    },
-
-    /**
-     * Writes the summary; false when the import is already completed (then the caller must roll
-     * its transaction back, so the claims are never stored twice).
-     */
-    async complete(id: string, summary: ImportSummary): Promise<boolean> {
+    async transition(id: string, from: readonly ImportStatus[], to: ImportStatus, patch: TransitionPatch): Promise<ImportRecord | undefined> {
+      const sets = [
+        'status = $3',
+        `history = history || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object('status', $3::text, 'at', ${NOW_MS}, 'attempt', ${
+          patch.startAttempt ? 'attempts + 1' : 'NULL::int'
+        })))`,
+      ];
+      const params: unknown[] = [id, from, to];
+      if (patch.startAttempt) {
+        sets.push(
+          'attempts = attempts + 1',
+          'started_at = coalesce(started_at, now())',
+          'rows_done = coalesce((SELECT sum(l.rows_done)::int FROM import_chunks l WHERE l.import_id = imports.id), 0)',
+        );
+      }
+      if (patch.summaryFromLedger) {
+        sets.push(
+          `imported = coalesce((SELECT sum(l.imported)::int FROM import_chunks l WHERE l.import_id = imports.id), 0)`,
+          `failed = coalesce((SELECT sum(l.failed)::int FROM import_chunks l WHERE l.import_id = imports.id), 0)`,
+          `rows_done = coalesce((SELECT sum(l.rows_done)::int FROM import_chunks l WHERE l.import_id = imports.id), 0)`,
+          `rows_total = coalesce((SELECT sum(l.rows_done)::int FROM import_chunks l WHERE l.import_id = imports.id), 0)`,
+          `errors = coalesce((SELECT jsonb_agg(e.value ORDER BY l.chunk_no, e.ordinality)
+                                FROM import_chunks l, jsonb_array_elements(l.errors) WITH ORDINALITY AS e
+                               WHERE l.import_id = imports.id), '[]'::jsonb)`,
+        );
+      }
+      if (patch.message !== undefined) sets.push(`message = $${params.push(patch.message)}`);
+      if (patch.failure !== undefined) sets.push(`failure = $${params.push(patch.failure)}`);
+      if (to === 'completed' || to === 'failed' || to === 'cancelled') sets.push('finished_at = now()');
       const rows = await db.query<{ id: string }>(
-        `UPDATE imports
-            SET status = 'completed', imported = $2, failed = $3, errors = $4::text::jsonb, rows_total = $5, rows_done = $5,
-                message = NULL, failure = NULL, finished_at = now()
-          WHERE id = $1 AND status <> 'completed'
-          RETURNING id`,
-        [id, summary.imported, summary.failed, `[${summary.errorsJson.join(',')}]`, summary.rowsTotal],
+        `UPDATE imports SET ${sets.join(', ')} WHERE id = $1 AND status = ANY($2::text[]) RETURNING id`,
+        params,
       );
-      return rows.length === 1;
+      return rows.length === 1 ? repo.findById(id) : undefined;
     },
 
-    async fail(id: string, failure: ImportFailure, message: string): Promise<void> {
+    async requestCancel(id: string): Promise<void> {
+      await db.query(`UPDATE imports SET cancel_requested_at = coalesce(cancel_requested_at, now()) WHERE id = $1 AND status = 'processing'`, [id]);
+    },
+
+    async setProgress(id: string, rowsDone: number, cols: string[] | null): Promise<void> {
       await db.query(
-        `UPDATE imports SET status = 'failed', failure = $2, message = $3, finished_at = now()
-          WHERE id = $1 AND status <> 'completed'`,
-        [id, failure, message],
+        `UPDATE imports SET rows_done = $2, rows_total = GREATEST(rows_total, $2), columns = coalesce(columns, $3::text[])
+          WHERE id = $1 AND status = 'processing'`,
+        [id, rowsDone, cols],
       );
     },
 
@@ -186,11 +177,37 @@ export function createImportRepository(db: Queryable) {
       await db.query('DELETE FROM imports WHERE id = $1', [id]);
     },
 
+    async listToPurge(limit: number): Promise<{ id: string; companyId: string }[]> {
+      const rows = await db.query<{ id: string; company_id: string }>(
+        `SELECT id, company_id FROM imports WHERE status IN ('failed', 'cancelled') AND claims_purged_at IS NULL
+          ORDER BY finished_at LIMIT $1`,
+        [limit],
+      );
+      return rows.map((r) => ({ id: r.id, companyId: r.company_id }));
+    },
+
+    async purgeClaims(id: string, companyId: string, batch: number): Promise<number> {
+      const rows = await db.query<{ n: number }>(
+        `WITH gone AS (
+           DELETE FROM claims WHERE id IN (
+             SELECT c.id FROM claims c WHERE c.import_id = $1 AND c.company_id = $2 LIMIT $3
+           ) RETURNING 1
+         ) SELECT count(*)::int AS n FROM gone`,
+        [id, companyId, batch],
+      );
+      return rows[0]!.n;
+    },
+
+    async markPurged(id: string): Promise<void> {
+      await db.query('UPDATE imports SET claims_purged_at = now() WHERE id = $1', [id]);
+    },
+
     async countClaims(id: string): Promise<number> {
       const rows = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM claims WHERE import_id = $1', [id]);
       return rows[0]!.n;
     },
-  };
+  } satisfies ImportRepositoryPort & Record<string, unknown>;
+  return repo;
 }
 export type ImportRepository = ReturnType<typeof createImportRepository>;
 

@@ -3,6 +3,7 @@ import { createCompanyRepository } from './company-repository';
 import { createDashboardRepository } from './dashboard-repository';
 import { RetryableConflict } from '../domain/errors';
 import { pgErrorCode, type Db, type Queryable } from './db';
+import { createImportLedgerRepository } from './import-ledger-repository';
 import { createIdempotencyRepository, createImportRepository } from './import-repository';
 import { createSessionRepository } from './session-repository';
 import { createTokenRepository } from './token-repository';
@@ -14,6 +15,7 @@ function repositories(q: Queryable) {
     tokens: createTokenRepository(q),
     companies: createCompanyRepository(q),
     imports: createImportRepository(q),
+    ledger: createImportLedgerRepository(q),
     idempotency: createIdempotencyRepository(q),
     sessions: createSessionRepository(q),
     dashboard: createDashboardRepository(q),

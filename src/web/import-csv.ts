@@ -2,15 +2,10 @@ import type { Readable } from 'node:stream';
 
 import { stringify } from 'csv-stringify';
 
-import type { RowError } from '../db/import-repository';
+import { neutraliseCell } from '../domain/imports/failed-rows-file';
+import type { RowError } from '../domain/imports/ports';
 
-/**
- * A spreadsheet treats a cell that starts with = + - @ (or a tab or carriage return) as a
- * formula; a leading single quote makes it plain text (OWASP "CSV injection").
- */
-export function neutraliseCell(value: string): string {
-  return /^[=+\-@\t\r]/u.test(value) ? `'${value}` : value;
-}
+export { failedRowsFile, neutraliseCell } from '../domain/imports/failed-rows-file';
 
 /** One line per message: row, column, message, in row order. */
 export function errorLines(errors: RowError[]): { row: number; column: string; message: string }[] {
@@ -24,3 +19,4 @@ export function failedRowsCsv(errors: RowError[]): Readable {
   out.end();
   return out;
 }
+

@@ -39,7 +39,9 @@ export function importCsvProcessor(deps: ImportProcessorDeps) {
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
     try {
       const outcome = await deps.imports.process(importId, { onProgress: async (p) => void (await job.updateProgress(p)) });
-      if (!outcome.alreadyDone) deps.metrics?.importFinished({ status: 'completed', imported: outcome.imported, failed: outcome.failed, seconds: seconds() });
+      if (!outcome.alreadyDone && (outcome.status === 'completed' || outcome.status === 'cancelled')) {
+        deps.metrics?.importFinished({ status: outcome.status, imported: outcome.imported, failed: outcome.failed, seconds: seconds() });
+      }
       return outcome;
     } catch (err) {
       if (err instanceof InvalidImportFile) {
@@ -52,7 +54,7 @@ export function importCsvProcessor(deps: ImportProcessorDeps) {
         deps.metrics?.importFinished({ status: 'failed', seconds: seconds() });
         throw new UnrecoverableError(err.message);
       }
-      // Busy: another run holds the import and will finish it; this attempt just waits its turn.
+      // Busy: another run of the import is ahead of this one; this attempt just waits its turn.
       if (!(err instanceof ImportBusy) && isLastAttempt(job)) {
         await deps.imports.markFailed(importId, 'error', importMessages.failed);
         deps.metrics?.importFinished({ status: 'failed', seconds: seconds() });

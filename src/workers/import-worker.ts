@@ -9,7 +9,7 @@ import { IMPORT_QUEUE, workerConnection } from './queues';
 /**
  * The consumer side of the import queue (`npm run worker`). Each job's lock is renewed while it
  * runs; a worker that dies loses it after `WORKER_LOCK_SECONDS`, and another worker then takes the
- * job again (its transaction was rolled back). A job that stalls twice fails for good.
+ * job again and goes on after the import's last committed chunk. A job that stalls twice fails for good.
  */
 export function startImportWorker(
   deps: ImportProcessorDeps,
@@ -30,10 +30,12 @@ export function startImportWorker(
   worker.on('active', (job) => log.info({ jobId: job.id, attempt: job.attemptsMade + 1 }, 'import job started'));
   worker.on('completed', (job) => log.info({ jobId: job.id }, 'import job completed'));
   worker.on('stalled', (jobId) => log.warn({ jobId }, 'import job stalled (its worker died or blocked); it will run again'));
+  // Failures the processor never saw, such as a job that stalled too often, go through the same
+  // state machine. The handler's work is tracked so that close() waits for it.
+  const pending = new Set<Promise<void>>();
   worker.on('failed', (job, err) => {
     if (!job) return;
-    void (async () => {
-      // Covers failures the processor never saw, such as a job that stalled too often.
+    const work = (async () => {
       const final = err instanceof UnrecoverableError || (await job.isFailed().catch(() => false));
       log.warn({ jobId: job.id, err, final }, 'import job failed');
       if (final && typeof job.data?.importId === 'string') {
@@ -42,7 +44,14 @@ export function startImportWorker(
         });
       }
     })();
+    pending.add(work);
+    void work.finally(() => pending.delete(work));
   });
+  const close = worker.close.bind(worker);
+  worker.close = async (force?: boolean) => {
+    await close(force);
+    await Promise.allSettled([...pending]);
+  };
   worker.on('error', (err) => log.error({ err }, 'import worker error'));
   return worker;
 }

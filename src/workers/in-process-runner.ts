@@ -17,7 +17,7 @@ export type InProcessImportQueue = ImportQueue & {
  * Without REDIS_URL, import jobs run inside the server with the same processor the BullMQ worker
  * uses: the same attempts and backoff, a bounded number at a time. The imports row stays the
  * source of truth: a server stopped mid-import finds the import unfinished at its next start and
- * runs it again (its transaction was rolled back, so nothing is doubled).
+ * runs it again, going on after its last committed chunk (nothing is doubled).
  */
 export function createInProcessImportQueue(opts: { concurrency: number; attempts: number; log: Logger }): InProcessImportQueue {
   const { concurrency, attempts, log } = opts;

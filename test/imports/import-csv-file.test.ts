@@ -84,7 +84,7 @@ describe('reading rows', () => {
   it('numbers rows as a spreadsheet does and reports wrong field counts on "row"', async () => {
     const got = await rows(`${HEADER}\n\nOna,P,1985-06-02,passport,X1,2026-01-01,A1,,,,,\nshort,row\n"a\nb",P,1985-06-02,passport,X2,2026-01-01,A2,,,,,\n`);
     expect(got.map((r) => r.row)).toEqual([3, 4, 5]);
-    expect(got[1]).toEqual({ row: 4, errors: { row: ['The row has 2 fields; the header has 12.'] } });
+    expect(got[1]).toMatchObject({ row: 4, errors: { row: ['The row has 2 fields; the header has 12.'] } });
   });
 
   it('maps a record to the POST /claims body and the API field paths back to columns', () => {

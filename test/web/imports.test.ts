@@ -60,10 +60,11 @@ describe('import pages', () => {
     expect(csvRes.statusCode).toBe(200);
     expect(csvRes.headers['content-type']).toMatch(/text\/csv/u);
     expect(csvRes.headers['content-disposition']).toMatch(/attachment; filename="import-[0-9a-f]{8}-failed-rows\.csv"/u);
+    // The same file as the API's errors.csv: the uploaded columns (id_number empty), then row and errors.
     const lines = csvRes.body.replace(/^\uFEFF/u, '').trim().split('\n');
-    expect(lines[0]).toBe('row,column,message');
-    expect(lines).toContain('3,claim_date,The claim date cannot be in the future.');
-    expect(lines.length).toBe(4);
+    expect(lines[0]).toBe(`${HEADER},row,errors`);
+    expect(lines).toContain(`Jonas,Jonaitis,1990-01-01,passport,,2999-01-01,CD456,50,3,claim_date: The claim date cannot be in the future.`);
+    expect(lines.length).toBe(3);
 
     const history = await web.get('/imports');
     expect(history.body).toContain(`/imports/${started.id}`);
@@ -79,6 +80,19 @@ describe('import pages', () => {
     expect(res.statusCode, res.body).toBe(303);
     const result = await web.get(res.headers.location!);
     expect(result.body).toContain('Import finished: 2 imported, 2 failed.');
+  });
+
+  it('"Check only" shows what an import would give and writes nothing', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.member.email);
+    await web.get('/imports');
+    const { csv } = fileWithErrors(ctx.deps.today());
+    const res = await web.postMultipart('/imports', { _csrf: web.lastCsrf, check_only: 'on' }, { name: 'check.csv', content: csv });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.body).toContain('2 rows would be imported, 2 would fail.');
+    expect(res.body).toMatch(/<td class="num">3<\/td><td><code>claim_date<\/code><\/td>/u);
+    const page = await ctx.deps.imports.list({ companyId: c.id, companyName: c.name, tokenId: null, userId: null }, { limit: 10 });
+    expect(page.data).toEqual([]);
   });
 
   it('refuses an upload without a valid CSRF token and imports nothing', async () => {

@@ -4,7 +4,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ImportRecord } from '../../db/import-repository';
 import { AppError, validationError } from '../../domain/errors';
 import { fileMessages } from '../../domain/imports/csv-file';
-import { summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
+import { importMessages, summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
+import { failedRowsFile } from '../../domain/imports/failed-rows-file';
 import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/idempotency';
 import { commonErrors, errorBody, validationErrorBody } from '../schemas/common';
 import { importBodyDoc, importEnvelope, importIdParams, importPage, importSummary, listImportsQuery } from '../schemas/imports';
@@ -22,13 +23,22 @@ function toListItem(run: ImportRecord) {
     progress: { rows_done: run.rowsDone, rows_total: run.rowsTotal },
     imported: run.imported,
     failed: run.failed,
-    message: run.status === 'completed' ? summaryOf(run).message : run.message,
+    message: run.status === 'completed' ? summaryOf(run).message : run.status === 'cancelled' ? importMessages.cancelled : run.message,
     created_at: run.createdAt,
     finished_at: run.finishedAt,
+    history: run.history,
   };
 }
 
 const toDetail = (run: ImportRecord) => ({ ...toListItem(run), summary: run.status === 'completed' ? summaryOf(run) : null });
+
+const isDryRun = (request: FastifyRequest) => String((request.query as Record<string, unknown> | undefined)?.dry_run ?? '').toLowerCase() === 'true';
+const summaryFrom = (r: { imported: number; failed: number; errors: { row: number; messages: Record<string, string[]> }[] }) => ({
+  message: importMessages.finished(r.imported, r.failed),
+  imported: r.imported,
+  failed: r.failed,
+  errors: r.errors,
+});
 
 const wantsAsync = (request: FastifyRequest) => /(^|[\s,;])respond-async($|[\s,;])/iu.test(String(request.headers.prefer ?? ''));
 
@@ -45,6 +55,7 @@ function outcome(reply: FastifyReply, run: ImportRecord) {
     return reply.code(422).send({ message, errors: { file: [message] } });
   }
   if (run.status === 'failed') return reply.code(500).send({ message: run.message ?? 'Server error.' });
+  if (run.status === 'cancelled') return reply.code(200).send({ data: toDetail(run) });
   return accepted(reply, run);
 }
 
@@ -119,13 +130,23 @@ export async function importRoutes(app: FastifyInstance) {
       description:
         'multipart/form-data with one part `file` (.csv or .txt, UTF-8, at most IMPORT_MAX_BYTES). Rows are validated independently; ' +
         'the response lists every failed row with its spreadsheet row number. With `Prefer: respond-async`, or when the import takes ' +
-        'longer than IMPORT_WAIT_SECONDS, the answer is 202 with a Location to poll. Accepts an `Idempotency-Key` header.',
+        'longer than IMPORT_WAIT_SECONDS, the answer is 202 with a Location to poll. Accepts an `Idempotency-Key` header. ' +
+        'With `?dry_run=true` every row is validated exactly as a real import would (identity rules against the stored persons ' +
+        'included) and the same summary comes back with `"dry_run": true`; nothing is written and no idempotency record is kept.',
       tags: ['imports'],
       security,
       consumes: ['multipart/form-data'],
+      querystring: {
+        type: 'object',
+        properties: { dry_run: { type: 'boolean', default: false, description: 'Validate only: the summary a real import would give, nothing written' } },
+      },
       body: importBodyDoc,
       response: {
-        200: { description: 'The import finished (also when every row failed)', ...importSummary },
+        200: {
+          description: 'The import finished (also when every row failed), or the dry run\'s summary',
+          ...importSummary,
+          properties: { ...importSummary.properties, dry_run: { type: 'boolean', description: 'Present and true for a dry run' } },
+        },
         202: { description: 'The import is queued or running; poll the Location', ...importEnvelope },
         ...commonErrors,
         409: { description: 'A request with the same Idempotency-Key is still running', ...errorBody },
@@ -139,6 +160,11 @@ export async function importRoutes(app: FastifyInstance) {
   }, async (request, reply) => {
     const part = await filePart(request);
     const file = await receiveUpload(imports, request, part);
+    if (isDryRun(request)) {
+      // Validates every row as a real import would; writes nothing, keeps no idempotency record.
+      const result = await imports.dryRun(request.principal, file);
+      return reply.code(200).send({ ...summaryFrom(result), dry_run: true });
+    }
     if (await beginUpload(app, request, reply, file)) return reply;
     const run = await imports.start(request.principal, file);
     if (wantsAsync(request)) return accepted(reply.header('preference-applied', 'respond-async'), run);
@@ -160,6 +186,53 @@ export async function importRoutes(app: FastifyInstance) {
   }, async (request) => {
     const { id } = request.params as { id: string };
     return { data: toDetail(await imports.get(request.principal, id)) };
+  });
+
+  app.get('/imports/:id/errors.csv', {
+    schema: {
+      operationId: 'getImportErrorsCsv',
+      summary: 'The rejected rows of one of your imports as a CSV file',
+      description:
+        'The rows that were not imported, with the uploaded columns in their original order (`id_number` left empty: document ' +
+        'numbers are never given back), then `row` (the row number) and `errors` (`field: message; ...`). Fix the rows, delete ' +
+        'the last two columns and upload the file again.',
+      tags: ['imports'],
+      security,
+      params: importIdParams,
+      produces: ['text/csv'],
+      response: { 200: { description: 'CSV (UTF-8 with a BOM)', type: 'string' }, ...commonErrors, ...notFound },
+    },
+  }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const file = await imports.failedRows(request.principal, id);
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="import-${file.run.id.slice(0, 8)}-errors.csv"`)
+      .send(failedRowsFile(file.header, file.rows));
+  });
+
+  app.post('/imports/:id/cancel', {
+    schema: {
+      operationId: 'cancelImport',
+      summary: 'Cancel one of your imports',
+      description:
+        'Queued or already cancelled: 200 with the import (a queued import never starts). Processing: 202; it stops after the ' +
+        'chunk it is writing, then shows `cancelled`. A cancelled import leaves no claim visible. Completed or failed: 409.',
+      tags: ['imports'],
+      security,
+      params: importIdParams,
+      response: {
+        200: { description: 'Cancelled', ...importEnvelope },
+        202: { description: 'Cancelling: it stops after the current chunk', ...importEnvelope },
+        409: { description: 'The import has already finished', ...errorBody },
+        ...commonErrors,
+        ...notFound,
+      },
+    },
+  }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const { run, accepted } = await imports.cancel(request.principal, id);
+    return reply.code(accepted ? 202 : 200).header('location', locationOf(run.id)).send({ data: toDetail(run) });
   });
 
   app.get('/imports', {

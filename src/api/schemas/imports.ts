@@ -46,6 +46,19 @@ const importProperties = {
   message: { type: ['string', 'null'], description: 'The summary message, or why the import failed' },
   created_at: { type: 'string', format: 'date-time' },
   finished_at: { type: ['string', 'null'], format: 'date-time' },
+  history: {
+    type: 'array',
+    description: 'Every change of status with its time, oldest first; `attempt` numbers each start of processing',
+    items: {
+      type: 'object',
+      properties: {
+        status: { type: 'string', enum: IMPORT_STATUSES },
+        at: { type: 'string', format: 'date-time' },
+        attempt: { type: 'integer' },
+      },
+      required: ['status', 'at'],
+    },
+  },
 } as const;
 const importRequired = Object.keys(importProperties) as (keyof typeof importProperties)[];
 

@@ -1,15 +1,16 @@
 import { createHash } from 'node:crypto';
 import { Readable, Transform } from 'node:stream';
+import { finished } from 'node:stream/promises';
 
-import { parse } from 'csv-parse';
-import { parse as parseSync } from 'csv-parse/sync';
+import { parse, type Options, type Parser } from 'csv-parse';
 
 import type { FieldErrors } from '../errors';
 
 /**
- * The CSV import file format (DECISIONS.md, "CSV import"): pure rules plus the two streaming
- * readers, one that inspects the upload on its way to storage and one that yields the rows to
- * the worker. Row validation itself is the single-claim endpoint's `validateClaimInput`.
+ * The CSV import file format: columns, header rules, the mapping of a row to a claim input, row
+ * numbers, and ONE csv-parse configuration (`createCsvParser`) that both the upload check (on the
+ * file's way to storage) and the worker's row reader use, so the two can never disagree. Row
+ * validation itself is the single-claim endpoint's `validateClaimInput`.
  */
 
 export const REQUIRED_COLUMNS = [
@@ -102,124 +103,107 @@ export function checkHeader(names: string[]): string[] {
   return problems;
 }
 
+/** The one csv-parse configuration of the import: RFC 4180 quotes, CRLF, LF or CR line ends, a BOM allowed. */
+export function csvOptions(delimiter: Delimiter): Options {
+  return {
+    bom: true,
+    delimiter,
+    record_delimiter: ['\r\n', '\n', '\r'],
+    relax_quotes: true,
+    relax_column_count: true,
+    skip_empty_lines: false,
+    max_record_size: MAX_RECORD_CHARS,
+  };
+}
+export const createCsvParser = (delimiter: Delimiter): Parser => parse(csvOptions(delimiter));
+
 export type Header = { delimiter: Delimiter; columns: Column[] };
 
-/** Parses and checks the header line (BOM and line end already removed). */
-export function parseHeader(line: string): Header {
-  const delimiter = detectDelimiter(line);
-  let names: string[];
-  try {
-    names = (parseSync(line, { delimiter, relax_quotes: true, relax_column_count: true }) as string[][])[0] ?? [];
-  } catch {
-    names = line.split(delimiter);
-  }
+/** The header record (record 1 of the parser) checked: its names, or InvalidImportFile. */
+export function checkHeaderRecord(names: string[]): Column[] {
   const problems = checkHeader(names);
   if (problems.length > 0) throw new InvalidImportFile(problems);
-  return { delimiter, columns: names as Column[] };
+  return names as Column[];
+}
+
+/** A parser error as the file's problem; `row` is the record being read (header = 1). */
+function fileError(err: unknown, row: number): unknown {
+  const code = (err as { code?: string }).code;
+  if (code === 'CSV_QUOTE_NOT_CLOSED') return new InvalidImportFile([fileMessages.unclosedQuote(row)]);
+  if (code === 'CSV_MAX_RECORD_SIZE') return new InvalidImportFile([fileMessages.recordTooLarge(row)]);
+  return err;
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/**
+ * The delimiter, from the first line of the file's first bytes: undefined while more bytes are
+ * needed, InvalidImportFile for a file with no usable header line.
+ */
+function sniffDelimiter(head: Buffer, final: boolean): Delimiter | undefined {
+  let end = head.indexOf(LF);
+  const cr = head.indexOf(CR);
+  if (cr !== -1 && (end === -1 || cr < end)) end = cr;
+  if (end === -1) {
+    if (head.length > MAX_HEADER_BYTES) throw new InvalidImportFile([fileMessages.headerTooLong]);
+    if (!final) return undefined;
+    end = head.length;
+  }
+  const bom = head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0;
+  const line = head.subarray(bom, end).toString('utf8');
+  if (line.trim() === '') {
+    // Only white space so far: an empty file if it stays so, else a blank first row.
+    const allBlank = head.subarray(bom).toString('utf8').trim() === '';
+    if (allBlank && final) throw new InvalidImportFile([fileMessages.empty]);
+    if (allBlank && head.length <= MAX_HEADER_BYTES) return undefined;
+    throw new InvalidImportFile([fileMessages.blankHeader]);
+  }
+  return detectDelimiter(line);
 }
 
 /** What the upload inspection learnt about a valid file. */
 export type InspectedFile = { size: number; sha256: string; dataRows: number; header: Header | undefined };
 
-const QUOTE = 0x22;
-const LF = 0x0a;
-const CR = 0x0d;
-const SPACE = 0x20;
-const TAB = 0x09;
+const blank = (cell: string | undefined) => cell === undefined || cell.trim() === '';
 
 /**
- * A pass-through stream that rejects an unacceptable file on its way to storage, on the first
- * bytes where possible: binary content (NUL bytes), text that is not UTF-8, a header row that does
- * not match, a quote that is never closed. It also hashes the bytes (for Idempotency-Key) and
- * counts the data rows (the progress total). Nothing is buffered beyond the header line.
+ * A pass-through stream that rejects an unacceptable file on its way to storage, as early as the
+ * bytes show it: binary content (NUL bytes), text that is not UTF-8, a header row that does not
+ * match, a quote that is never closed. The bytes go through the import's csv-parse parser, which
+ * also counts the data rows (the progress total); they are hashed too (for Idempotency-Key).
+ * Nothing is kept beyond the header line and the parser's current record.
  */
 export function createFileInspector(): Transform & { result(): InspectedFile } {
   const hash = createHash('sha256');
   const decoder = new TextDecoder('utf-8', { fatal: true });
   let size = 0;
-  let headBytes: Buffer[] = [];
+  let head: Buffer[] = [];
+  let parser: Parser | undefined;
   let header: Header | undefined;
-  let delimiterByte = 0x2c;
-  // Record scanner state (after the header): inside quotes, at the start of a field, the record
-  // has content, the previous byte was a CR, the record number (header = 1), the quote's record.
-  let inQuotes = false;
-  let quoteClosedPending = false;
-  let atFieldStart = true;
-  let hasContent = false;
-  let afterCr = false;
-  let record = 2; // the scanner starts after the header row
-  let quoteRecord = 0;
+  let records = 0;
   let dataRows = 0;
+  let failure: unknown;
 
-  const endRecord = () => {
-    if (hasContent) dataRows++;
-    record++;
-    hasContent = false;
-    atFieldStart = true;
-  };
-
-  /** Mirrors csv-parse with relax_quotes: a quote opens a quoted field only at the field's start. */
-  const scan = (buf: Buffer, from: number) => {
-    for (let i = from; i < buf.length; i++) {
-      const b = buf[i]!;
-      if (afterCr) {
-        afterCr = false;
-        if (b === LF && !inQuotes) continue;
+  const start = (delimiter: Delimiter) => {
+    const p = createCsvParser(delimiter);
+    p.on('data', (record: string[]) => {
+      records++;
+      try {
+        if (records === 1) header = { delimiter, columns: checkHeaderRecord(record) };
+        else if (!record.every(blank)) dataRows++;
+      } catch (err) {
+        failure ??= err;
       }
-      if (inQuotes) {
-        if (quoteClosedPending) {
-          quoteClosedPending = false;
-          if (b === QUOTE) continue; // "" is an escaped quote
-          inQuotes = false; // the quote closed the field; fall through to handle b unquoted
-        } else {
-          if (b === QUOTE) quoteClosedPending = true;
-          continue;
-        }
-      }
-      if (b === LF || b === CR) {
-        endRecord();
-        afterCr = b === CR;
-      } else if (b === delimiterByte) {
-        atFieldStart = true;
-      } else if (b === QUOTE && atFieldStart) {
-        inQuotes = true;
-        quoteRecord = record;
-        atFieldStart = false;
-      } else {
-        atFieldStart = false;
-        if (b !== SPACE && b !== TAB && b !== QUOTE) hasContent = true;
-      }
-    }
+    });
+    p.on('error', (err) => (failure ??= fileError(err, p.info.records + 1)));
+    parser = p;
   };
-
-  const takeHeader = (final: boolean): number | undefined => {
-    const head = Buffer.concat(headBytes);
-    headBytes = [head];
-    let end = head.indexOf(LF);
-    const cr = head.indexOf(CR);
-    if (cr !== -1 && (end === -1 || cr < end)) end = cr;
-    if (end === -1) {
-      if (head.length > MAX_HEADER_BYTES) throw new InvalidImportFile([fileMessages.headerTooLong]);
-      if (!final) return undefined;
-      end = head.length;
-    }
-    const bom = head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0;
-    const line = head.subarray(bom, end).toString('utf8');
-    if (line.trim() === '') {
-      // Only white space so far: an empty file if it stays so, else a blank first row.
-      const allBlank = head.subarray(bom).toString('utf8').trim() === '';
-      if (allBlank && final) throw new InvalidImportFile([fileMessages.empty]);
-      if (allBlank && head.length <= MAX_HEADER_BYTES) return undefined;
-      throw new InvalidImportFile([fileMessages.blankHeader]);
-    }
-    header = parseHeader(line);
-    delimiterByte = header.delimiter.charCodeAt(0);
-    return end;
-  };
+  const feed = (buf: Buffer) => new Promise<void>((resolve) => void parser!.write(buf, () => resolve()));
 
   const inspector = new Transform({
     transform(chunk: Buffer, _enc, done) {
-      try {
+      (async () => {
         size += chunk.length;
         hash.update(chunk);
         if (chunk.indexOf(0) !== -1) throw new InvalidImportFile([fileMessages.binary]);
@@ -228,40 +212,43 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
         } catch {
           throw new InvalidImportFile([fileMessages.notUtf8]);
         }
-        if (header) {
-          scan(chunk, 0);
-        } else {
-          headBytes.push(chunk);
-          const end = takeHeader(false);
-          if (end !== undefined) {
-            const head = headBytes[0]!;
-            headBytes = [];
-            // The header's own line end: continue scanning right after it.
-            afterCr = head[end] === CR;
-            scan(head, Math.min(end + 1, head.length));
-          }
+        let bytes = chunk;
+        if (!parser) {
+          head.push(chunk);
+          bytes = Buffer.concat(head);
+          head = [bytes];
+          const delimiter = sniffDelimiter(bytes, false);
+          if (delimiter === undefined) return;
+          head = [];
+          start(delimiter);
         }
-        done(null, chunk);
-      } catch (err) {
-        done(err as Error);
-      }
+        await feed(bytes);
+        if (failure) throw failure;
+      })().then(
+        () => done(null, chunk),
+        (err: Error) => done(err),
+      );
     },
     flush(done) {
-      try {
+      (async () => {
         try {
           decoder.decode();
         } catch {
           throw new InvalidImportFile([fileMessages.notUtf8]);
         }
         if (size === 0) throw new InvalidImportFile([fileMessages.empty]);
-        if (!header) takeHeader(true);
-        if (inQuotes && !quoteClosedPending) throw new InvalidImportFile([fileMessages.unclosedQuote(quoteRecord)]);
-        if (inQuotes) inQuotes = false;
-        if (hasContent) dataRows++;
-        done();
-      } catch (err) {
-        done(err as Error);
-      }
+        if (!parser) {
+          const bytes = Buffer.concat(head);
+          start(sniffDelimiter(bytes, true)!);
+          await feed(bytes);
+        }
+        parser!.end();
+        await finished(parser!).catch(() => {});
+        if (failure) throw failure;
+      })().then(
+        () => done(),
+        (err: Error) => done(err),
+      );
     },
   }) as Transform & { result(): InspectedFile };
   inspector.result = () => ({ size, sha256: hash.digest('hex'), dataRows, header });
@@ -269,9 +256,10 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
 }
 
 /** A data row: the claim body (POST /claims shape), or errors that need no validation to find. */
-export type ImportRow = { row: number; body: Record<string, unknown> } | { row: number; errors: FieldErrors };
+export type ImportRow =
+  | { row: number; body: Record<string, unknown>; cells: string[] }
+  | { row: number; errors: FieldErrors; cells: string[] };
 
-const blank = (cell: string | undefined) => cell === undefined || cell.trim() === '';
 
 /** true/false/1/0 in any case; anything else stays a string so the validator reports it. */
 function toBoolean(cell: string | undefined): unknown {
@@ -327,29 +315,23 @@ export function toColumnErrors(errors: FieldErrors): Record<string, string[]> {
   return out;
 }
 
-/** Reads up to the end of the first line, so the delimiter is known before the parser starts. */
-async function peekHeader(source: Readable): Promise<{ line: string; replay: Readable }> {
+
+/** Reads up to the end of the header line, so the delimiter is known before the parser starts. */
+async function peekDelimiter(source: Readable): Promise<{ delimiter: Delimiter; replay: Readable }> {
   const iterator = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   const head: Buffer[] = [];
-  let length = 0;
-  let line: string | undefined;
+  let delimiter: Delimiter | undefined;
   for (;;) {
     const next = await iterator.next();
     if (next.done) break;
     head.push(next.value);
-    length += next.value.length;
     const joined = Buffer.concat(head);
-    const lf = joined.indexOf(LF);
-    const cr = joined.indexOf(CR);
-    const end = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
-    if (end !== -1) {
-      line = joined.subarray(0, end).toString('utf8');
-      break;
-    }
-    if (length > MAX_HEADER_BYTES) throw new InvalidImportFile([fileMessages.headerTooLong]);
+    head.length = 0;
+    head.push(joined);
+    delimiter = sniffDelimiter(joined, false);
+    if (delimiter !== undefined) break;
   }
-  line ??= Buffer.concat(head).toString('utf8');
-  if (line.charCodeAt(0) === 0xfeff) line = line.slice(1);
+  delimiter ??= sniffDelimiter(Buffer.concat(head), true)!;
   async function* replayAll() {
     for (const chunk of head) yield chunk;
     for (;;) {
@@ -358,46 +340,40 @@ async function peekHeader(source: Readable): Promise<{ line: string; replay: Rea
       yield next.value;
     }
   }
-  return { line, replay: Readable.from(replayAll(), { objectMode: false }) };
+  return { delimiter, replay: Readable.from(replayAll(), { objectMode: false }) };
 }
 
 /**
  * Yields the data rows of a stored import file in order, numbered as a spreadsheet shows them
- * (header = 1). Blank rows are skipped but keep their number; a row with the wrong number of
- * fields is a row error. The header is checked again here (the file was checked at upload).
+ * (header = 1), through the same parser as the upload check. Blank rows are skipped but keep their
+ * number; a row with the wrong number of fields is a row error. Each row keeps its cells as read.
  */
-export async function* readImportRows(source: Readable): AsyncGenerator<ImportRow, void, undefined> {
-  const { line, replay } = await peekHeader(source);
-  const header = parseHeader(line);
-  const parser = replay.pipe(
-    parse({
-      bom: true,
-      delimiter: header.delimiter,
-      record_delimiter: ['\r\n', '\n', '\r'],
-      relax_quotes: true,
-      relax_column_count: true,
-      skip_empty_lines: false,
-      max_record_size: MAX_RECORD_CHARS,
-    }),
-  );
+export async function* readImportRows(
+  source: Readable,
+  opts: { onHeader?: (columns: Column[]) => void } = {},
+): AsyncGenerator<ImportRow, void, undefined> {
+  const { delimiter, replay } = await peekDelimiter(source);
+  const parser = replay.pipe(createCsvParser(delimiter));
   replay.on('error', (err) => parser.destroy(err));
   let row = 0;
+  let columns: Column[] = [];
   try {
     for await (const record of parser as AsyncIterable<string[]>) {
       row++;
-      if (row === 1) continue;
-      if (record.every(blank)) continue;
-      if (record.length !== header.columns.length) {
-        yield { row, errors: { row: [rowMessages.fieldCount(record.length, header.columns.length)] } };
+      if (row === 1) {
+        columns = checkHeaderRecord(record);
+        opts.onHeader?.(columns);
         continue;
       }
-      yield { row, body: toClaimBody(record, header.columns) };
+      if (record.every(blank)) continue;
+      if (record.length !== columns.length) {
+        yield { row, errors: { row: [rowMessages.fieldCount(record.length, columns.length)] }, cells: record };
+        continue;
+      }
+      yield { row, body: toClaimBody(record, columns), cells: record };
     }
   } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code === 'CSV_QUOTE_NOT_CLOSED') throw new InvalidImportFile([fileMessages.unclosedQuote(row + 1)]);
-    if (code === 'CSV_MAX_RECORD_SIZE') throw new InvalidImportFile([fileMessages.recordTooLarge(row + 1)]);
-    throw err;
+    throw fileError(err, row + 1);
   } finally {
     parser.destroy();
     replay.destroy();

@@ -1,17 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 
-import type { ImportFailure, ImportRecord, ImportSummary, RowError } from '../../db/import-repository';
-import type { Store } from '../../db/store';
 import { ObjectNotFound, ObjectTooLarge, StorageTimeout, type ObjectStore } from '../../storage/object-store';
-import type { ClaimInput } from '../claims/claim';
-import { validateClaimInput } from '../claims/claim';
-import { withRetries, type ClaimService } from '../claims/claim-service';
 import { AppError, validationError } from '../errors';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
 import type { Principal } from '../principal';
-import { enqueueWebhookEvent } from '../webhooks/webhook-service';
+import { withRetries } from '../claims/claim-service';
+import { createChunkWriter, ledgerEntry, prepareChunk, type ClaimWriter, type PreparedChunk } from './chunk-writer';
 import {
   checkFileName,
   createFileInspector,
@@ -21,9 +17,14 @@ import {
   readImportRows,
   REQUIRED_COLUMNS,
   sanitizeFileName,
-  toColumnErrors,
+  type Column,
   type ImportRow,
 } from './csv-file';
+import { createImportStateMachine, isTerminal } from './import-status';
+import type { ImportFailure, ImportRecord, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
+
+/** Thrown at the end of a dry run so that its transaction is rolled back. */
+class DryRunRollback extends Error {}
 
 /**
  * Where import jobs go: BullMQ on Redis (separate worker processes) or the in-process runner.
@@ -53,47 +54,51 @@ export class ImportGone extends Error {
     this.name = 'ImportGone';
   }
 }
-/** Another transaction is processing this import right now (a redelivered job): try again later. */
+/** Another run of this import is ahead of this one (a redelivered job): try again later. */
 export class ImportBusy extends Error {
   constructor() {
     super('The import is being processed by another worker');
     this.name = 'ImportBusy';
   }
 }
-class AlreadyCompleted extends Error {}
 
 export const importMessages = {
   unavailable: 'Imports are unavailable right now (the job queue cannot be reached); nothing was imported. Try again later.',
   storageTimeout: 'The file could not be stored in time; nothing was imported. Try again.',
   failed: 'The import could not be completed; nothing was imported. Try again later.',
   notFound: 'Import not found.',
+  cancelled: 'The import was cancelled; nothing was imported.',
+  alreadyFinished: 'The import has already finished.',
   finished: (imported: number, failed: number) => `Import finished: ${imported} imported, ${failed} failed.`,
 } as const;
 
 export type ReceivedFile = { importId: string; objectKey: string; fileName: string; size: number; sha256: string; dataRows: number };
 export type Upload = { fileName: string | undefined; stream: Readable; truncated: () => boolean };
 export type ImportProgress = { rows_done: number; rows_total: number };
-export type ProcessOutcome = { importId: string; status: 'completed'; imported: number; failed: number; alreadyDone: boolean };
+export type ProcessOutcome = { importId: string; status: ImportStatus; imported: number; failed: number; alreadyDone: boolean };
 
-export type ImportServiceDeps = {
-  store: Pick<Store, 'imports' | 'transaction'>;
-  claims: Pick<ClaimService, 'storeBatch'>;
+export type ImportServiceDeps<Tx extends ImportTx> = {
+  store: ImportStore<Tx>;
+  /** Stores a chunk's valid rows set-based in the chunk's transaction (the single-claim identity rules). */
+  writeClaims: ClaimWriter<Tx>;
   storage: ObjectStore;
   queue: ImportQueue;
   today: () => string;
   limits: { maxBytes: number; chunkSize: number; uploadTimeoutMs: number };
-  /**
-   * PostgreSQL: progress is written to the imports row from another connection while the
-   * import's transaction runs. PGlite has one connection, blocked by that transaction, so there
-   * progress is only reported to the job.
-   */
-  progressInDatabase: boolean;
+  /** Runs inside the transaction of every move into completed, failed or cancelled. */
+  onTerminal?: (tx: Tx, run: ImportRecord) => Promise<void>;
+  /** Called right after a chunk has committed, before its progress is reported (crash tests). */
+  afterChunkCommit?: (chunkNo: number) => void;
+  /** Claims of a failed or cancelled import removed per statement. */
+  purgeBatch?: number;
 };
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-export function createImportService(deps: ImportServiceDeps) {
-  const { store, claims, storage, queue, today, limits } = deps;
+export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps<Tx>) {
+  const { store, storage, queue, today, limits } = deps;
+  const machine = createImportStateMachine<Tx>({ store, ...(deps.onTerminal ? { onTerminal: deps.onTerminal } : {}) });
+  const writer = createChunkWriter<Tx>({ store, machine, writeClaims: deps.writeClaims });
   const objectKeyOf = (companyId: string, importId: string) => `imports/${companyId}/${importId}`;
 
   /**
@@ -185,33 +190,31 @@ export function createImportService(deps: ImportServiceDeps) {
     return { data: page, nextCursor: rows.length > opts.limit ? encodeCursor(page.at(-1)!.cursor) : null };
   }
 
+  const outcomeOf = (run: ImportRecord, alreadyDone: boolean): ProcessOutcome => ({
+    importId: run.id,
+    status: run.status,
+    imported: run.imported ?? 0,
+    failed: run.failed ?? 0,
+    alreadyDone,
+  });
+
   /**
-   * Runs an import: every claim of the file, and the import's final status and summary, are
-   * written in ONE database transaction, with chunked set-based statements inside it.
-   *
-   * Why one transaction: a crash (a SIGKILLed worker, a lost connection) rolls everything back,
-   * so a retry simply runs the file again from the start and the end state holds every valid row
-   * exactly once with an exact summary; a file whose job fails for good leaves no claims. The
-   * alternative, a transaction per chunk with a checkpoint, would make half-imported files
-   * visible and need per-row deduplication on retry. The cost: the transaction holds its locks
-   * (the new clients' documents) until the file is done, so an API submission of a person first
-   * seen in a running import waits for it; and on PGlite, which has a single connection, the
-   * transaction blocks every other query while it runs (acceptable for the embedded mode, which
-   * is for trying the service and small single-node use).
-   *
-   * Each chunk runs in a savepoint and is retried alone when it lost a race for a new person to a
-   * concurrent submission (RetryableConflict). The event loop gets a turn between chunks so that
-   * the job's lock keeps being renewed. A second run of the same import waits on an advisory lock
-   * (ImportBusy) and a completed import is never written again.
+   * Runs an import, chunk by chunk: each chunk of IMPORT_CHUNK_SIZE rows commits in a transaction
+   * of its own with its ledger entry. A run that starts again (a killed worker, a restarted
+   * database, a retry) reads the ledger and goes on after the last committed chunk, so every row
+   * is written exactly once; the summary is built from the ledger. Reading, parsing and validating
+   * chunk n+1 overlap with the write of chunk n; at most one chunk waits while one is written, so
+   * memory stays bounded whatever the file's size. The claims stay invisible until the import is
+   * completed (their import's status decides), and a failed or cancelled import's claims are
+   * removed afterwards.
    */
   async function process(importId: string, opts: { onProgress?: (p: ImportProgress) => Promise<void> } = {}): Promise<ProcessOutcome> {
-    const run = await store.imports.findById(importId);
-    if (!run) throw new ImportGone('The import no longer exists.');
-    if (run.status === 'completed') {
-      return { importId, status: 'completed', imported: run.imported ?? 0, failed: run.failed ?? 0, alreadyDone: true };
-    }
-    if (run.status === 'failed') throw new ImportGone('The import has already failed for good.');
-    await store.imports.markProcessing(importId);
+    const found = await store.imports.findById(importId);
+    if (!found) throw new ImportGone('The import no longer exists.');
+    if (isTerminal(found.status)) return outcomeOf(found, true);
+    const run = await machine.start(importId);
+    if (!run) return outcomeOf((await store.imports.findById(importId)) ?? found, true);
+    const last = await store.ledger.last(importId);
     let source: Readable;
     try {
       source = await storage.getStream(run.objectKey);
@@ -219,101 +222,55 @@ export function createImportService(deps: ImportServiceDeps) {
       if (err instanceof ObjectNotFound) throw new ImportGone('The uploaded file is no longer in storage.');
       throw err;
     }
-    // The progress write needs a second pool connection and is never awaited: API submissions of
-    // persons this import has just created wait for its commit while holding connections, and an
-    // import waiting for one of those connections would never commit. One write at a time; a
-    // report made while one is in flight is skipped (the next one carries newer figures).
-    let progressWrite: Promise<void> | undefined;
-    const report = async (done: number, total: number) => {
-      if (deps.progressInDatabase && !progressWrite) {
-        progressWrite = store.imports
-          .setProgress(importId, done, total)
-          .catch(() => {})
-          .finally(() => {
-            progressWrite = undefined;
-          });
-      }
-      await opts.onProgress?.({ rows_done: done, rows_total: total });
-    };
-    let summary: ImportSummary;
+    let stopped: ImportStatus | undefined;
     try {
-      summary = await store.transaction(async (tx) => {
-        if (!(await tx.imports.tryLock(importId))) throw new ImportBusy();
-        const result = await importRows(tx, run, source, report);
-        if (!(await tx.imports.complete(importId, result))) throw new AlreadyCompleted();
-        // Webhook outbox (ops): written in the completion's transaction.
-        await enqueueWebhookEvent(tx, {
-          companyId: run.companyId,
-          type: 'import.completed',
-          key: `import.completed:${importId}`,
-          payload: importEventPayload({ ...run, status: 'completed', imported: result.imported, failed: result.failed, rowsDone: result.rowsTotal, rowsTotal: result.rowsTotal, message: null }),
-        });
-        return result;
-      });
-    } catch (err) {
-      if (!(err instanceof AlreadyCompleted)) throw err;
-      const done = (await store.imports.findById(importId))!;
-      return { importId, status: 'completed', imported: done.imported ?? 0, failed: done.failed ?? 0, alreadyDone: true };
+      stopped = await importChunks(run, source, last, opts.onProgress);
     } finally {
       source.destroy();
     }
-    // The file holds personal data: it is kept no longer than the import needs it.
-    await storage.delete(run.objectKey).catch(() => {});
-    return { importId, status: 'completed', imported: summary.imported, failed: summary.failed, alreadyDone: false };
+    if (stopped !== undefined) {
+      const now = (await store.imports.findById(importId))!;
+      if (now.status === 'cancelled' || now.status === 'failed') await cleanUp(now);
+      return outcomeOf(now, false);
+    }
+    const done = await machine.complete(importId);
+    const now = done ?? (await store.imports.findById(importId))!;
+    await cleanUp(now);
+    return outcomeOf(now, done === undefined);
   }
 
-  type Tx = Parameters<Parameters<Store['transaction']>[0]>[0];
+  /** The chunks after the ledger's last one; the status that stopped the run early, if one did. */
+  async function importChunks(
+    run: ImportRecord,
+    source: Readable,
+    last: { chunkNo: number; rowsDone: number } | undefined,
+    onProgress: ((p: ImportProgress) => Promise<void>) | undefined,
+  ): Promise<ImportStatus | undefined> {
+    const day = today(); // one "today" for the run
+    let columns: Column[] | null = null;
+    let chunkNo = last ? last.chunkNo + 1 : 0;
+    let rowsDone = last?.rowsDone ?? 0;
+    let skip = rowsDone; // rows already committed by an earlier run
+    let stopped: ImportStatus | undefined;
 
-  async function importRows(tx: Tx, run: ImportRecord, source: Readable, report: (done: number, total: number) => Promise<void>): Promise<ImportSummary> {
-    const principal = { companyId: run.companyId };
-    const day = today(); // one "today" for the whole file
-    // Kept as JSON text until the summary is written (half the memory of the objects).
-    const errors: string[] = [];
-    let imported = 0;
-    let rowsDone = 0;
-
-    /** Validation (CPU only): the rows to write, and a slot per row to report in row order. */
-    const prepare = (rows: ImportRow[]) => {
-      const inputs: ClaimInput[] = [];
-      const slots: ({ row: number; index: number } | RowError)[] = [];
-      for (const r of rows) {
-        if ('errors' in r) {
-          slots.push({ row: r.row, messages: toColumnErrors(r.errors) });
-          continue;
-        }
-        const { value, errors: invalid } = validateClaimInput(r.body, day);
-        if (value) slots.push({ row: r.row, index: inputs.push(value) - 1 });
-        else slots.push({ row: r.row, messages: toColumnErrors(invalid) });
+    const write = async (chunk: PreparedChunk) => {
+      if (stopped !== undefined) return;
+      const result = await writer.commit(run, chunk, rowsDone, columns);
+      if (result.kind === 'superseded') throw new ImportBusy();
+      if (result.kind === 'stopped') {
+        stopped = result.status ?? 'failed';
+        return;
       }
-      return { inputs, slots, count: rows.length };
-    };
-
-    /** One chunk's set-based write, in a savepoint, retried alone when it lost a race for a new person. */
-    const write = async ({ inputs, slots, count }: ReturnType<typeof prepare>) => {
-      const { outcomes } =
-        inputs.length === 0
-          ? { outcomes: [] }
-          : await withRetries(() =>
-              tx.savepoint(() => claims.storeBatch(tx, principal, inputs, 'bulk_import', run.id)),
-            );
-      for (const slot of slots) {
-        if ('messages' in slot) {
-          errors.push(JSON.stringify(slot));
-          continue;
-        }
-        const outcome = outcomes[slot.index]!;
-        if (outcome.ok) imported++;
-        else errors.push(JSON.stringify({ row: slot.row, messages: toColumnErrors({ [outcome.field]: [outcome.message] }) }));
-      }
-      rowsDone += count;
-      await report(rowsDone, Math.max(run.rowsTotal, rowsDone));
+      rowsDone = result.rowsDone;
+      deps.afterChunkCommit?.(chunk.no);
+      await onProgress?.({ rows_done: rowsDone, rows_total: Math.max(run.rowsTotal, rowsDone) });
     };
 
     // Chunks are written one after the other (identities resolve in file order), while the next
-    // chunk is read and validated during the previous chunk's database round trip.
+    // one is read and validated; the reader waits (back-pressure) while a chunk waits to be written.
     let inflight: Promise<void> = Promise.resolve();
     const dispatch = async (rows: ImportRow[]) => {
-      const prepared = prepare(rows);
+      const prepared = prepareChunk(chunkNo++, rows, day);
       await inflight;
       inflight = write(prepared);
       inflight.catch(() => {}); // awaited below; this only keeps it from counting as unhandled meanwhile
@@ -321,50 +278,167 @@ export function createImportService(deps: ImportServiceDeps) {
     };
     try {
       let chunk: ImportRow[] = [];
-      for await (const row of readImportRows(source)) {
+      for await (const row of readImportRows(source, { onHeader: (c) => (columns = c) })) {
+        if (stopped !== undefined) break;
+        if (skip > 0) {
+          skip--;
+          continue;
+        }
         chunk.push(row);
         if (chunk.length >= limits.chunkSize) {
           await dispatch(chunk);
           chunk = [];
         }
       }
-      if (chunk.length > 0) await dispatch(chunk);
+      if (chunk.length > 0 && stopped === undefined) await dispatch(chunk);
       await inflight;
     } catch (err) {
       await inflight.catch(() => {});
       throw err;
     }
-    return { imported, failed: errors.length, errorsJson: errors, rowsTotal: rowsDone };
+    return stopped;
   }
 
-  /** A job that failed for good: the import is marked failed and its file removed. */
+  /** After a terminal status: the file goes (it holds personal data), and a failed or cancelled import's claims. */
+  async function cleanUp(run: ImportRecord): Promise<void> {
+    if (!isTerminal(run.status)) return;
+    await storage.delete(run.objectKey).catch(() => {});
+    if (run.status !== 'completed') await purge(run.id, run.companyId);
+  }
+
+  /** Removes the claims of a failed or cancelled import, in batches (they were never visible). */
+  async function purge(importId: string, companyId: string): Promise<void> {
+    const batch = deps.purgeBatch ?? 5000;
+    while ((await store.imports.purgeClaims(importId, companyId, batch)) > 0) await yieldToEventLoop();
+    await store.imports.markPurged(importId);
+  }
+
+  /** Failed or cancelled imports whose claims a stopped process did not finish removing. */
+  async function purgeLeftovers(): Promise<number> {
+    const left = await store.imports.listToPurge(100);
+    for (const run of left) await purge(run.id, run.companyId);
+    return left.length;
+  }
+
+  /** A job that failed for good: the import moves to failed, its file and its written claims go. */
   async function markFailed(importId: string, failure: ImportFailure, message: string): Promise<void> {
-    // Webhook outbox (ops): the event is written in the failure's transaction, once per import.
-    const run = await store.transaction(async (tx) => {
-      await tx.imports.fail(importId, failure, message);
-      const failed = await tx.imports.findById(importId);
-      if (failed?.status === 'failed') {
-        await enqueueWebhookEvent(tx, { companyId: failed.companyId, type: 'import.failed', key: `import.failed:${importId}`, payload: importEventPayload(failed) });
-      }
-      return failed;
-    });
-    if (run && run.status === 'failed') await storage.delete(run.objectKey).catch(() => {});
+    await machine.fail(importId, failure, message);
+    const run = await store.imports.findById(importId);
+    if (run && run.status === 'failed') await cleanUp(run);
   }
 
   /**
-   * In-process mode: imports a stopped server left queued or processing are run again (their
-   * transaction was rolled back). With BullMQ the jobs wait in Redis and need nothing.
+   * POST /imports/{id}/cancel. Queued: cancelled at once (200). Processing: the worker stops after
+   * the chunk it is writing (202). Completed or failed: 409.
+   */
+  async function cancel(principal: Principal, importId: string): Promise<{ run: ImportRecord; accepted: boolean }> {
+    const run = await get(principal, importId);
+    if (run.status === 'completed' || run.status === 'failed') throw new AppError('CONFLICT', importMessages.alreadyFinished);
+    if (run.status === 'cancelled') return { run, accepted: false };
+    const result = await store.transaction(async (tx) => {
+      const state = await tx.imports.lock(importId);
+      if (!state || state.companyId !== principal.companyId) return undefined;
+      if (state.status === 'queued') return { moved: await machine.transition(tx, importId, 'cancelled'), accepted: false };
+      if (state.status === 'processing') {
+        await tx.imports.requestCancel(importId);
+        return { moved: undefined, accepted: true };
+      }
+      return { moved: undefined, accepted: false };
+    });
+    const now = await get(principal, importId);
+    if (!result) throw new AppError('NOT_FOUND', importMessages.notFound);
+    if (now.status === 'completed' || now.status === 'failed') throw new AppError('CONFLICT', importMessages.alreadyFinished);
+    if (result.moved) await storage.delete(now.objectKey).catch(() => {});
+    return { run: now, accepted: result.accepted };
+  }
+
+  /**
+   * A dry run (`?dry_run=true`): every row of the received file is validated and resolved exactly
+   * as a real import would, identity rules against the stored persons included, in one
+   * transaction that is rolled back at the end. It writes no claim, no person and no import; the
+   * file is removed. The summary is the one a real import would give now.
+   */
+  async function dryRun(principal: Principal, file: ReceivedFile): Promise<{ imported: number; failed: number; errors: RowError[] }> {
+    const day = today();
+    const errors: RowError[] = [];
+    let imported = 0;
+    let source: Readable | undefined;
+    try {
+      source = await storage.getStream(file.objectKey);
+      const rows = readImportRows(source);
+      await store
+        .transaction(async (tx) => {
+          let chunk: ImportRow[] = [];
+          let no = 0;
+          const check = async () => {
+            const prepared = prepareChunk(no++, chunk, day);
+            chunk = [];
+            const outcomes =
+              prepared.inputs.length === 0
+                ? []
+                : await withRetries(() => tx.savepoint(() => deps.writeClaims(tx, principal.companyId, prepared.inputs, file.importId)));
+            const entry = ledgerEntry(file.importId, prepared, outcomes, null);
+            imported += entry.imported;
+            for (const e of entry.errorsJson) errors.push(JSON.parse(e) as RowError);
+          };
+          for await (const row of rows) {
+            chunk.push(row);
+            if (chunk.length >= limits.chunkSize) await check();
+          }
+          if (chunk.length > 0) await check();
+          throw new DryRunRollback();
+        })
+        .catch((err: unknown) => {
+          if (!(err instanceof DryRunRollback)) throw err;
+        });
+    } finally {
+      source?.destroy();
+      await storage.delete(file.objectKey).catch(() => {});
+    }
+    return { imported, failed: errors.length, errors: errors.map((e) => ({ row: e.row, messages: byColumn(e.messages) })) };
+  }
+
+  /**
+   * The rejected rows as the caller uploaded them, in row order, a page at a time from the ledger:
+   * the file's columns in their order (id_number left empty), then the row number and the
+   * messages. Nothing is held in memory beyond a page.
+   */
+  async function failedRows(principal: Principal, importId: string) {
+    const run = await get(principal, importId);
+    const columns = run.columns ?? [...REQUIRED_COLUMNS, ...OPTIONAL_COLUMNS];
+    async function* rows(): AsyncGenerator<string[]> {
+      let after = 0;
+      for (;;) {
+        const page = await store.ledger.failedRows(importId, after, 1000);
+        for (const r of page) {
+          const cells = columns.map((_, i) => r.cells[i] ?? '');
+          const errors = Object.entries(byColumn(r.messages))
+            .flatMap(([field, list]) => list.map((m) => `${field}: ${m}`))
+            .join('; ');
+          yield [...cells, String(r.row), errors];
+        }
+        if (page.length < 1000) return;
+        after = page.at(-1)!.row;
+      }
+    }
+    return { run, header: [...columns, 'row', 'errors'], rows: rows() };
+  }
+
+  /**
+   * In-process mode: imports a stopped server left queued or processing run again (they resume
+   * after their last committed chunk). With BullMQ the jobs wait in Redis and need nothing.
    */
   async function resumeUnfinished(): Promise<number> {
+    await purgeLeftovers();
     if (queue.kind !== 'in-process') return 0;
     const ids = await store.imports.listUnfinishedIds();
     for (const id of ids) await queue.enqueue(id);
     return ids.length;
   }
 
-  return { receive, discard, start, waitForResult, get, list, process, markFailed, resumeUnfinished };
+  return { receive, discard, start, waitForResult, get, list, process, markFailed, cancel, dryRun, failedRows, purgeLeftovers, resumeUnfinished, machine };
 }
-export type ImportService = ReturnType<typeof createImportService>;
+export type ImportService = ReturnType<typeof createImportService<ImportTx>>;
 
 /** Column order for the messages of a row (the database keeps JSON object keys in its own order). */
 const COLUMN_ORDER = new Map<string, number>(['row', ...REQUIRED_COLUMNS, ...OPTIONAL_COLUMNS].map((c, i) => [c, i]));

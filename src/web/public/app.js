@@ -42,6 +42,7 @@ function enhanceImportForm(form) {
   form.addEventListener('submit', (event) => {
     const file = form.querySelector('input[type="file"]');
     if (!file || !file.files || file.files.length === 0) return; // let the server explain
+    if (form.querySelector('input[name="check_only"]:checked')) return; // a check answers with a page
     event.preventDefault();
     const button = form.querySelector('button[type="submit"]');
     button.disabled = true;

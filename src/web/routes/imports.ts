@@ -7,14 +7,14 @@ import { ALLOWED_EXTENSIONS, fileMessages, OPTIONAL_COLUMNS, REQUIRED_COLUMNS } 
 import type { ReceivedFile } from '../../domain/imports/import-service';
 import { companyUser, principalOf, requireCompanyUser, wantsJson } from '../context';
 import { text, type FormBody } from '../forms';
-import { errorLines, failedRowsCsv } from '../import-csv';
+import { errorLines, failedRowsFile } from '../import-csv';
 import { renderPage } from '../render';
 
 /** Row errors shown on the results page; all of them are in the CSV download. */
 const ERRORS_ON_PAGE = 500;
 const HISTORY_PAGE = 20;
 
-const isDone = (run: ImportRecord) => run.status === 'completed' || run.status === 'failed';
+const isDone = (run: ImportRecord) => run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled';
 
 function statusOf(run: ImportRecord) {
   return {
@@ -65,6 +65,7 @@ export async function importRoutes(app: FastifyInstance) {
       nextUrl: page.nextCursor ? `/imports?cursor=${encodeURIComponent(page.nextCursor)}` : null,
       isFirstPage: !cursor,
       fileError: null,
+      checkResult: null,
       ...help,
       ...extra,
     };
@@ -77,12 +78,14 @@ export async function importRoutes(app: FastifyInstance) {
     const header = request.headers['x-csrf-token'];
     let token = typeof header === 'string' ? header : undefined;
     let checked = false;
+    let checkOnly = false;
     let received: ReceivedFile | undefined;
     try {
       if (request.isMultipart()) {
         for await (const part of request.parts()) {
           if (part.type === 'field') {
             if (part.fieldname === '_csrf' && typeof part.value === 'string') token ??= part.value;
+            if (part.fieldname === 'check_only' && part.value === 'on') checkOnly = true;
             continue;
           }
           if (!checked) {
@@ -107,6 +110,15 @@ export async function importRoutes(app: FastifyInstance) {
       const status = err.code === 'UNAVAILABLE' ? 503 : 422;
       if (wantsJson(request)) return reply.status(status).send({ message: err.message });
       return renderPage(reply, 'imports', await historyPage(request, { fileError: err.message }), status);
+    }
+    if (checkOnly) {
+      // "Check only": every row validated as a real import would, nothing written.
+      const result = await imports.dryRun(principal, received);
+      const lines = errorLines(result.errors);
+      if (wantsJson(request)) return reply.send({ dry_run: true, ...result });
+      return renderPage(reply, 'imports', await historyPage(request, {
+        checkResult: { imported: result.imported, failed: result.failed, errorLines: lines.slice(0, ERRORS_ON_PAGE), errorLineCount: lines.length, shownLimit: ERRORS_ON_PAGE },
+      }));
     }
     const run = await imports.start(principal, received);
     request.log.info({ importId: run.id }, 'import started from the dashboard');
@@ -137,12 +149,19 @@ export async function importRoutes(app: FastifyInstance) {
     });
   });
 
+  app.post('/imports/:id/cancel', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    await imports.cancel(principalOf(companyUser(request)), id);
+    return reply.redirect(`/imports/${id}`, 303);
+  });
+
   app.get('/imports/:id/failed-rows.csv', { preHandler: requireCompanyUser }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    const run = await imports.get(principalOf(companyUser(request)), id);
+    // The same file as GET /api/v1/imports/{id}/errors.csv.
+    const file = await imports.failedRows(principalOf(companyUser(request)), id);
     return reply
       .type('text/csv; charset=utf-8')
-      .header('content-disposition', `attachment; filename="import-${run.id.slice(0, 8)}-failed-rows.csv"`)
-      .send(failedRowsCsv(run.errors ?? []));
+      .header('content-disposition', `attachment; filename="import-${file.run.id.slice(0, 8)}-failed-rows.csv"`)
+      .send(failedRowsFile(file.header, file.rows));
   });
 }

@@ -1,0 +1,125 @@
+import type { ClaimInput } from '../claims/claim';
+import { validateClaimInput } from '../claims/claim';
+import { withRetries } from '../claims/claim-service';
+import type { IdentityOutcome } from '../clients/identity';
+import { toColumnErrors, type Column, type ImportRow } from './csv-file';
+import type { ImportStateMachine } from './import-status';
+import type { ChunkEntry, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
+
+/**
+ * The chunk writer: validates a chunk of rows (CPU only, while the previous chunk is being
+ * written) and commits it in a transaction of its own together with its ledger entry.
+ */
+
+/**
+ * Stores the valid rows of a chunk set-based, inside the chunk's transaction, resolving
+ * identities in row order against the stored persons; one outcome per input. Throws
+ * RetryableConflict, having written nothing, when it lost a race for a new person.
+ */
+export type ClaimWriter<Tx> = (tx: Tx, companyId: string, inputs: ClaimInput[], importId: string) => Promise<IdentityOutcome[]>;
+
+/** A validated chunk: the rows to store, and one slot per row, in row order, to report it. */
+export type PreparedChunk = {
+  no: number;
+  firstRow: number;
+  lastRow: number;
+  count: number;
+  inputs: ClaimInput[];
+  slots: ({ row: number; index: number; cells: string[] } | (RowError & { cells: string[] }))[];
+};
+
+/** Row validation is the single-claim validation, called (`validateClaimInput`). */
+export function prepareChunk(no: number, rows: ImportRow[], today: string): PreparedChunk {
+  const inputs: ClaimInput[] = [];
+  const slots: PreparedChunk['slots'] = [];
+  for (const r of rows) {
+    if ('errors' in r) {
+      slots.push({ row: r.row, messages: toColumnErrors(r.errors), cells: r.cells });
+      continue;
+    }
+    const { value, errors } = validateClaimInput(r.body, today);
+    if (value) slots.push({ row: r.row, index: inputs.push(value) - 1, cells: r.cells });
+    else slots.push({ row: r.row, messages: toColumnErrors(errors), cells: r.cells });
+  }
+  return { no, firstRow: rows[0]?.row ?? 0, lastRow: rows.at(-1)?.row ?? 0, count: rows.length, inputs, slots };
+}
+
+/** What committing a chunk came to. */
+export type ChunkResult =
+  | { kind: 'written'; rowsDone: number }
+  /** The import is no longer processing (cancelled, failed meanwhile): stop. */
+  | { kind: 'stopped'; status: ImportStatus | undefined }
+  /** Another run of the same import is ahead of this one (the ledger has this chunk already). */
+  | { kind: 'superseded' };
+
+export function createChunkWriter<Tx extends ImportTx>(deps: {
+  store: ImportStore<Tx>;
+  machine: ImportStateMachine<Tx>;
+  writeClaims: ClaimWriter<Tx>;
+}) {
+  const { store, machine, writeClaims } = deps;
+
+  /**
+   * One transaction: lock the import's row (a cancel asked meanwhile wins; a second run of the
+   * same import waits here), check the ledger is where this run expects it, store the claims,
+   * append the ledger entry, record the progress. Everything commits together or not at all.
+   */
+  async function commit(run: { id: string; companyId: string }, chunk: PreparedChunk, rowsBefore: number, columns: Column[] | null): Promise<ChunkResult> {
+    return withRetries(() =>
+      store.transaction(async (tx): Promise<ChunkResult> => {
+        const state = await tx.imports.lock(run.id);
+        if (!state || state.status !== 'processing') return { kind: 'stopped', status: state?.status };
+        if (state.cancelRequested) {
+          await machine.transition(tx, run.id, 'cancelled');
+          return { kind: 'stopped', status: 'cancelled' };
+        }
+        const last = await tx.ledger.last(run.id);
+        if ((last?.chunkNo ?? -1) !== chunk.no - 1 || (last?.rowsDone ?? 0) !== rowsBefore) return { kind: 'superseded' };
+        const outcomes =
+          chunk.inputs.length === 0
+            ? []
+            : await withRetries(() => tx.savepoint(() => writeClaims(tx, run.companyId, chunk.inputs, run.id)));
+        const entry = ledgerEntry(run.id, chunk, outcomes, columns);
+        await tx.ledger.append(entry);
+        const rowsDone = rowsBefore + chunk.count;
+        await tx.imports.setProgress(run.id, rowsDone, columns);
+        return { kind: 'written', rowsDone };
+      }),
+    );
+  }
+
+  return { commit };
+}
+
+/** The ledger entry of a chunk: counts, row errors in row order, and the failed rows' cells (id_number emptied). */
+export function ledgerEntry(importId: string, chunk: PreparedChunk, outcomes: IdentityOutcome[], columns: Column[] | null): ChunkEntry {
+  const idNumberAt = columns?.indexOf('id_number') ?? -1;
+  const errorsJson: string[] = [];
+  const failedRowsJson: string[] = [];
+  let imported = 0;
+  for (const slot of chunk.slots) {
+    let messages: Record<string, string[]> | undefined;
+    if ('messages' in slot) messages = slot.messages;
+    else {
+      const outcome = outcomes[slot.index]!;
+      if (outcome.ok) imported++;
+      else messages = toColumnErrors({ [outcome.field]: [outcome.message] });
+    }
+    if (!messages) continue;
+    errorsJson.push(JSON.stringify({ row: slot.row, messages }));
+    // Document numbers are never given back: the failed rows' file leaves id_number empty.
+    const cells = idNumberAt === -1 ? slot.cells : slot.cells.map((c, i) => (i === idNumberAt ? '' : c));
+    failedRowsJson.push(JSON.stringify({ row: slot.row, cells }));
+  }
+  return {
+    importId,
+    chunkNo: chunk.no,
+    firstRow: chunk.firstRow,
+    lastRow: chunk.lastRow,
+    rowsDone: chunk.count,
+    imported,
+    failed: errorsJson.length,
+    errorsJson,
+    failedRowsJson,
+  };
+}

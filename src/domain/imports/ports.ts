@@ -1,0 +1,101 @@
+/**
+ * What the import domain needs of storage, declared here so that the domain depends on no driver:
+ * src/db implements these interfaces (import-repository.ts, import-ledger-repository.ts).
+ */
+
+export const IMPORT_STATUSES = ['queued', 'processing', 'completed', 'failed', 'cancelled'] as const;
+export type ImportStatus = (typeof IMPORT_STATUSES)[number];
+export type ImportFailure = 'invalid_file' | 'error';
+export type RowError = { row: number; messages: Record<string, string[]> };
+/** A change of status and when it happened (ISO 8601, UTC); `attempt` on each start of processing. */
+export type HistoryEntry = { status: ImportStatus; at: string; attempt?: number };
+
+export type ImportRecord = {
+  id: string;
+  companyId: string;
+  status: ImportStatus;
+  fileName: string;
+  objectKey: string;
+  sizeBytes: number;
+  rowsTotal: number;
+  rowsDone: number;
+  imported: number | null;
+  failed: number | null;
+  errors: RowError[] | null;
+  message: string | null;
+  failure: ImportFailure | null;
+  attempts: number;
+  history: HistoryEntry[];
+  cancelRequested: boolean;
+  columns: string[] | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  cursor: { ts: string; id: string };
+};
+
+/** What a status change writes beside the status itself. */
+export type TransitionPatch = {
+  /** processing: a new attempt starts (attempts + 1, rows_done from the ledger). */
+  startAttempt?: boolean;
+  /** completed: imported, failed, errors and rows from the ledger. */
+  summaryFromLedger?: boolean;
+  message?: string | null;
+  failure?: ImportFailure | null;
+};
+
+export interface ImportRepositoryPort {
+  insert(row: { id: string; companyId: string; fileName: string; objectKey: string; sizeBytes: number; rowsTotal: number }): Promise<void>;
+  findById(id: string): Promise<ImportRecord | undefined>;
+  findForCompany(companyId: string, id: string): Promise<ImportRecord | undefined>;
+  listByCompany(companyId: string, opts: { after?: { ts: string; id: string } | undefined; limit: number }): Promise<ImportRecord[]>;
+  listUnfinishedIds(): Promise<string[]>;
+  /** Locks the import's row for the rest of the transaction; its status and whether a cancel was asked. */
+  lock(id: string): Promise<{ status: ImportStatus; cancelRequested: boolean; companyId: string } | undefined>;
+  /**
+   * Moves the import from one of `from` to `to`, appends the change to its history, and returns
+   * the import as it now is; undefined when its status was not one of `from` (nothing written).
+   */
+  transition(id: string, from: readonly ImportStatus[], to: ImportStatus, patch: TransitionPatch): Promise<ImportRecord | undefined>;
+  requestCancel(id: string): Promise<void>;
+  setProgress(id: string, rowsDone: number, columns: string[] | null): Promise<void>;
+  delete(id: string): Promise<void>;
+  /** Failed or cancelled imports whose claims are not all removed yet. */
+  listToPurge(limit: number): Promise<{ id: string; companyId: string }[]>;
+  /** Deletes up to `batch` claims of the import; how many it deleted. */
+  purgeClaims(id: string, companyId: string, batch: number): Promise<number>;
+  markPurged(id: string): Promise<void>;
+}
+
+/** One committed chunk, as the ledger keeps it. */
+export type ChunkEntry = {
+  importId: string;
+  chunkNo: number;
+  firstRow: number;
+  lastRow: number;
+  rowsDone: number;
+  imported: number;
+  failed: number;
+  /** The chunk's row errors, in row order, each already JSON text (strings are half the memory of objects). */
+  errorsJson: string[];
+  /** The failed rows' cells (JSON text each: {row, cells}), id_number left empty. */
+  failedRowsJson: string[];
+};
+
+export interface LedgerPort {
+  /** The last committed chunk and the rows done up to it, or undefined before the first. */
+  last(importId: string): Promise<{ chunkNo: number; rowsDone: number } | undefined>;
+  has(importId: string, chunkNo: number): Promise<boolean>;
+  append(entry: ChunkEntry): Promise<void>;
+  /** The failed rows' cells in row order, a page at a time (for the failed rows' file). */
+  failedRows(importId: string, afterRow: number, limit: number): Promise<{ row: number; cells: string[]; messages: Record<string, string[]> }[]>;
+}
+
+/** The repositories one transaction sees; `Tx` carries whatever else the chunk writer needs. */
+export type ImportTx = { imports: ImportRepositoryPort; ledger: LedgerPort; savepoint: <T>(fn: () => Promise<T>) => Promise<T> };
+
+export interface ImportStore<Tx extends ImportTx> {
+  imports: ImportRepositoryPort;
+  ledger: LedgerPort;
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+}
