@@ -115,7 +115,7 @@ function answerDatabaseUnavailable(err: unknown, request: FastifyRequest, reply:
   void reply
     .status(503)
     .header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
-    .send({ message: 'The database is unavailable right now. Try again shortly.' });
+    .send({ message: 'The database (or another service this request needs) cannot be reached right now. Try again shortly.' });
   return true;
 }
 
