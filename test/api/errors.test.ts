@@ -179,10 +179,17 @@ describe('when the database is unreachable', () => {
   // The database is closed already; closing it again is allowed to fail (PGlite refuses a second close).
   afterAll(async () => ctx.close().catch(() => undefined));
 
-  it('answers API requests with 500 {"message":"Server error."}', async () => {
+  it('answers API requests with a JSON 5xx: on PostgreSQL a lost connection is 503 with Retry-After', async () => {
     const res = await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: company.auth });
-    expect(res.statusCode).toBe(500);
-    expect(res.json()).toEqual(apiError('server_error', 'Server error.'));
+    if (ctx.deps.db.kind === 'postgres') {
+      // The pool was ended: a connection fault, answered as the database being unavailable.
+      expect(res.statusCode).toBe(503);
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+      expect(res.json()).toMatchObject({ code: 'service_unavailable', message: expect.stringMatching(/database/iu) });
+    } else {
+      expect(res.statusCode).toBe(500);
+      expect(res.json()).toEqual(apiError('server_error', 'Server error.'));
+    }
   });
 
   it('reports not ready on /readyz with 503, while /healthz stays 200', async () => {

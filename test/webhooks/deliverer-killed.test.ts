@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -19,6 +20,14 @@ const redisUrl = process.env.TEST_REDIS_URL;
 const enabled = Boolean(redisUrl) && dbKind() === 'postgres';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const scripts = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 describe.skipIf(!enabled)('a webhook deliverer killed mid-delivery', () => {
   const prefix = `test-hook-${randomBytes(4).toString('hex')}`;
@@ -39,7 +48,7 @@ describe.skipIf(!enabled)('a webhook deliverer killed mid-delivery', () => {
     redis.disconnect();
   });
 
-  function startWorker(): ChildProcess {
+  function startWorker(extraEnv: Record<string, string> = {}): ChildProcess {
     const [, ...args] = scripts.worker!.split(/\s+/u);
     const child = spawn(process.execPath, args, {
       cwd: root,
@@ -59,6 +68,7 @@ describe.skipIf(!enabled)('a webhook deliverer killed mid-delivery', () => {
         WEBHOOK_TIMEOUT_SECONDS: '5',
         WEBHOOK_RETRY_SCHEDULE: '0,0,0,0,0',
         LOG_LEVEL: 'warn',
+        ...extraEnv,
       },
     });
     workers.add(child);
@@ -81,13 +91,17 @@ describe.skipIf(!enabled)('a webhook deliverer killed mid-delivery', () => {
       first.kill('SIGKILL');
       await exited;
 
-      startWorker();
+      const metricsPort = await freePort();
+      startWorker({ WORKER_METRICS_PORT: String(metricsPort), HOST: '127.0.0.1' });
       const got = await r.waitFor(2, 60_000);
       expect(got[1]!.body).toBe(got[0]!.body);
       expect(JSON.parse(got[1]!.body)).toMatchObject({ type: 'import.completed', data: { id: 'the-import' } });
       await expect
         .poll(async () => (await ctx.deps.webhooks.listDeliveries(company.id))[0], { timeout: 10_000 })
         .toMatchObject({ status: 'delivered', attempts: 2, last_status_code: 200 });
+      // The worker's own metrics (WORKER_METRICS_PORT) count the delivery.
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(metrics).toMatch(/^claims_webhook_deliveries_total\{outcome="delivered"\} 1$/mu);
     } finally {
       await r.close();
     }
