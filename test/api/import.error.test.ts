@@ -3,7 +3,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestContext, type TestContext } from '../harness';
+import { apiError, createTestContext, type TestContext } from '../harness';
 import { csv, fixture, HEADER, multipart, postImport, validRow } from '../import-helpers';
 
 const MAX = 4096;
@@ -137,7 +137,7 @@ describe('imports of another company', () => {
     ] as const) {
       const res = await ctx.app.inject({ method: 'GET', url, headers: auth });
       expect(res.statusCode).toBe(404);
-      expect(res.json()).toEqual({ message: 'Import not found.' });
+      expect(res.json()).toEqual(apiError('import_not_found', 'Import not found.'));
     }
     const list = await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: stranger.auth });
     expect(list.json().data).toEqual([]);
@@ -147,7 +147,7 @@ describe('imports of another company', () => {
     for (const headers of [{}, { authorization: 'Bearer csk_nope' }] as Record<string, string>[]) {
       const res = await postImport(ctx.app, headers, csv([validRow()]));
       expect(res.statusCode).toBe(401);
-      expect(res.json()).toEqual({ message: 'Unauthenticated.' });
+      expect(res.json()).toEqual(apiError('unauthenticated', 'Unauthenticated.'));
       for (const url of ['/api/v1/imports', '/api/v1/imports/00000000-0000-4000-8000-000000000000']) {
         expect((await ctx.app.inject({ method: 'GET', url, headers })).statusCode).toBe(401);
       }

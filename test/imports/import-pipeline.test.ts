@@ -194,7 +194,7 @@ describe('POST /api/v1/imports/{id}/cancel', () => {
     const [run] = (await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth })).json().data;
     const done = await cancel(company, run.id);
     expect(done.statusCode).toBe(409);
-    expect(done.json()).toMatchObject({ message: 'The import has already finished.' });
+    expect(done.json()).toMatchObject({ message: 'The import has already finished.', code: 'import_finished' });
     const other = await ctx.newCompany('Other');
     expect((await cancel(other, run.id)).statusCode).toBe(404);
   });

@@ -175,7 +175,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   /** An import of the caller's company; another company's import is "not found". */
   async function get(principal: Principal, importId: string): Promise<ImportRecord> {
     const run = isUuid(importId) ? await store.imports.findForCompany(principal.companyId, importId) : undefined;
-    if (!run) throw new AppError('NOT_FOUND', importMessages.notFound);
+    if (!run) throw new AppError('NOT_FOUND', importMessages.notFound, undefined, 'import_not_found');
     return run;
   }
 
@@ -333,7 +333,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
    */
   async function cancel(principal: Principal, importId: string): Promise<{ run: ImportRecord; accepted: boolean }> {
     const run = await get(principal, importId);
-    if (run.status === 'completed' || run.status === 'failed') throw new AppError('CONFLICT', importMessages.alreadyFinished);
+    if (run.status === 'completed' || run.status === 'failed') throw new AppError('CONFLICT', importMessages.alreadyFinished, undefined, 'import_finished');
     if (run.status === 'cancelled') return { run, accepted: false };
     const result = await store.transaction(async (tx) => {
       const state = await tx.imports.lock(importId);
@@ -346,8 +346,8 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
       return { moved: undefined, accepted: false };
     });
     const now = await get(principal, importId);
-    if (!result) throw new AppError('NOT_FOUND', importMessages.notFound);
-    if (now.status === 'completed' || now.status === 'failed') throw new AppError('CONFLICT', importMessages.alreadyFinished);
+    if (!result) throw new AppError('NOT_FOUND', importMessages.notFound, undefined, 'import_not_found');
+    if (now.status === 'completed' || now.status === 'failed') throw new AppError('CONFLICT', importMessages.alreadyFinished, undefined, 'import_finished');
     if (result.moved) await storage.delete(now.objectKey).catch(() => {});
     return { run: now, accepted: result.accepted };
   }

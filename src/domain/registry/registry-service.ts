@@ -36,7 +36,7 @@ export type RegistryServiceDeps = {
 };
 
 export const MAX_PURGE_BATCH = 10_000;
-const notFound = () => new AppError('NOT_FOUND', 'Claim not found.');
+const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
 
 /** The look-up log entry of a cross-company read by this principal. */
 export function lookupRecordOf(principal: Principal, purpose: string | null): LookupRecord {
