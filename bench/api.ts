@@ -101,6 +101,16 @@ function rssMb(pid: number | undefined, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): num
   }
 }
 
+/** CPU time (user + system) a process has used so far, in ms (Linux), or null elsewhere. */
+function cpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
+  } catch {
+    return null;
+  }
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 const freePort = () => 20_000 + Math.floor(Math.random() * 40_000);
 
@@ -192,8 +202,11 @@ try {
   };
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' };
 
-  type Figure = { rps: number; p50: number; p99: number; bad: number };
+  /** cpu: the server's CPU time per request in ms, a figure other work on the machine disturbs less than req/s. */
+  type Figure = { rps: number; p50: number; p99: number; bad: number; cpu: number };
+  const pids = { service: project.pid, bare: bare.pid };
   const load = async (target: keyof typeof targets, mode: 'search' | 'submit', duration: number, overallRate?: number): Promise<Figure> => {
+    const cpuBefore = cpuMs(pids[target]);
     const r = await autocannon({
       url: targets[target].base + targets[target].paths[mode],
       method: 'POST',
@@ -203,17 +216,20 @@ try {
       ...(overallRate ? { overallRate } : {}),
       requests: [{ setupRequest: (req) => ({ ...req, body: bodies[mode]() }) }],
     });
-    return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors + r.timeouts };
+    const cpuAfter = cpuMs(pids[target]);
+    const cpu = cpuBefore !== null && cpuAfter !== null && r.requests.total > 0 ? (cpuAfter - cpuBefore) / r.requests.total : Number.NaN;
+    return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors + r.timeouts, cpu };
   };
 
   const results: Record<string, { service: Figure; bare: Figure }[]> = { search: [], submit: [] };
   const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : 'n/a');
   const row = (label: string, s: Figure, b: Figure) =>
     console.log(
-      `${label.padEnd(8)} | ${String(s.rps).padStart(7)} ${String(s.p99).padStart(6)} | ${String(b.rps).padStart(7)} ${String(b.p99).padStart(6)} | ${ratio(s.rps, b.rps).padStart(9)} ${ratio(s.p99, b.p99).padStart(9)}`,
+      `${label.padEnd(8)} | ${String(s.rps).padStart(7)} ${String(s.p99).padStart(6)} ${s.cpu.toFixed(2).padStart(6)} | ${String(b.rps).padStart(7)} ${String(b.p99).padStart(6)} ${b.cpu.toFixed(2).padStart(6)} | ${ratio(s.rps, b.rps).padStart(9)} ${ratio(s.p99, b.p99).padStart(9)} ${ratio(s.cpu, b.cpu).padStart(9)}`,
     );
   console.log(`\n${connections} connections, ${warmup} s warm-up + ${seconds} s per run; one process each, pool 10; autocannon on the same machine\n`);
-  console.log('case     |   service (req/s, p99 ms) |  bare route     | req/s ratio p99 ratio');
+  console.log('         |        service        |      bare route       |  service / bare route');
+  console.log('case     |   req/s p99 ms cpu ms |   req/s p99 ms cpu ms |     req/s       p99 cpu/req');
   for (let round = 1; round <= rounds; round++) {
     for (const mode of cases) {
       const figures = {} as { service: Figure; bare: Figure };
@@ -232,8 +248,8 @@ try {
     for (const mode of cases) {
       const rs = results[mode]!;
       const med = (t: 'service' | 'bare', k: keyof Figure) => median(rs.map((r) => r[t][k]));
-      const s = { rps: med('service', 'rps'), p50: med('service', 'p50'), p99: med('service', 'p99'), bad: 0 };
-      const b = { rps: med('bare', 'rps'), p50: med('bare', 'p50'), p99: med('bare', 'p99'), bad: 0 };
+      const s = { rps: med('service', 'rps'), p50: med('service', 'p50'), p99: med('service', 'p99'), bad: 0, cpu: med('service', 'cpu') };
+      const b = { rps: med('bare', 'rps'), p50: med('bare', 'p50'), p99: med('bare', 'p99'), bad: 0, cpu: med('bare', 'cpu') };
       row(mode, s, b);
       console.log(`         | ratios per round: req/s ${rs.map((r) => ratio(r.service.rps, r.bare.rps)).join(', ')}; p99 ${rs.map((r) => ratio(r.service.p99, r.bare.p99)).join(', ')}`);
     }
