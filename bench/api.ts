@@ -26,7 +26,7 @@
  * Knobs: BENCH_DATABASE_URL (postgres://postgres@127.0.0.1:5432/test: where the throw-away
  * database is created), BENCH_SEED_CLAIMS (200000), BENCH_SECONDS (15), BENCH_CONNECTIONS (32),
  * BENCH_ROUNDS (1), BENCH_CASES ("search submit"), BENCH_SOAK_SECONDS (0), BENCH_HEAP_SNAPSHOT,
- * BENCH_OUT (./bench-results).
+ * BENCH_OUT (./bench-results), BENCH_CPU_PROF=1 (a CPU profile of each server, into BENCH_OUT).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -52,6 +52,7 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
 const cases = (process.env.BENCH_CASES ?? 'search submit').split(/\s+/u).filter(Boolean) as ('search' | 'submit')[];
 const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
 const heapSnapshot = process.env.BENCH_HEAP_SNAPSHOT === '1';
+const cpuProfile = process.env.BENCH_CPU_PROF === '1';
 const outDir = path.resolve(process.env.BENCH_OUT ?? 'bench-results');
 const dbName = `claims_bench_${randomBytes(4).toString('hex')}`;
 const key = randomBytes(32).toString('base64url');
@@ -161,11 +162,12 @@ try {
   // ---- the two servers ------------------------------------------------------------------------------
   const projPort = freePort();
   const barePort = freePort();
-  const project = start('service', [...(heapSnapshot ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${outDir}`] : []), '--import', 'tsx', 'src/main-api.ts'], {
+  const profFlags = (name: string) => (cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(outDir, `prof-${name}`)}`] : []);
+  const project = start('service', [...(heapSnapshot ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${outDir}`] : []), ...profFlags('service'), '--import', 'tsx', 'src/main-api.ts'], {
     DATABASE_URL: url, DOCUMENT_HASH_KEY: key, SESSION_SECRET: sessionSecret, PORT: String(projPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn',
     DB_POOL_SIZE: '10', DATA_DIR: path.join(outDir, 'data'),
   });
-  const bare = start('bare', ['--import', 'tsx', 'bench/bare-server.ts'], {
+  const bare = start('bare', [...profFlags('bare'), '--import', 'tsx', 'bench/bare-server.ts'], {
     DATABASE_URL: url, DOCUMENT_HASH_KEY: key, PORT: String(barePort), COMPANY_ID: company.id, DB_POOL_SIZE: '10',
   });
   await ready(project, `http://127.0.0.1:${projPort}/readyz`, 'service');
