@@ -246,13 +246,16 @@ try {
     }
   }
   if (rounds > 1) {
-    console.log(`\nmedians of ${rounds} rounds:`);
+    console.log(`\nmedians of ${rounds} rounds (each column on its own):`);
     for (const mode of cases) {
       const rs = results[mode]!;
       const med = (t: 'service' | 'bare', k: keyof Figure) => median(rs.map((r) => r[t][k]));
       const s = { rps: med('service', 'rps'), p50: med('service', 'p50'), p99: med('service', 'p99'), bad: 0, cpu: med('service', 'cpu') };
       const b = { rps: med('bare', 'rps'), p50: med('bare', 'p50'), p99: med('bare', 'p99'), bad: 0, cpu: med('bare', 'cpu') };
       row(mode, s, b);
+      // Ratios are compared within a round (both servers under the same conditions), then the median taken.
+      const medRatio = (k: 'rps' | 'p99' | 'cpu') => median(rs.map((r) => r.service[k] / r.bare[k])).toFixed(2);
+      console.log(`         | median of the rounds' ratios: req/s ${medRatio('rps')}, p99 ${medRatio('p99')}, cpu/req ${medRatio('cpu')}`);
       console.log(`         | ratios per round: req/s ${rs.map((r) => ratio(r.service.rps, r.bare.rps)).join(', ')}; p99 ${rs.map((r) => ratio(r.service.p99, r.bare.p99)).join(', ')}`);
     }
   }
