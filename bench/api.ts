@@ -26,11 +26,12 @@
  * Knobs: BENCH_DATABASE_URL (postgres://postgres@127.0.0.1:5432/test: where the throw-away
  * database is created), BENCH_SEED_CLAIMS (200000), BENCH_SECONDS (15), BENCH_CONNECTIONS (32),
  * BENCH_ROUNDS (1), BENCH_CASES ("search submit"), BENCH_SOAK_SECONDS (0), BENCH_HEAP_SNAPSHOT,
- * BENCH_OUT (./bench-results), BENCH_CPU_PROF=1 (a CPU profile of each server, into BENCH_OUT).
+ * BENCH_OUT (the servers' logs and profiles; default <tmp>/claims-bench), BENCH_CPU_PROF=1 (a CPU profile of each server, into BENCH_OUT).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -53,7 +54,7 @@ const cases = (process.env.BENCH_CASES ?? 'search submit').split(/\s+/u).filter(
 const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
 const heapSnapshot = process.env.BENCH_HEAP_SNAPSHOT === '1';
 const cpuProfile = process.env.BENCH_CPU_PROF === '1';
-const outDir = path.resolve(process.env.BENCH_OUT ?? 'bench-results');
+const outDir = path.resolve(process.env.BENCH_OUT ?? path.join(os.tmpdir(), 'claims-bench'));
 const dbName = `claims_bench_${randomBytes(4).toString('hex')}`;
 const key = randomBytes(32).toString('base64url');
 const sessionSecret = randomBytes(32).toString('base64url');
