@@ -26,11 +26,12 @@
  * Knobs: BENCH_DATABASE_URL (postgres://postgres@127.0.0.1:5432/test: where the throw-away
  * database is created), BENCH_SEED_CLAIMS (200000), BENCH_SECONDS (15), BENCH_CONNECTIONS (32),
  * BENCH_ROUNDS (1), BENCH_CASES ("search submit"), BENCH_SOAK_SECONDS (0), BENCH_HEAP_SNAPSHOT,
- * BENCH_OUT (./bench-results).
+ * BENCH_OUT (the servers' logs and profiles; default <tmp>/claims-bench), BENCH_CPU_PROF=1 (a CPU profile of each server, into BENCH_OUT).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -52,7 +53,8 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
 const cases = (process.env.BENCH_CASES ?? 'search submit').split(/\s+/u).filter(Boolean) as ('search' | 'submit')[];
 const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
 const heapSnapshot = process.env.BENCH_HEAP_SNAPSHOT === '1';
-const outDir = path.resolve(process.env.BENCH_OUT ?? 'bench-results');
+const cpuProfile = process.env.BENCH_CPU_PROF === '1';
+const outDir = path.resolve(process.env.BENCH_OUT ?? path.join(os.tmpdir(), 'claims-bench'));
 const dbName = `claims_bench_${randomBytes(4).toString('hex')}`;
 const key = randomBytes(32).toString('base64url');
 const sessionSecret = randomBytes(32).toString('base64url');
@@ -96,6 +98,16 @@ function rssMb(pid: number | undefined, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): num
   try {
     const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'mu').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Math.round(Number(m[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU time (user + system) a process has used so far, in ms (Linux), or null elsewhere. */
+function cpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
   } catch {
     return null;
   }
@@ -151,11 +163,12 @@ try {
   // ---- the two servers ------------------------------------------------------------------------------
   const projPort = freePort();
   const barePort = freePort();
-  const project = start('service', [...(heapSnapshot ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${outDir}`] : []), '--import', 'tsx', 'src/main-api.ts'], {
+  const profFlags = (name: string) => (cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(outDir, `prof-${name}`)}`] : []);
+  const project = start('service', [...(heapSnapshot ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${outDir}`] : []), ...profFlags('service'), '--import', 'tsx', 'src/main-api.ts'], {
     DATABASE_URL: url, DOCUMENT_HASH_KEY: key, SESSION_SECRET: sessionSecret, PORT: String(projPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn',
     DB_POOL_SIZE: '10', DATA_DIR: path.join(outDir, 'data'),
   });
-  const bare = start('bare', ['--import', 'tsx', 'bench/bare-server.ts'], {
+  const bare = start('bare', [...profFlags('bare'), '--import', 'tsx', 'bench/bare-server.ts'], {
     DATABASE_URL: url, DOCUMENT_HASH_KEY: key, PORT: String(barePort), COMPANY_ID: company.id, DB_POOL_SIZE: '10',
   });
   await ready(project, `http://127.0.0.1:${projPort}/readyz`, 'service');
@@ -192,8 +205,11 @@ try {
   };
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' };
 
-  type Figure = { rps: number; p50: number; p99: number; bad: number };
+  /** cpu: the server's CPU time per request in ms, a figure other work on the machine disturbs less than req/s. */
+  type Figure = { rps: number; p50: number; p99: number; bad: number; cpu: number };
+  const pids = { service: project.pid, bare: bare.pid };
   const load = async (target: keyof typeof targets, mode: 'search' | 'submit', duration: number, overallRate?: number): Promise<Figure> => {
+    const cpuBefore = cpuMs(pids[target]);
     const r = await autocannon({
       url: targets[target].base + targets[target].paths[mode],
       method: 'POST',
@@ -203,17 +219,20 @@ try {
       ...(overallRate ? { overallRate } : {}),
       requests: [{ setupRequest: (req) => ({ ...req, body: bodies[mode]() }) }],
     });
-    return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors + r.timeouts };
+    const cpuAfter = cpuMs(pids[target]);
+    const cpu = cpuBefore !== null && cpuAfter !== null && r.requests.total > 0 ? (cpuAfter - cpuBefore) / r.requests.total : Number.NaN;
+    return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors + r.timeouts, cpu };
   };
 
   const results: Record<string, { service: Figure; bare: Figure }[]> = { search: [], submit: [] };
   const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : 'n/a');
   const row = (label: string, s: Figure, b: Figure) =>
     console.log(
-      `${label.padEnd(8)} | ${String(s.rps).padStart(7)} ${String(s.p99).padStart(6)} | ${String(b.rps).padStart(7)} ${String(b.p99).padStart(6)} | ${ratio(s.rps, b.rps).padStart(9)} ${ratio(s.p99, b.p99).padStart(9)}`,
+      `${label.padEnd(8)} | ${String(s.rps).padStart(7)} ${String(s.p99).padStart(6)} ${s.cpu.toFixed(2).padStart(6)} | ${String(b.rps).padStart(7)} ${String(b.p99).padStart(6)} ${b.cpu.toFixed(2).padStart(6)} | ${ratio(s.rps, b.rps).padStart(9)} ${ratio(s.p99, b.p99).padStart(9)} ${ratio(s.cpu, b.cpu).padStart(9)}`,
     );
   console.log(`\n${connections} connections, ${warmup} s warm-up + ${seconds} s per run; one process each, pool 10; autocannon on the same machine\n`);
-  console.log('case     |   service (req/s, p99 ms) |  bare route     | req/s ratio p99 ratio');
+  console.log('         |        service        |      bare route       |  service / bare route');
+  console.log('case     |   req/s p99 ms cpu ms |   req/s p99 ms cpu ms |     req/s       p99 cpu/req');
   for (let round = 1; round <= rounds; round++) {
     for (const mode of cases) {
       const figures = {} as { service: Figure; bare: Figure };
@@ -228,13 +247,16 @@ try {
     }
   }
   if (rounds > 1) {
-    console.log(`\nmedians of ${rounds} rounds:`);
+    console.log(`\nmedians of ${rounds} rounds (each column on its own):`);
     for (const mode of cases) {
       const rs = results[mode]!;
       const med = (t: 'service' | 'bare', k: keyof Figure) => median(rs.map((r) => r[t][k]));
-      const s = { rps: med('service', 'rps'), p50: med('service', 'p50'), p99: med('service', 'p99'), bad: 0 };
-      const b = { rps: med('bare', 'rps'), p50: med('bare', 'p50'), p99: med('bare', 'p99'), bad: 0 };
+      const s = { rps: med('service', 'rps'), p50: med('service', 'p50'), p99: med('service', 'p99'), bad: 0, cpu: med('service', 'cpu') };
+      const b = { rps: med('bare', 'rps'), p50: med('bare', 'p50'), p99: med('bare', 'p99'), bad: 0, cpu: med('bare', 'cpu') };
       row(mode, s, b);
+      // Ratios are compared within a round (both servers under the same conditions), then the median taken.
+      const medRatio = (k: 'rps' | 'p99' | 'cpu') => median(rs.map((r) => r.service[k] / r.bare[k])).toFixed(2);
+      console.log(`         | median of the rounds' ratios: req/s ${medRatio('rps')}, p99 ${medRatio('p99')}, cpu/req ${medRatio('cpu')}`);
       console.log(`         | ratios per round: req/s ${rs.map((r) => ratio(r.service.rps, r.bare.rps)).join(', ')}; p99 ${rs.map((r) => ratio(r.service.p99, r.bare.p99)).join(', ')}`);
     }
   }

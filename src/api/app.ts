@@ -28,6 +28,56 @@ declare module 'fastify' {
 
 export type AppOptions = { logger: FastifyBaseLogger; extraRoutes?: (app: FastifyInstance) => Promise<void> };
 
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+type LevelCheck = { isLevelEnabled?: (level: string) => boolean };
+
+/**
+ * A request's logger. Fastify makes a child logger (bound to the request id) for every request,
+ * and pino's child() serializes and redacts the bindings at once; most requests log nothing at
+ * the configured level, so the child is made on the first line actually written. Its output is
+ * the same as the child's.
+ */
+class RequestLogger {
+  #child: FastifyBaseLogger | undefined;
+  constructor(
+    private readonly parent: FastifyBaseLogger & LevelCheck,
+    private readonly bindings: Record<string, unknown>,
+  ) {}
+  private made(): FastifyBaseLogger {
+    return (this.#child ??= this.parent.child(this.bindings));
+  }
+  private write(level: Level, args: unknown[]): void {
+    if (this.#child || this.parent.isLevelEnabled!(level)) (this.made()[level] as (...a: unknown[]) => void)(...args);
+  }
+  get level(): string {
+    return this.#child?.level ?? this.parent.level;
+  }
+  set level(value: string) {
+    this.made().level = value;
+  }
+  fatal(...args: unknown[]) { this.write('fatal', args); }
+  error(...args: unknown[]) { this.write('error', args); }
+  warn(...args: unknown[]) { this.write('warn', args); }
+  info(...args: unknown[]) { this.write('info', args); }
+  debug(...args: unknown[]) { this.write('debug', args); }
+  trace(...args: unknown[]) { this.write('trace', args); }
+  silent() {}
+  child(bindings: Record<string, unknown>, options?: object) {
+    return this.made().child(bindings, options);
+  }
+}
+
+function childLoggerFactory(
+  this: FastifyInstance,
+  logger: FastifyBaseLogger & LevelCheck,
+  bindings: Record<string, unknown>,
+  options: object,
+): FastifyBaseLogger {
+  // Route options (a log level of its own) or a logger that cannot tell its levels: the plain child.
+  if (Object.keys(options).length > 0 || typeof logger.isLevelEnabled !== 'function') return logger.child(bindings, options);
+  return new RequestLogger(logger, bindings) as unknown as FastifyBaseLogger;
+}
+
 /** Body validation is strict (no type coercion: "12" is not a boolean); query strings are coerced. */
 function validatorCompiler() {
   const strict = addFormats.default(new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, strict: false }));
@@ -38,6 +88,7 @@ function validatorCompiler() {
 export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
+    childLoggerFactory,
     genReqId: () => randomUUID(),
     trustProxy: deps.config.trustProxy,
     connectionTimeout: 30_000,

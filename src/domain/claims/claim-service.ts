@@ -31,6 +31,12 @@ export function toPublic({ companyId: _c, cursor: _k, ...claim }: StoredClaim): 
 }
 
 export function createClaimService({ store, hashDocument, today, searchHistoryYears }: ClaimServiceDeps) {
+  /** The first day of the search window, worked out once per day. */
+  let window = { today: '', from: '' };
+  const windowStart = (day: string): string => {
+    if (window.today !== day) window = { today: day, from: minusYears(day, searchHistoryYears) };
+    return window.from;
+  };
   const refsOf = (input: ClaimInput) => input.client.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
 
   /**
@@ -138,7 +144,7 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     else if (!/^[\p{L}\p{N}]+$/u.test(normalized)) errors[field] = [messages.plateCharacters];
     const purpose = parsePurpose(purposeRaw, errors);
     if (Object.keys(errors).length > 0) throw validationError(errors);
-    const from = minusYears(today(), searchHistoryYears);
+    const from = windowStart(today());
     const claims = await store.claims.searchByPlate(normalized, from, lookupRecordOf(principal, purpose));
     return {
       data: claims.map(toPublic),
