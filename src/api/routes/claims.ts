@@ -2,13 +2,13 @@ import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-
 import type { FastifyInstance } from 'fastify';
 
 import { idempotentRoute } from '../plugins/idempotency';
-import { commonErrors, errorBody, errorSchema, idempotencyKeyHeader } from '../schemas/common';
+import { commonErrors, errorBody, idempotencyKeyHeader, type errorSchema } from '../schemas/common';
 import {
   claimEnvelope,
   claimIdParams,
   claimPage,
-  claimSchema,
-  clientSchema,
+  type claimSchema,
+  type clientSchema,
   listClaimsQuery,
   searchByPlateBody,
   searchResult,
@@ -39,7 +39,8 @@ export async function claimRoutes(fastify: FastifyInstance) {
       schema: {
         operationId: 'submitClaim',
         summary: 'Submit a claim',
-        description: 'Resolves the client from date of birth and identity documents (or creates one) and stores the claim under your company.',
+        description:
+          'Resolves the client from date of birth and identity documents (or creates one) and stores the claim under your company.',
         tags: ['claims'],
         security,
         headers: idempotencyKeyHeader,
@@ -114,7 +115,8 @@ export async function claimRoutes(fastify: FastifyInstance) {
       schema: {
         operationId: 'searchClaimsByPlate',
         summary: 'Search claims of all companies by vehicle registration',
-        description: 'Only claims whose claim_date is within the history window (SEARCH_HISTORY_YEARS, default 3) are returned, newest first.',
+        description:
+          'Only claims whose claim_date is within the history window (SEARCH_HISTORY_YEARS, default 3) are returned, newest first.',
         tags: ['claims'],
         security,
         body: searchByPlateBody,

@@ -33,7 +33,10 @@ export const validationErrorBody = errorBody;
 /** Error responses every authenticated route can give; routes add 403/404/409 where they apply. */
 export const commonErrors = {
   400: { description: 'The body is not valid JSON (invalid_json), or the request is malformed (bad_request)', ...errorBody },
-  401: { description: 'Missing, malformed, unknown or revoked token (unauthenticated); the answer carries WWW-Authenticate: Bearer', ...errorBody },
+  401: {
+    description: 'Missing, malformed, unknown or revoked token (unauthenticated); the answer carries WWW-Authenticate: Bearer',
+    ...errorBody,
+  },
   415: { description: 'The body is not of a supported Content-Type (unsupported_media_type)', ...errorBody },
   422: { description: 'Validation failed (validation_failed): `errors` names each field', ...errorBody },
   429: { description: 'Too many requests (rate_limited), with Retry-After', ...errorBody },
