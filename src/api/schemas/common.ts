@@ -53,3 +53,15 @@ export const idempotencyKeyHeader = {
     },
   },
 } as const;
+
+/** The Prefer request header (`respond-async`) of the import, as an OpenAPI parameter; combine with idempotencyKeyHeader. */
+export const preferHeader = {
+  type: 'object',
+  properties: {
+    prefer: {
+      type: 'string',
+      description: '`respond-async`: answer 202 with the import at once instead of waiting for its result.',
+      examples: ['respond-async'],
+    },
+  },
+} as const;
