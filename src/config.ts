@@ -1,4 +1,5 @@
 import { Ajv } from 'ajv';
+import type { FromSchema } from 'json-schema-to-ts';
 
 /**
  * The only reader of process.env. Every setting is validated here once, at start, and a bad
@@ -45,6 +46,9 @@ const envSchema = {
     WEBHOOK_RETRY_SCHEDULE: { type: 'string', pattern: '^\\d{1,6}(,\\d{1,6}){0,19}$', default: '60,300,1800,7200,43200' },
   },
 } as const;
+
+/** The environment after validation: defaulted variables are present. */
+type Env = FromSchema<typeof envSchema>;
 
 export type Config = Readonly<{
   port: number;
@@ -107,8 +111,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!validate(input)) {
     for (const e of validate.errors ?? []) problems.push(`${e.instancePath.slice(1)} ${e.message ?? 'is invalid'}`);
   }
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- validated against envSchema just above
-  const v = input as Record<string, any>;
+  // The variables as the schema describes them (defaults filled in). When the schema failed, the
+  // process stops below with every problem named, before any value is used.
+  const v = input as Env;
   // Checked even when the schema failed, so that one start names every bad variable.
   if (!isValidTimeZone(v.APP_TIMEZONE)) problems.push(`APP_TIMEZONE is not a known IANA time zone`);
   if (typeof input.S3_ENDPOINT === 'string' && !hasHost(input.S3_ENDPOINT)) problems.push('S3_ENDPOINT is not a valid URL');
@@ -123,8 +128,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
 
   let s3: Config['s3'];
-  if (v.S3_ENDPOINT) {
-    const url = new URL(v.S3_ENDPOINT as string);
+  // All three or none (checked above).
+  if (v.S3_ENDPOINT && v.S3_ACCESS_KEY && v.S3_SECRET_KEY) {
+    const url = new URL(v.S3_ENDPOINT);
     s3 = {
       endPoint: url.hostname,
       port: url.port ? Number(url.port) : undefined,

@@ -80,8 +80,9 @@ function childLoggerFactory(
 
 /** Body validation is strict (no type coercion: "12" is not a boolean); query strings are coerced. */
 function validatorCompiler() {
-  const strict = addFormats.default(new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, strict: false }));
-  const coercing = addFormats.default(new Ajv({ allErrors: true, coerceTypes: 'array', useDefaults: true, strict: false }));
+  const withFormats = (ajv: Ajv): Ajv => addFormats.default(ajv);
+  const strict = withFormats(new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, strict: false }));
+  const coercing = withFormats(new Ajv({ allErrors: true, coerceTypes: 'array', useDefaults: true, strict: false }));
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? strict : coercing).compile(schema);
 }
 
@@ -129,7 +130,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'csk_…' } } },
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } as never });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } });
 
   await app.register(
     async (api) => {

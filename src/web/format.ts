@@ -1,5 +1,3 @@
-import type { ClaimStatus } from '../domain/claims/claim';
-
 /** Helpers every template receives as `it.fmt`. Pure; the time zone is the service's (APP_TIMEZONE). */
 export function createFormatters(timeZone: string) {
   const dateTime = new Intl.DateTimeFormat('en-GB', { timeZone, dateStyle: 'medium', timeStyle: 'short' });
@@ -10,7 +8,8 @@ export function createFormatters(timeZone: string) {
       const d = new Date(iso);
       return Number.isNaN(d.getTime()) ? iso : dateTime.format(d);
     },
-    status(status: ClaimStatus | string): string {
+    /** A claim status (or any snake_case word) for people: "under_investigation" → "Under investigation". */
+    status(status: string): string {
       const text = status.replace(/_/gu, ' ');
       return text.charAt(0).toUpperCase() + text.slice(1);
     },

@@ -5,7 +5,7 @@ export type FormBody = Record<string, unknown>;
 /** A single text value of a urlencoded form: the first one if repeated, trimmed; '' when absent. */
 export function text(form: FormBody | undefined, name: string, max = 1000): string {
   const raw = form?.[name];
-  const value = Array.isArray(raw) ? raw[0] : raw;
+  const value: unknown = Array.isArray(raw) ? raw[0] : raw;
   return typeof value === 'string' ? value.trim().slice(0, max) : '';
 }
 

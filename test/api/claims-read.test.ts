@@ -26,7 +26,8 @@ const get = (company: Company, url: string) => ctx.app.inject({ method: 'GET', u
 async function page(company: Company, query: string) {
   const res = await get(company, `/api/v1/claims${query}`);
   expect(res.statusCode, res.body).toBe(200);
-  return res.json() as { data: Claim[]; meta: { next_cursor: string | null } };
+  const body: { data: Claim[]; meta: { next_cursor: string | null } } = res.json();
+  return body;
 }
 
 /** Follows next_cursor until the last page; returns the pages' ids. */

@@ -1,4 +1,4 @@
-// Rules of DECISIONS.md / claims-sharing-spec.md that were implemented but not pinned by a test.
+// Rules of the API contract (README: API, Errors, CSV import) that were implemented but not pinned by a test.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears } from '../../src/domain/dates';
@@ -17,7 +17,7 @@ const dayBefore = (iso: string): string => new Date(Date.parse(`${iso}T00:00:00Z
 const search = async (c: TestContext, company: Company, vehicle_registration: string) =>
   (await c.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload: { vehicle_registration } })).json();
 
-describe('CSV import header (DECISIONS: CSV import)', () => {
+describe('CSV import header (README: CSV import)', () => {
   it('rejects a header without vehicle_registration with a 422 that names it (a required column here)', async () => {
     const company = await ctx.newCompany();
     const columns = ['first_name', 'last_name', 'date_of_birth', 'id_type', 'id_number', 'claim_date'];
@@ -38,7 +38,7 @@ describe('CSV import header (DECISIONS: CSV import)', () => {
   });
 });
 
-describe('CSV import status column (DECISIONS: initial status of imported claims)', () => {
+describe('CSV import status column (README: CSV import, initial status)', () => {
   it('uses a given status, and reports an unknown status as a row error on status', async () => {
     const company = await ctx.newCompany();
     const settled = validRow({ status: 'settled' });
@@ -61,7 +61,7 @@ describe('CSV import status column (DECISIONS: initial status of imported claims
   });
 });
 
-describe('status changes record when (DECISIONS: Status updates, "who, when, from, to")', () => {
+describe('status changes record when (README: every status change is recorded with who, when, from and to)', () => {
   it('stamps every recorded change with the time it was made', async () => {
     const company = await ctx.newCompany();
     const created = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: claimBody() });

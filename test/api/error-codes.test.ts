@@ -33,7 +33,12 @@ describe('error bodies carry a stable code and the request id', () => {
       'unsupported_media_type',
       415,
       () =>
-        ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: { ...company.auth, 'content-type': 'text/xml' }, payload: '<a/>' }),
+        ctx.app.inject({
+          method: 'POST',
+          url: '/api/v1/claims',
+          headers: { ...company.auth, 'content-type': 'text/xml' },
+          payload: '<a/>',
+        }),
     ],
   ])('%s (%i)', async (code, status, send) => {
     const res = await send();

@@ -24,7 +24,7 @@ function admin(dataDir: string, ...args: string[]): Promise<Result> {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: os.tmpdir(), DATA_DIR: dataDir };
   return new Promise((resolve, reject) => {
     execFile(TSX, [ADMIN, ...args], { env, timeout: SPAWN_TIMEOUT }, (err, stdout, stderr) => {
-      if (err && typeof err.code !== 'number') return reject(err);
+      if (err && typeof err.code !== 'number') return reject(new Error(`admin ${args.join(' ')} did not run`, { cause: err }));
       resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
     });
   });

@@ -130,7 +130,7 @@ export const errorHandlerPlugin = fp(
         return sendError(request, reply, status, err.reason ?? CODE_OF_KIND[err.code], err.message, err.fields);
       }
       if (err.validation) {
-        const errors = fieldErrorsFromAjv(err.validation as AjvIssue[]);
+        const errors = fieldErrorsFromAjv(err.validation);
         const first = Object.values(errors)[0]?.[0] ?? 'The given data was invalid.';
         return sendError(request, reply, 422, 'validation_failed', first, errors);
       }

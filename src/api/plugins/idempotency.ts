@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler, preHandlerAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onSendAsyncHookHandler, preHandlerAsyncHookHandler } from 'fastify';
 
 import {
   IDEMPOTENCY_HEADER,
@@ -51,7 +51,7 @@ export const fileRequestHash = (request: FastifyRequest, sha256: string) => requ
  * authentication, as keys belong to a company. Routes that fingerprint otherwise (the import)
  * call `beginIdempotent` themselves and use only `onSend`.
  */
-export function idempotentRoute(app: FastifyInstance): { preHandler: preHandlerAsyncHookHandler; onSend: onSendHookHandler } {
+export function idempotentRoute(app: FastifyInstance): { preHandler: preHandlerAsyncHookHandler; onSend: onSendAsyncHookHandler } {
   const preHandler: preHandlerAsyncHookHandler = async function (request, reply) {
     if (keyOf(request) === undefined) return;
     const sent = await beginIdempotent(app, request, reply, requestHash(request.method, pathOf(request), request.body));
@@ -61,7 +61,7 @@ export function idempotentRoute(app: FastifyInstance): { preHandler: preHandlerA
 }
 
 /** Stores the first response (status below 500) for replay; after a 5xx the key is freed for a retry. */
-export function idempotencyOnSend(app: FastifyInstance): onSendHookHandler {
+export function idempotencyOnSend(app: FastifyInstance): onSendAsyncHookHandler {
   return async function (request, reply, payload) {
     const held = pending.get(request);
     if (!held) return payload;

@@ -2,13 +2,13 @@ import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-
 import type { FastifyInstance } from 'fastify';
 
 import { idempotentRoute } from '../plugins/idempotency';
-import { commonErrors, errorBody, errorSchema, idempotencyKeyHeader } from '../schemas/common';
+import { commonErrors, errorBody, idempotencyKeyHeader, type errorSchema } from '../schemas/common';
 import {
   claimEnvelope,
   claimIdParams,
   claimPage,
-  claimSchema,
-  clientSchema,
+  type claimSchema,
+  type clientSchema,
   listClaimsQuery,
   searchByPlateBody,
   searchResult,
@@ -39,7 +39,8 @@ export async function claimRoutes(fastify: FastifyInstance) {
       schema: {
         operationId: 'submitClaim',
         summary: 'Submit a claim',
-        description: 'Resolves the client from date of birth and identity documents (or creates one) and stores the claim under your company.',
+        description:
+          'Resolves the client from date of birth and identity documents (or creates one) and stores the claim under your company.',
         tags: ['claims'],
         security,
         headers: idempotencyKeyHeader,

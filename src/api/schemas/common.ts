@@ -33,7 +33,10 @@ export const validationErrorBody = errorBody;
 /** Error responses every authenticated route can give; routes add 403/404/409 where they apply. */
 export const commonErrors = {
   400: { description: 'The body is not valid JSON (invalid_json), or the request is malformed (bad_request)', ...errorBody },
-  401: { description: 'Missing, malformed, unknown or revoked token (unauthenticated); the answer carries WWW-Authenticate: Bearer', ...errorBody },
+  401: {
+    description: 'Missing, malformed, unknown or revoked token (unauthenticated); the answer carries WWW-Authenticate: Bearer',
+    ...errorBody,
+  },
   415: { description: 'The body is not of a supported Content-Type (unsupported_media_type)', ...errorBody },
   422: { description: 'Validation failed (validation_failed): `errors` names each field', ...errorBody },
   429: { description: 'Too many requests (rate_limited), with Retry-After', ...errorBody },
@@ -47,6 +50,18 @@ export const idempotencyKeyHeader = {
     'idempotency-key': {
       type: 'string',
       description: 'Repeating a request with the same key within 24 hours returns the first response without writing again.',
+    },
+  },
+} as const;
+
+/** The Prefer request header (`respond-async`) of the import, as an OpenAPI parameter; combine with idempotencyKeyHeader. */
+export const preferHeader = {
+  type: 'object',
+  properties: {
+    prefer: {
+      type: 'string',
+      description: '`respond-async`: answer 202 with the import at once instead of waiting for its result.',
+      examples: ['respond-async'],
     },
   },
 } as const;

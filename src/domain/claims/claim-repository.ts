@@ -17,7 +17,12 @@ export type StatusActor = { tokenId: string | null; userId: string | null };
  */
 export type StatusUpdate = { found: 'own'; previous: ClaimStatus } | { found: 'other' } | { found: 'none' };
 
-export type StatusChange = { from_status: ClaimStatus; to_status: ClaimStatus; changed_by_token_id: string | null; changed_by_user_id: string | null };
+export type StatusChange = {
+  from_status: ClaimStatus;
+  to_status: ClaimStatus;
+  changed_by_token_id: string | null;
+  changed_by_user_id: string | null;
+};
 
 /**
  * What the claims rules need from storage; src/db implements it. Every read or write of a

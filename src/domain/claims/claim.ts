@@ -50,7 +50,7 @@ export type ClaimInput = {
 
 /** Removes spaces, dots and dashes and upper-cases: "ab-123.c" and "AB 123C" are the same plate. */
 export function normalizePlate(raw: string): string {
-  return raw.replace(/[\s.\-]/gu, '').toUpperCase();
+  return raw.replace(/[\s.-]/gu, '').toUpperCase();
 }
 
 /**
