@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { importJobId } from '../../src/workers/queues';
 import { startImportWorker } from '../../src/workers/import-worker';
-import { createTestContext, dbKind, type TestContext } from '../harness';
+import { apiError, createTestContext, dbKind, type TestContext } from '../harness';
 import { csv, postImport, validRow, waitForImport } from '../import-helpers';
 
 /**
@@ -151,9 +151,9 @@ describe.skipIf(dbKind() !== 'postgres')('when Redis is down', () => {
     const started = Date.now();
     const res = await postImport(ctx.app, company.auth, csv([validRow()]));
     expect(res.statusCode).toBe(503);
-    expect(res.json()).toEqual({
-      message: 'Imports are unavailable right now (the job queue cannot be reached); nothing was imported. Try again later.',
-    });
+    expect(res.json()).toEqual(
+      apiError('service_unavailable', 'Imports are unavailable right now (the job queue cannot be reached); nothing was imported. Try again later.'),
+    );
     expect(Date.now() - started).toBeLessThan(3000);
     expect((await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth })).json().data).toEqual([]);
     const claim = await ctx.app.inject({
