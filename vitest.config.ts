@@ -8,9 +8,7 @@ export default defineConfig({
   test: {
     projects: [
       { test: { ...shared, name: 'pglite', env: { TEST_DB_KIND: 'pglite' } } },
-      ...(process.env.TEST_DATABASE_URL
-        ? [{ test: { ...shared, name: 'postgres', env: { TEST_DB_KIND: 'postgres' } } }]
-        : []),
+      ...(process.env.TEST_DATABASE_URL ? [{ test: { ...shared, name: 'postgres', env: { TEST_DB_KIND: 'postgres' } } }] : []),
     ],
   },
 });

@@ -87,7 +87,13 @@ function start(name: string, args: string[], env: Record<string, string>): Child
 async function ready(child: ChildProcess, url: string, name: string): Promise<void> {
   for (let i = 0; i < 120; i++) {
     if (child.exitCode !== null) break;
-    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(url).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await sleep(500);
   }
   throw new Error(`${name} did not become ready; see ${path.join(outDir, `${name}.log`)}`);
@@ -122,7 +128,9 @@ try {
   const company = await deps.companies.createCompany('Bench Insurance');
   await deps.companies.createCompany('Other Insurance');
   const { token } = await deps.tokens.create(company.id, 'bench');
-  console.log(`seeding ${seedClaims.toLocaleString('en')} claims, ${persons.toLocaleString('en')} persons, ${plates.toLocaleString('en')} plates…`);
+  console.log(
+    `seeding ${seedClaims.toLocaleString('en')} claims, ${persons.toLocaleString('en')} persons, ${plates.toLocaleString('en')} plates…`,
+  );
   const hash = createDocumentHasher(key);
   await deps.db.query(
     `INSERT INTO clients (id, first_name, last_name, date_of_birth)
@@ -164,12 +172,32 @@ try {
   const projPort = freePort();
   const barePort = freePort();
   const profFlags = (name: string) => (cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(outDir, `prof-${name}`)}`] : []);
-  const project = start('service', [...(heapSnapshot ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${outDir}`] : []), ...profFlags('service'), '--import', 'tsx', 'src/main-api.ts'], {
-    DATABASE_URL: url, DOCUMENT_HASH_KEY: key, SESSION_SECRET: sessionSecret, PORT: String(projPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn',
-    DB_POOL_SIZE: '10', DATA_DIR: path.join(outDir, 'data'),
-  });
+  const project = start(
+    'service',
+    [
+      ...(heapSnapshot ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${outDir}`] : []),
+      ...profFlags('service'),
+      '--import',
+      'tsx',
+      'src/main-api.ts',
+    ],
+    {
+      DATABASE_URL: url,
+      DOCUMENT_HASH_KEY: key,
+      SESSION_SECRET: sessionSecret,
+      PORT: String(projPort),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      DB_POOL_SIZE: '10',
+      DATA_DIR: path.join(outDir, 'data'),
+    },
+  );
   const bare = start('bare', [...profFlags('bare'), '--import', 'tsx', 'bench/bare-server.ts'], {
-    DATABASE_URL: url, DOCUMENT_HASH_KEY: key, PORT: String(barePort), COMPANY_ID: company.id, DB_POOL_SIZE: '10',
+    DATABASE_URL: url,
+    DOCUMENT_HASH_KEY: key,
+    PORT: String(barePort),
+    COMPANY_ID: company.id,
+    DB_POOL_SIZE: '10',
   });
   await ready(project, `http://127.0.0.1:${projPort}/readyz`, 'service');
   await ready(bare, `http://127.0.0.1:${barePort}/healthz`, 'bare');
@@ -230,7 +258,9 @@ try {
     console.log(
       `${label.padEnd(8)} | ${String(s.rps).padStart(7)} ${String(s.p99).padStart(6)} ${s.cpu.toFixed(2).padStart(6)} | ${String(b.rps).padStart(7)} ${String(b.p99).padStart(6)} ${b.cpu.toFixed(2).padStart(6)} | ${ratio(s.rps, b.rps).padStart(9)} ${ratio(s.p99, b.p99).padStart(9)} ${ratio(s.cpu, b.cpu).padStart(9)}`,
     );
-  console.log(`\n${connections} connections, ${warmup} s warm-up + ${seconds} s per run; one process each, pool 10; autocannon on the same machine\n`);
+  console.log(
+    `\n${connections} connections, ${warmup} s warm-up + ${seconds} s per run; one process each, pool 10; autocannon on the same machine\n`,
+  );
   console.log('         |        service        |      bare route       |  service / bare route');
   console.log('case     |   req/s p99 ms cpu ms |   req/s p99 ms cpu ms |     req/s       p99 cpu/req');
   for (let round = 1; round <= rounds; round++) {
@@ -257,7 +287,9 @@ try {
       // Ratios are compared within a round (both servers under the same conditions), then the median taken.
       const medRatio = (k: 'rps' | 'p99' | 'cpu') => median(rs.map((r) => r.service[k] / r.bare[k])).toFixed(2);
       console.log(`         | median of the rounds' ratios: req/s ${medRatio('rps')}, p99 ${medRatio('p99')}, cpu/req ${medRatio('cpu')}`);
-      console.log(`         | ratios per round: req/s ${rs.map((r) => ratio(r.service.rps, r.bare.rps)).join(', ')}; p99 ${rs.map((r) => ratio(r.service.p99, r.bare.p99)).join(', ')}`);
+      console.log(
+        `         | ratios per round: req/s ${rs.map((r) => ratio(r.service.rps, r.bare.rps)).join(', ')}; p99 ${rs.map((r) => ratio(r.service.p99, r.bare.p99)).join(', ')}`,
+      );
     }
   }
 
@@ -274,7 +306,9 @@ try {
     const slice = 30;
     for (let done = 0, i = 0; done < soakSeconds; done += slice, i++) {
       const f = await load('service', i % 2 === 0 ? 'search' : 'submit', Math.min(slice, soakSeconds - done), rate);
-      console.log(`  ${String(done + Math.min(slice, soakSeconds - done)).padStart(5)} s  ${i % 2 === 0 ? 'search' : 'submit'} ${f.rps} req/s p99 ${f.p99} ms  RSS ${rssMb(project.pid)} MB${f.bad ? `  ${f.bad} non-2xx` : ''}`);
+      console.log(
+        `  ${String(done + Math.min(slice, soakSeconds - done)).padStart(5)} s  ${i % 2 === 0 ? 'search' : 'submit'} ${f.rps} req/s p99 ${f.p99} ms  RSS ${rssMb(project.pid)} MB${f.bad ? `  ${f.bad} non-2xx` : ''}`,
+      );
     }
     clearInterval(sample);
     const first = samples.slice(0, Math.max(1, Math.floor(samples.length / 4)));

@@ -50,7 +50,13 @@ const CLAIM_SELECT = `
     JOIN clients cl ON cl.id = c.client_id
     JOIN companies co ON co.id = c.company_id`;
 
-type Row = Record<string, unknown> & { client_id: string; first_name: string; last_name: string; date_of_birth: string; document_types: string[] };
+type Row = Record<string, unknown> & {
+  client_id: string;
+  first_name: string;
+  last_name: string;
+  date_of_birth: string;
+  document_types: string[];
+};
 const toClaim = ({ client_id, first_name, last_name, date_of_birth, document_types, ...claim }: Row) => ({
   ...claim,
   client: { id: client_id, first_name, last_name, date_of_birth, id_documents: document_types.map((type) => ({ type })) },
@@ -58,19 +64,25 @@ const toClaim = ({ client_id, first_name, last_name, date_of_birth, document_typ
 
 const app = Fastify({ logger: false });
 
-app.post<{ Body: { vehicle_registration: string } }>('/search', {
-  schema: { body: { type: 'object', required: ['vehicle_registration'], properties: { vehicle_registration: { type: 'string', maxLength: 20 } } } },
-}, async (request) => {
-  const rows = await sql.unsafe<Row[]>(
-    `${CLAIM_SELECT}
+app.post<{ Body: { vehicle_registration: string } }>(
+  '/search',
+  {
+    schema: {
+      body: { type: 'object', required: ['vehicle_registration'], properties: { vehicle_registration: { type: 'string', maxLength: 20 } } },
+    },
+  },
+  async (request) => {
+    const rows = await sql.unsafe<Row[]>(
+      `${CLAIM_SELECT}
       WHERE c.vehicle_registration = $1 AND c.claim_date >= (current_date - make_interval(years => $2))::date
         AND (c.import_id IS NULL OR EXISTS (SELECT 1 FROM imports i WHERE i.id = c.import_id AND i.status = 'completed'))
       ORDER BY c.claim_date DESC, c.created_at DESC, c.id DESC`,
-    [plateOf(request.body.vehicle_registration), years],
-    { prepare: true },
-  );
-  return { data: rows.map(toClaim), meta: { total_claims: rows.length, query_period: `${years} years` } };
-});
+      [plateOf(request.body.vehicle_registration), years],
+      { prepare: true },
+    );
+    return { data: rows.map(toClaim), meta: { total_claims: rows.length, query_period: `${years} years` } };
+  },
+);
 
 type SubmitBody = {
   client: { first_name: string; last_name: string; date_of_birth: string; id_documents: { type: string; number: string }[] };
@@ -81,64 +93,88 @@ type SubmitBody = {
   is_at_fault?: boolean | null;
 };
 
-app.post<{ Body: SubmitBody }>('/submit', {
-  schema: {
-    body: {
-      type: 'object',
-      required: ['client', 'claim_date', 'vehicle_registration'],
-      properties: {
-        client: {
-          type: 'object',
-          required: ['first_name', 'last_name', 'date_of_birth', 'id_documents'],
-          properties: {
-            first_name: { type: 'string' },
-            last_name: { type: 'string' },
-            date_of_birth: { type: 'string' },
-            id_documents: {
-              type: 'array',
-              minItems: 1,
-              items: { type: 'object', required: ['type', 'number'], properties: { type: { type: 'string' }, number: { type: 'string' } } },
+app.post<{ Body: SubmitBody }>(
+  '/submit',
+  {
+    schema: {
+      body: {
+        type: 'object',
+        required: ['client', 'claim_date', 'vehicle_registration'],
+        properties: {
+          client: {
+            type: 'object',
+            required: ['first_name', 'last_name', 'date_of_birth', 'id_documents'],
+            properties: {
+              first_name: { type: 'string' },
+              last_name: { type: 'string' },
+              date_of_birth: { type: 'string' },
+              id_documents: {
+                type: 'array',
+                minItems: 1,
+                items: {
+                  type: 'object',
+                  required: ['type', 'number'],
+                  properties: { type: { type: 'string' }, number: { type: 'string' } },
+                },
+              },
             },
           },
+          claim_date: { type: 'string' },
+          vehicle_registration: { type: 'string', maxLength: 20 },
+          claim_type: { type: ['string', 'null'] },
+          amount: { type: ['number', 'string', 'null'] },
+          is_at_fault: { type: ['boolean', 'null'] },
         },
-        claim_date: { type: 'string' },
-        vehicle_registration: { type: 'string', maxLength: 20 },
-        claim_type: { type: ['string', 'null'] },
-        amount: { type: ['number', 'string', 'null'] },
-        is_at_fault: { type: ['boolean', 'null'] },
       },
     },
   },
-}, async (request, reply) => {
-  const b = request.body;
-  const docs = b.client.id_documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
-  const row = await sql.begin(async (tx) => {
-    const [found] = await tx.unsafe<{ client_id: string }[]>(
-      'SELECT client_id FROM identity_documents WHERE doc_type = $1 AND number_hash = $2',
-      [docs[0]!.type, docs[0]!.hash],
-      { prepare: true },
-    );
-    let clientId = found?.client_id;
-    if (!clientId) {
-      clientId = randomUUID();
-      await tx.unsafe('INSERT INTO clients (id, first_name, last_name, date_of_birth) VALUES ($1, $2, $3, $4)',
-        [clientId, b.client.first_name, b.client.last_name, b.client.date_of_birth], { prepare: true });
-      for (const d of docs) {
-        await tx.unsafe('INSERT INTO identity_documents (doc_type, number_hash, client_id) VALUES ($1, $2, $3)', [d.type, d.hash, clientId], { prepare: true });
+  async (request, reply) => {
+    const b = request.body;
+    const docs = b.client.id_documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
+    const row = await sql.begin(async (tx) => {
+      const [found] = await tx.unsafe<{ client_id: string }[]>(
+        'SELECT client_id FROM identity_documents WHERE doc_type = $1 AND number_hash = $2',
+        [docs[0]!.type, docs[0]!.hash],
+        { prepare: true },
+      );
+      let clientId = found?.client_id;
+      if (!clientId) {
+        clientId = randomUUID();
+        await tx.unsafe(
+          'INSERT INTO clients (id, first_name, last_name, date_of_birth) VALUES ($1, $2, $3, $4)',
+          [clientId, b.client.first_name, b.client.last_name, b.client.date_of_birth],
+          { prepare: true },
+        );
+        for (const d of docs) {
+          await tx.unsafe(
+            'INSERT INTO identity_documents (doc_type, number_hash, client_id) VALUES ($1, $2, $3)',
+            [d.type, d.hash, clientId],
+            { prepare: true },
+          );
+        }
       }
-    }
-    const id = randomUUID();
-    await tx.unsafe(
-      `INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, currency, is_at_fault, vehicle_registration, source, status)
+      const id = randomUUID();
+      await tx.unsafe(
+        `INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, currency, is_at_fault, vehicle_registration, source, status)
        VALUES ($1, $2, $3, $4, $5, $6, 'EUR', $7, $8, 'api', 'filed')`,
-      [id, companyId, clientId, b.claim_date, b.claim_type ?? null, b.amount ?? null, b.is_at_fault ?? null, plateOf(b.vehicle_registration)],
-      { prepare: true },
-    );
-    const [out] = await tx.unsafe<Row[]>(`${CLAIM_SELECT} WHERE c.id = $1`, [id], { prepare: true });
-    return out!;
-  });
-  return reply.code(201).send({ data: toClaim(row) });
-});
+        [
+          id,
+          companyId,
+          clientId,
+          b.claim_date,
+          b.claim_type ?? null,
+          b.amount ?? null,
+          b.is_at_fault ?? null,
+          plateOf(b.vehicle_registration),
+        ],
+        { prepare: true },
+      );
+      const [out] = await tx.unsafe<Row[]>(`${CLAIM_SELECT} WHERE c.id = $1`, [id], { prepare: true });
+      return out!;
+    });
+    return reply.code(201).send({ data: toClaim(row) });
+  },
+);
 
 app.get('/healthz', async () => ({ status: 'ok' }));
 

@@ -61,7 +61,8 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'import-bench-'));
 
 /** The worker exactly as `npm run worker` starts it (its node flags, such as the heap cap), as one process. */
 function workerArgs(): string[] {
-  const script = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.worker!;
+  const script = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
+    .worker!;
   const parts = script.split(/\s+/u);
   return parts[0] === 'node' ? parts.slice(1) : ['--import', 'tsx', 'src/main-worker.ts'];
 }
@@ -184,8 +185,12 @@ async function copyBaseline(file: string): Promise<number> {
             FROM staged s
            WHERE NOT EXISTS (SELECT 1 FROM identity_documents d WHERE d.doc_type = s.id_type AND d.number_hash = s.number_hash)
            ORDER BY id_type, number_hash, rn`);
-        await tx.unsafe('INSERT INTO clients (id, first_name, last_name, date_of_birth) SELECT client_id, first_name, last_name, date_of_birth FROM new_people');
-        await tx.unsafe('INSERT INTO identity_documents (doc_type, number_hash, client_id) SELECT id_type, number_hash, client_id FROM new_people');
+        await tx.unsafe(
+          'INSERT INTO clients (id, first_name, last_name, date_of_birth) SELECT client_id, first_name, last_name, date_of_birth FROM new_people',
+        );
+        await tx.unsafe(
+          'INSERT INTO identity_documents (doc_type, number_hash, client_id) SELECT id_type, number_hash, client_id FROM new_people',
+        );
         await tx.unsafe(
           `INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, currency, is_at_fault, vehicle_registration, source, status)
            SELECT gen_random_uuid(), $1, d.client_id, s.claim_date, s.claim_type, s.amount, 'EUR', s.is_at_fault, s.plate, 'bulk_import', s.status
@@ -212,7 +217,9 @@ async function upload(url: string, auth: Record<string, string>, file: string, h
 async function uploadToResponse() {
   const file = path.join(work, 'bench.csv');
   const stats = await generateCsvFile(file, { rows: ROWS, repeat: 0.3, invalid: 0, delimiter: ',', seed: 90_000 });
-  console.log(`\n1) upload to response: ${stats.rows} rows, ${mb(stats.bytes)} MB, ${stats.repeatRows} repeat-person rows; a fresh schema per run`);
+  console.log(
+    `\n1) upload to response: ${stats.rows} rows, ${mb(stats.bytes)} MB, ${stats.repeatRows} repeat-person rows; a fresh schema per run`,
+  );
   const queued = await redisReachable();
   const copies: number[] = [];
   for (let run = 1; run <= RUNS; run++) {
@@ -228,14 +235,17 @@ async function uploadToResponse() {
         const prefix = `bench-${randomBytes(4).toString('hex')}`;
         const env = { DB_SEARCH_PATH: schema, IMPORT_MAX_BYTES: String(64 * 1024 * 1024) };
         const s = await server(mode === 'queue' ? { ...env, REDIS_URL: redisUrl, QUEUE_PREFIX: prefix } : env);
-        const worker = mode === 'queue' ? startWorker({ DB_SEARCH_PATH: schema, QUEUE_PREFIX: prefix, DATA_DIR: s.config.dataDir }) : undefined;
+        const worker =
+          mode === 'queue' ? startWorker({ DB_SEARCH_PATH: schema, QUEUE_PREFIX: prefix, DATA_DIR: s.config.dataDir }) : undefined;
         try {
           if (worker) await new Promise((r) => setTimeout(r, 3000)); // let the worker start
           const started = performance.now();
           const res = await upload(s.url, s.auth, file);
           const ms = performance.now() - started;
           times.push(ms);
-          console.log(`   ${mode} run ${run}: ${(ms / 1000).toFixed(2)} s, HTTP ${res.status}, ${String(res.body.message)} (${Math.round(stats.rows / (ms / 1000))} rows/s)`);
+          console.log(
+            `   ${mode} run ${run}: ${(ms / 1000).toFixed(2)} s, HTTP ${res.status}, ${String(res.body.message)} (${Math.round(stats.rows / (ms / 1000))} rows/s)`,
+          );
         } finally {
           if (worker) {
             worker.kill('SIGTERM');
@@ -246,7 +256,9 @@ async function uploadToResponse() {
         }
       });
     }
-    console.log(`   ${mode}: median ${(median(times) / 1000).toFixed(2)} s over ${RUNS} runs, ${(median(times) / median(copies)).toFixed(2)}× the COPY`);
+    console.log(
+      `   ${mode}: median ${(median(times) / 1000).toFixed(2)} s over ${RUNS} runs, ${(median(times) / median(copies)).toFixed(2)}× the COPY`,
+    );
   }
   console.log(`   this (API) process's peak RSS ${mb(peakRss('self'))} MB`);
 }
@@ -260,11 +272,19 @@ async function largeFileWorkerMemory() {
   const rows = Math.round((LARGE_MB * 1024 * 1024) / 100);
   const file = path.join(work, 'large.csv');
   const stats = await generateCsvFile(file, { rows, repeat: 0.3, invalid: 0.01, delimiter: ',', seed: 500 });
-  console.log(`\n2) worker memory: ${stats.rows} rows, ${mb(stats.bytes)} MB through the queue to a worker process (node ${workerArgs().join(' ')})`);
+  console.log(
+    `\n2) worker memory: ${stats.rows} rows, ${mb(stats.bytes)} MB through the queue to a worker process (node ${workerArgs().join(' ')})`,
+  );
   const maxBytes = String(stats.bytes + 1024 * 1024);
   try {
     await withSchema(async (schema) => {
-      const s = await server({ DB_SEARCH_PATH: schema, REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, IMPORT_MAX_BYTES: maxBytes, IMPORT_UPLOAD_TIMEOUT_SECONDS: '3600' });
+      const s = await server({
+        DB_SEARCH_PATH: schema,
+        REDIS_URL: redisUrl,
+        QUEUE_PREFIX: prefix,
+        IMPORT_MAX_BYTES: maxBytes,
+        IMPORT_UPLOAD_TIMEOUT_SECONDS: '3600',
+      });
       const worker = startWorker({ DB_SEARCH_PATH: schema, QUEUE_PREFIX: prefix, DATA_DIR: s.config.dataDir, IMPORT_MAX_BYTES: maxBytes });
       try {
         const started = performance.now();

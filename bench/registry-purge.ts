@@ -49,9 +49,15 @@ await db.exec(`
 
 const server = spawn(process.execPath, ['--import', 'tsx', 'src/main-api.ts'], {
   env: {
-    PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: dbUrl, DOCUMENT_HASH_KEY: key,
-    SESSION_SECRET: 'registry-bench-session-secret-0123456789abcdef', PORT: String(port), HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn', DATA_DIR: '/tmp/registry-bench-data',
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DATABASE_URL: dbUrl,
+    DOCUMENT_HASH_KEY: key,
+    SESSION_SECRET: 'registry-bench-session-secret-0123456789abcdef',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    DATA_DIR: '/tmp/registry-bench-data',
   },
   stdio: ['ignore', 'inherit', 'inherit'],
 });
@@ -70,11 +76,21 @@ try {
   let running = true;
   const submitOne = async () => {
     const body = {
-      client: { first_name: 'Probe', last_name: 'Person', date_of_birth: '1980-05-05', id_documents: [{ type: 'passport', number: `PRB${randomBytes(6).toString('hex')}` }] },
-      claim_date: today, vehicle_registration: `PRB${randomBytes(3).toString('hex')}`,
+      client: {
+        first_name: 'Probe',
+        last_name: 'Person',
+        date_of_birth: '1980-05-05',
+        id_documents: [{ type: 'passport', number: `PRB${randomBytes(6).toString('hex')}` }],
+      },
+      claim_date: today,
+      vehicle_registration: `PRB${randomBytes(3).toString('hex')}`,
     };
     const t0 = performance.now();
-    const res = await fetch(`${base}/api/v1/claims`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${base}/api/v1/claims`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     await res.arrayBuffer();
     if (res.status !== 201) throw new Error(`submission answered ${res.status}`);
     samples.push({ at: performance.now(), ms: performance.now() - t0, phase });
@@ -99,15 +115,30 @@ try {
   await Promise.all(probes);
 
   const stats = (p: string) => {
-    const xs = samples.filter((s) => s.phase === p).map((s) => s.ms).sort((a, b) => a - b);
+    const xs = samples
+      .filter((s) => s.phase === p)
+      .map((s) => s.ms)
+      .sort((a, b) => a - b);
     const q = (f: number) => Math.round(xs[Math.min(xs.length - 1, Math.floor(xs.length * f))] ?? 0);
     return { n: xs.length, p50: q(0.5), p99: q(0.99), max: Math.round(xs.at(-1) ?? 0) };
   };
   console.log('batches (ms, claims, clients):', batches.map((b) => `${b.ms}/${b.claims}/${b.clients}`).join('  '));
   const maxBatch = Math.max(...batches.map((b) => b.ms));
-  console.log(`purged ${batches.reduce((s, b) => s + b.claims, 0)} claims, ${batches.reduce((s, b) => s + b.clients, 0)} clients in ${batches.length} batches; longest batch ${maxBatch} ms`);
+  console.log(
+    `purged ${batches.reduce((s, b) => s + b.claims, 0)} claims, ${batches.reduce((s, b) => s + b.clients, 0)} clients in ${batches.length} batches; longest batch ${maxBatch} ms`,
+  );
   for (const p of ['before', 'purge', 'after']) console.log(`submissions ${p.padEnd(7)}`, JSON.stringify(stats(p)));
-  console.log(JSON.stringify({ kind: 'registry-purge-bench', at: new Date().toISOString(), batches, maxBatch, before: stats('before'), purge: stats('purge'), after: stats('after') }));
+  console.log(
+    JSON.stringify({
+      kind: 'registry-purge-bench',
+      at: new Date().toISOString(),
+      batches,
+      maxBatch,
+      before: stats('before'),
+      purge: stats('purge'),
+      after: stats('after'),
+    }),
+  );
 } finally {
   server.kill('SIGTERM');
   await db.close();

@@ -30,7 +30,9 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const persons = Number(process.env.BENCH_PERSONS ?? 200_000);
 const knownShare = Number(process.env.BENCH_KNOWN_SHARE ?? 0.7);
-const plates = readFileSync(process.env.BENCH_PLATES_FILE ?? '/tmp/perf-out/plates.txt', 'utf8').split('\n').filter(Boolean);
+const plates = readFileSync(process.env.BENCH_PLATES_FILE ?? '/tmp/perf-out/plates.txt', 'utf8')
+  .split('\n')
+  .filter(Boolean);
 const port = 3950 + Math.floor(Math.random() * 40);
 const base = `http://127.0.0.1:${port}`;
 const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' };
@@ -80,7 +82,7 @@ try {
     cursor = body.meta.next_cursor;
     if (!cursor) break;
   }
-  if (claimIds.length === 0) throw new Error('the token\'s company has no claims');
+  if (claimIds.length === 0) throw new Error("the token's company has no claims");
 
   const personBody = () => {
     if (Math.random() < knownShare) {
@@ -90,14 +92,24 @@ try {
     return { date_of_birth: '1980-01-01', id_documents: [{ type: 'national_id', number: `UNKNOWN${rnd(1e9)}` }] };
   };
   const arms: Record<string, () => autocannon.Request> = {
-    plate_search: () => ({ method: 'POST', path: '/api/v1/claims/search-by-plate', body: JSON.stringify({ vehicle_registration: plates[rnd(plates.length)] }) }),
+    plate_search: () => ({
+      method: 'POST',
+      path: '/api/v1/claims/search-by-plate',
+      body: JSON.stringify({ vehicle_registration: plates[rnd(plates.length)] }),
+    }),
     matches: () => ({ method: 'GET', path: `/api/v1/claims/${claimIds[rnd(claimIds.length)]}/matches` }),
     person_search: () => ({ method: 'POST', path: '/api/v1/claims/search-by-person', body: JSON.stringify(personBody()) }),
   };
   const results: Record<string, { rps: number; p50: number; p99: number; errors: number; non2xx: number }> = {};
   for (const [name, request] of Object.entries(arms)) {
     const run = (duration: number) =>
-      autocannon({ url: base, connections, duration, headers, requests: [{ setupRequest: (r: autocannon.Request) => ({ ...r, ...request() }) }] });
+      autocannon({
+        url: base,
+        connections,
+        duration,
+        headers,
+        requests: [{ setupRequest: (r: autocannon.Request) => ({ ...r, ...request() }) }],
+      });
     await run(2);
     const r = await run(seconds);
     results[name] = { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };

@@ -20,13 +20,68 @@ import { parseArgs } from 'node:util';
 export type GenOptions = { rows: number; repeat: number; invalid: number; delimiter: string; seed?: number | undefined };
 export type GenStats = { rows: number; invalidRows: number; repeatRows: number; bytes: number };
 
-const FIRST = ['Ona', 'Jonas', 'Marija', 'Petras', 'Eglė', 'Tomas', 'Rūta', 'Lukas', 'Anna', 'Jan', 'Sofia', 'Mateusz', 'Laura', 'Kārlis', 'Emma', 'Noah', 'Maria', 'Jüri', 'Ieva', 'Andrius'];
-const LAST = ['Petraitė', 'Kazlauskas', 'Jankauskienė', 'Nowak', 'Kowalski', 'Bērziņš', 'Tamm', 'Müller', 'Schmidt', 'Vasiliauskas', 'Žukauskas', 'Ozoliņa', 'Saar', 'Wiśniewska', 'Lindqvist', "O'Brien", 'Rossi', 'García', 'Dubois', 'Novák'];
+const FIRST = [
+  'Ona',
+  'Jonas',
+  'Marija',
+  'Petras',
+  'Eglė',
+  'Tomas',
+  'Rūta',
+  'Lukas',
+  'Anna',
+  'Jan',
+  'Sofia',
+  'Mateusz',
+  'Laura',
+  'Kārlis',
+  'Emma',
+  'Noah',
+  'Maria',
+  'Jüri',
+  'Ieva',
+  'Andrius',
+];
+const LAST = [
+  'Petraitė',
+  'Kazlauskas',
+  'Jankauskienė',
+  'Nowak',
+  'Kowalski',
+  'Bērziņš',
+  'Tamm',
+  'Müller',
+  'Schmidt',
+  'Vasiliauskas',
+  'Žukauskas',
+  'Ozoliņa',
+  'Saar',
+  'Wiśniewska',
+  'Lindqvist',
+  "O'Brien",
+  'Rossi',
+  'García',
+  'Dubois',
+  'Novák',
+];
 const DOC_TYPES = ['passport', 'national_id', 'alien_registration'] as const;
 const COUNTRIES = ['LT', 'LV', 'EE', 'PL', 'DE', 'FI'];
 const CLAIM_TYPES = ['accident', 'theft', 'other', ''];
 const STATUSES = ['filed', 'filed', 'filed', 'under_investigation', 'settled', 'closed', ''];
-const HEADER = ['first_name', 'last_name', 'date_of_birth', 'id_type', 'id_number', 'claim_date', 'vehicle_registration', 'claim_type', 'amount', 'currency', 'is_at_fault', 'status'];
+const HEADER = [
+  'first_name',
+  'last_name',
+  'date_of_birth',
+  'id_type',
+  'id_number',
+  'claim_date',
+  'vehicle_registration',
+  'claim_type',
+  'amount',
+  'currency',
+  'is_at_fault',
+  'status',
+];
 
 /** mulberry32: a small seeded generator, so a seed reproduces a file exactly. */
 function prng(seed: number) {
@@ -71,7 +126,13 @@ export async function generateCsv(opts: GenOptions, write: (chunk: string) => un
     } else {
       const n = nextPerson++;
       const dob = new Date(Date.UTC(1940 + Math.floor(rnd() * 65), Math.floor(rnd() * 12), 1 + Math.floor(rnd() * 28)));
-      person = { first: pick(FIRST), last: pick(LAST), dob: iso(dob), type: pick(DOC_TYPES), number: `${pick(COUNTRIES)}-${tag}${String(n).padStart(8, '0')}` };
+      person = {
+        first: pick(FIRST),
+        last: pick(LAST),
+        dob: iso(dob),
+        type: pick(DOC_TYPES),
+        number: `${pick(COUNTRIES)}-${tag}${String(n).padStart(8, '0')}`,
+      };
       if (pool.length < 20_000) pool.push(person);
       else pool[Math.floor(rnd() * pool.length)] = person;
       type = person.type;
@@ -95,14 +156,29 @@ export async function generateCsv(opts: GenOptions, write: (chunk: string) => un
     if (rnd() < opts.invalid) {
       stats.invalidRows++;
       switch (Math.floor(rnd() * 8)) {
-        case 0: fields[5] = daysAgo(-30); break; // claim date in the future
-        case 1: fields[2] = '1985-02-30'; break; // not a calendar date
-        case 2: fields[3] = 'driving_licence'; break;
-        case 3: fields[8] = '-10.00'; break;
-        case 4: fields[10] = 'maybe'; break;
-        case 5: fields[0] = ''; break;
-        case 6: fields[6] = 'ABCDEFGHIJKLMNOPQRSTUV'; break;
-        default: fields = fields.slice(0, 9); // wrong number of fields
+        case 0:
+          fields[5] = daysAgo(-30);
+          break; // claim date in the future
+        case 1:
+          fields[2] = '1985-02-30';
+          break; // not a calendar date
+        case 2:
+          fields[3] = 'driving_licence';
+          break;
+        case 3:
+          fields[8] = '-10.00';
+          break;
+        case 4:
+          fields[10] = 'maybe';
+          break;
+        case 5:
+          fields[0] = '';
+          break;
+        case 6:
+          fields[6] = 'ABCDEFGHIJKLMNOPQRSTUV';
+          break;
+        default:
+          fields = fields.slice(0, 9); // wrong number of fields
       }
     }
     buffer += fields.join(d) + '\n';
@@ -146,7 +222,13 @@ async function main() {
     delimiter: values.delimiter === 'tab' ? '\t' : values.delimiter!,
     seed: values.seed === undefined ? undefined : Number(values.seed),
   };
-  if (!Number.isInteger(opts.rows) || opts.rows < 0 || !(opts.repeat >= 0 && opts.repeat <= 1) || !(opts.invalid >= 0 && opts.invalid <= 1) || ![',', ';', '\t'].includes(opts.delimiter)) {
+  if (
+    !Number.isInteger(opts.rows) ||
+    opts.rows < 0 ||
+    !(opts.repeat >= 0 && opts.repeat <= 1) ||
+    !(opts.invalid >= 0 && opts.invalid <= 1) ||
+    ![',', ';', '\t'].includes(opts.delimiter)
+  ) {
     console.error('Usage: npm run gen:csv -- --rows N [--repeat 0..1] [--invalid 0..1] [--out file] [--delimiter ,|;|tab] [--seed N]');
     process.exit(2);
   }
@@ -155,7 +237,9 @@ async function main() {
     : await generateCsv(opts, (chunk) =>
         process.stdout.write(chunk) ? undefined : new Promise<void>((resolve) => process.stdout.once('drain', () => resolve())),
       );
-  console.error(`${stats.rows} rows (${stats.repeatRows} repeat persons, ${stats.invalidRows} invalid), ${(stats.bytes / 1024 / 1024).toFixed(1)} MB`);
+  console.error(
+    `${stats.rows} rows (${stats.repeatRows} repeat persons, ${stats.invalidRows} invalid), ${(stats.bytes / 1024 / 1024).toFixed(1)} MB`,
+  );
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

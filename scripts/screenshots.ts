@@ -28,26 +28,47 @@ const LAST = ['Petraitė', 'Jonaitis', 'Kazlauskas', 'Vasiliauskas', 'Žukauskai
 
 // A fixed pseudo-random sequence, so the pictures do not change from run to run.
 let seed = 7;
-const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 const pick = <T>(list: readonly T[]): T => list[Math.floor(rnd() * list.length)]!;
 const docNumber = () => `P${randomBytes(5).toString('hex').toUpperCase()}`;
 
 async function seed_(deps: Deps) {
   const company = await deps.companies.createCompany('Baltic Mutual');
   const other = await deps.companies.createCompany('Nordic Assurance');
-  const admin = await deps.companies.createUser({ companyId: company.id, email: 'ieva@baltic-mutual.example', password: PASSWORD, role: 'admin' });
+  const admin = await deps.companies.createUser({
+    companyId: company.id,
+    email: 'ieva@baltic-mutual.example',
+    password: PASSWORD,
+    role: 'admin',
+  });
   await deps.companies.createUser({ companyId: company.id, email: 'tomas@baltic-mutual.example', password: PASSWORD, role: 'member' });
   const principal: Principal = { companyId: company.id, companyName: company.name, tokenId: null, userId: null };
   const today = deps.today();
   const months = lastMonths(today, 12);
-  const statuses = ['filed', 'filed', 'filed', 'under_investigation', 'under_investigation', 'settled', 'settled', 'settled', 'closed', 'disputed'] as const;
+  const statuses = [
+    'filed',
+    'filed',
+    'filed',
+    'under_investigation',
+    'under_investigation',
+    'settled',
+    'settled',
+    'settled',
+    'closed',
+    'disputed',
+  ] as const;
   for (const [i, month] of months.entries()) {
     const count = 6 + Math.round(rnd() * 10 + i * 1.5);
     for (let n = 0; n < count; n++) {
       const day = String(1 + Math.floor(rnd() * 27)).padStart(2, '0');
       const date = `${month}-${day}` > today ? today : `${month}-${day}`;
       await deps.claims.submit(principal, {
-        client: { first_name: pick(FIRST), last_name: pick(LAST), date_of_birth: `19${60 + Math.floor(rnd() * 40)}-0${1 + Math.floor(rnd() * 9)}-1${Math.floor(rnd() * 9)}`, id_documents: [{ type: 'passport', number: docNumber() }] },
+        client: {
+          first_name: pick(FIRST),
+          last_name: pick(LAST),
+          date_of_birth: `19${60 + Math.floor(rnd() * 40)}-0${1 + Math.floor(rnd() * 9)}-1${Math.floor(rnd() * 9)}`,
+          id_documents: [{ type: 'passport', number: docNumber() }],
+        },
         claim_date: date,
         vehicle_registration: `${pick(['KLM', 'ABC', 'HGT', 'JRE', 'MVB'])}${100 + Math.floor(rnd() * 899)}`,
         claim_type: pick(CLAIM_TYPES),
@@ -58,9 +79,24 @@ async function seed_(deps: Deps) {
     }
   }
   // A plate with claims at two companies, for the search picture.
-  const shared = { first_name: 'Mantas', last_name: 'Butkus', date_of_birth: '1979-04-12', id_documents: [{ type: 'national_id', number: docNumber() }] };
-  await deps.claims.submit(principal, { client: shared, claim_date: today, vehicle_registration: 'KLM-482', claim_type: 'accident', amount: '1840.00', status: 'under_investigation' });
-  await deps.claims.submit({ ...principal, companyId: other.id, companyName: other.name }, { client: shared, claim_date: months[3] + '-14', vehicle_registration: 'KLM482', claim_type: 'theft', amount: 5200, status: 'settled' });
+  const shared = {
+    first_name: 'Mantas',
+    last_name: 'Butkus',
+    date_of_birth: '1979-04-12',
+    id_documents: [{ type: 'national_id', number: docNumber() }],
+  };
+  await deps.claims.submit(principal, {
+    client: shared,
+    claim_date: today,
+    vehicle_registration: 'KLM-482',
+    claim_type: 'accident',
+    amount: '1840.00',
+    status: 'under_investigation',
+  });
+  await deps.claims.submit(
+    { ...principal, companyId: other.id, companyName: other.name },
+    { client: shared, claim_date: months[3] + '-14', vehicle_registration: 'KLM482', claim_type: 'theft', amount: 5200, status: 'settled' },
+  );
   const used = await deps.tokens.create(company.id, 'Claims system (production)', admin.user.id);
   await deps.tokens.authenticate(used.token);
   await deps.tokens.create(company.id, 'Data warehouse export', admin.user.id);
@@ -72,7 +108,10 @@ async function seed_(deps: Deps) {
 
 function importFile(today: string): Buffer {
   const rows = ['first_name,last_name,date_of_birth,id_type,id_number,claim_date,vehicle_registration,claim_type,amount'];
-  for (let i = 0; i < 40; i++) rows.push(`${pick(FIRST)},${pick(LAST)},1980-0${1 + (i % 9)}-15,passport,${docNumber()},${today},HGT${200 + i},accident,${100 + i * 7}.50`);
+  for (let i = 0; i < 40; i++)
+    rows.push(
+      `${pick(FIRST)},${pick(LAST)},1980-0${1 + (i % 9)}-15,passport,${docNumber()},${today},HGT${200 + i},accident,${100 + i * 7}.50`,
+    );
   rows.splice(5, 0, `Jonas,Jonaitis,1990-01-01,passport,${docNumber()},2999-01-01,CD456,theft,300`);
   rows.splice(12, 0, `,Kazlauskas,1970-05-05,national_id,${docNumber()},${today},EF789,other,12.345`);
   rows.splice(20, 0, `Rūta,Rutaitė,1992-02-02,driving_licence,${docNumber()},${today},GH000,accident,80`);
@@ -116,7 +155,9 @@ async function main() {
     await shot(page, 'api-tokens');
     await page.goto(`${base}/imports`);
     await page.locator('form[data-enhanced="true"]').waitFor();
-    await page.getByLabel('CSV file').setInputFiles({ name: 'claims-november.csv', mimeType: 'text/csv', buffer: importFile(deps.today()) });
+    await page
+      .getByLabel('CSV file')
+      .setInputFiles({ name: 'claims-november.csv', mimeType: 'text/csv', buffer: importFile(deps.today()) });
     await page.getByRole('button', { name: 'Upload and import' }).click();
     await page.getByText(/Import finished/u).waitFor({ timeout: 60_000 });
     await shot(page, 'import-results');
@@ -126,7 +167,11 @@ async function main() {
     await shot(page, 'claim-form-errors');
 
     await page.setViewportSize({ width: 390, height: 844 });
-    for (const [url, name] of [['/', 'mobile-overview'], ['/claims', 'mobile-claims'], ['/settings/tokens', 'mobile-api-tokens']] as const) {
+    for (const [url, name] of [
+      ['/', 'mobile-overview'],
+      ['/claims', 'mobile-claims'],
+      ['/settings/tokens', 'mobile-api-tokens'],
+    ] as const) {
       await page.goto(`${base}${url}`);
       await shot(page, name);
     }

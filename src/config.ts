@@ -123,7 +123,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(`${s3Keys.filter((k) => input[k] === undefined).join(', ')} must be set together with ${s3Given.join(', ')}`);
   }
   if (input.REDIS_URL !== undefined && input.DATABASE_URL === undefined) {
-    problems.push('REDIS_URL needs DATABASE_URL: the embedded database can be opened by one process only, so separate workers could not reach it (unset REDIS_URL to run imports inside the server)');
+    problems.push(
+      'REDIS_URL needs DATABASE_URL: the embedded database can be opened by one process only, so separate workers could not reach it (unset REDIS_URL to run imports inside the server)',
+    );
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
 

@@ -87,7 +87,12 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
   const key = resolveDocumentHashKey(config);
   const db: Db = await openDb(
     config.databaseUrl
-      ? { kind: 'postgres', url: config.databaseUrl, poolSize: config.dbPoolSize, ...((options.searchPath ?? config.dbSearchPath) ? { searchPath: options.searchPath ?? config.dbSearchPath } : {}) }
+      ? {
+          kind: 'postgres',
+          url: config.databaseUrl,
+          poolSize: config.dbPoolSize,
+          ...((options.searchPath ?? config.dbSearchPath) ? { searchPath: options.searchPath ?? config.dbSearchPath } : {}),
+        }
       : { kind: 'pglite', dataDir: options.inMemory ? undefined : path.join(config.dataDir, 'pgdata') },
   );
   try {
@@ -119,15 +124,25 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       : createInProcessImportQueue({ concurrency: config.workerConcurrency, attempts: config.importAttempts, log });
     const imports = createImportService({
       store,
-      writeClaims: async (tx, companyId, inputs, importId) => (await claims.storeBatch(tx, { companyId }, inputs, 'bulk_import', importId)).outcomes,
+      writeClaims: async (tx, companyId, inputs, importId) =>
+        (await claims.storeBatch(tx, { companyId }, inputs, 'bulk_import', importId)).outcomes,
       storage,
       queue: importQueue satisfies ImportQueue,
       today,
-      limits: { maxBytes: config.importMaxBytes, chunkSize: config.importChunkSize, uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000 },
+      limits: {
+        maxBytes: config.importMaxBytes,
+        chunkSize: config.importChunkSize,
+        uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000,
+      },
       // Webhook outbox: every move into completed, failed or cancelled writes its event in the
       // same transaction, so none is announced that did not happen and none is lost.
       onTerminal: (tx, run) =>
-        enqueueWebhookEvent(tx, { companyId: run.companyId, type: `import.${run.status}` as WebhookEventType, key: `import.${run.status}:${run.id}`, payload: importEventPayload(run) }),
+        enqueueWebhookEvent(tx, {
+          companyId: run.companyId,
+          type: `import.${run.status}` as WebhookEventType,
+          key: `import.${run.status}:${run.id}`,
+          payload: importEventPayload(run),
+        }),
       ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
     });
     const tokens = createTokenService({

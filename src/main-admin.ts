@@ -28,7 +28,19 @@ Works against the same database as the server: DATABASE_URL, or the embedded one
 
 class UsageError extends Error {}
 
-const COMMANDS = ['company:create', 'company:list', 'user:create', 'operator:create', 'token:create', 'token:list', 'token:revoke', 'webhook:create', 'webhook:list', 'purge', 'subject:export'];
+const COMMANDS = [
+  'company:create',
+  'company:list',
+  'user:create',
+  'operator:create',
+  'token:create',
+  'token:list',
+  'token:revoke',
+  'webhook:create',
+  'webhook:list',
+  'purge',
+  'subject:export',
+];
 
 type Options = {
   name?: string;
@@ -89,7 +101,12 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
       return {
         json: list,
         text: list.length
-          ? list.map((t) => `${t.id}  ${t.token_prefix}…  ${t.name}  created ${t.created_at}  last used ${t.last_used_at ?? 'never'}${t.revoked_at ? '  REVOKED' : ''}`).join('\n')
+          ? list
+              .map(
+                (t) =>
+                  `${t.id}  ${t.token_prefix}…  ${t.name}  created ${t.created_at}  last used ${t.last_used_at ?? 'never'}${t.revoked_at ? '  REVOKED' : ''}`,
+              )
+              .join('\n')
           : 'No tokens.',
       };
     }
@@ -100,7 +117,13 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
     case 'purge': {
       const r = await deps.registry.purge();
       return {
-        json: { claims_deleted: r.claims, clients_deleted: r.clients, lookups_deleted: r.lookups, claims_dated_before: r.claims_before, lookups_created_before: r.lookups_before },
+        json: {
+          claims_deleted: r.claims,
+          clients_deleted: r.clients,
+          lookups_deleted: r.lookups,
+          claims_dated_before: r.claims_before,
+          lookups_created_before: r.lookups_before,
+        },
         text: `Removed ${r.claims} claims dated before ${r.claims_before}, ${r.clients} clients left with no claim (with their documents), and ${r.lookups} look-up entries.`,
       };
     }
@@ -194,14 +217,21 @@ async function main(): Promise<number> {
     if (!COMMANDS.includes(command)) throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
     // Logs (the queue's connection closing, say) go to stderr: stdout holds only the command's output.
     const config = loadConfig();
-    deps = await createDeps(config, { logger: createLogger(config.logLevel, pino.destination({ fd: 2, sync: true })), deliverWebhooks: false });
+    deps = await createDeps(config, {
+      logger: createLogger(config.logLevel, pino.destination({ fd: 2, sync: true })),
+      deliverWebhooks: false,
+    });
     const out = await run(deps, command, args, parsed.values);
     console.log(parsed.values.json ? JSON.stringify(out.json) : out.text);
     return 0;
   } catch (err) {
     if (err instanceof UsageError) console.error(`${err.message}\n\n${USAGE}`);
     else if (err instanceof AppError) {
-      const details = err.fields ? Object.values(err.fields).flat().filter((m) => m !== err.message) : [];
+      const details = err.fields
+        ? Object.values(err.fields)
+            .flat()
+            .filter((m) => m !== err.message)
+        : [];
       console.error([err.message, ...details].join('\n'));
     } else if (err instanceof ConfigError || err instanceof StartupError || err instanceof DatabaseLockedError) console.error(err.message);
     else console.error('Failed:', (err as Error).message);

@@ -4,9 +4,7 @@ import { migrate } from './db/migrate';
 
 const config = loadConfig();
 const db = await openDb(
-  config.databaseUrl
-    ? { kind: 'postgres', url: config.databaseUrl, poolSize: 1 }
-    : { kind: 'pglite', dataDir: `${config.dataDir}/pgdata` },
+  config.databaseUrl ? { kind: 'postgres', url: config.databaseUrl, poolSize: 1 } : { kind: 'pglite', dataDir: `${config.dataDir}/pgdata` },
 ).catch((err: Error) => {
   console.error(err.message);
   process.exit(1);

@@ -21,7 +21,8 @@ const SHUTDOWN_GRACE_MS = 110_000;
 async function main() {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
-  if (!config.redisUrl) throw new StartupError('npm run worker needs REDIS_URL (and DATABASE_URL); without REDIS_URL the server runs imports itself.');
+  if (!config.redisUrl)
+    throw new StartupError('npm run worker needs REDIS_URL (and DATABASE_URL); without REDIS_URL the server runs imports itself.');
 
   // The eviction-policy check runs once Redis answers; until then BullMQ keeps reconnecting.
   const probe = new Redis(config.redisUrl, { maxRetriesPerRequest: null, retryStrategy: (times) => Math.min(times * 1000, 10_000) });
@@ -43,7 +44,9 @@ async function main() {
   // The workers deliver the webhook outbox when imports run on BullMQ.
   deps.startWebhookDelivery();
   const metricsServer =
-    config.workerMetricsPort === undefined ? undefined : await serveMetrics(deps.metrics.registry, { port: config.workerMetricsPort, host: config.host });
+    config.workerMetricsPort === undefined
+      ? undefined
+      : await serveMetrics(deps.metrics.registry, { port: config.workerMetricsPort, host: config.host });
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ err, signal }) => {
     if (err) logger.error({ err }, 'worker closing after an error');
     else logger.info({ signal }, 'worker closing: finishing running imports');

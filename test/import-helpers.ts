@@ -10,7 +10,8 @@ import { minusYears, todayIn } from '../src/domain/dates';
 export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
 export const fixture = (name: string): Buffer => fs.readFileSync(path.join(FIXTURES, name));
 
-export const HEADER = 'first_name,last_name,date_of_birth,id_type,id_number,claim_date,vehicle_registration,claim_type,amount,currency,is_at_fault,status';
+export const HEADER =
+  'first_name,last_name,date_of_birth,id_type,id_number,claim_date,vehicle_registration,claim_type,amount,currency,is_at_fault,status';
 
 /** A claim date safely inside the 3-year window, whatever today is. */
 export const recentDate = (daysAgo = 30): string => {
@@ -29,7 +30,23 @@ export const futureDate = (): string => {
 export const docNumber = (prefix = 'P'): string => `${prefix}${randomBytes(6).toString('hex').toUpperCase()}`;
 export const plate = (): string => `AB${randomBytes(3).toString('hex').toUpperCase()}`;
 
-export type CsvRow = Partial<Record<'first_name' | 'last_name' | 'date_of_birth' | 'id_type' | 'id_number' | 'claim_date' | 'vehicle_registration' | 'claim_type' | 'amount' | 'currency' | 'is_at_fault' | 'status', string>>;
+export type CsvRow = Partial<
+  Record<
+    | 'first_name'
+    | 'last_name'
+    | 'date_of_birth'
+    | 'id_type'
+    | 'id_number'
+    | 'claim_date'
+    | 'vehicle_registration'
+    | 'claim_type'
+    | 'amount'
+    | 'currency'
+    | 'is_at_fault'
+    | 'status',
+    string
+  >
+>;
 
 export function validRow(overrides: CsvRow = {}): CsvRow {
   return {
@@ -56,7 +73,10 @@ export function csv(rows: CsvRow[], opts: { columns?: string[]; delimiter?: stri
   const columns = opts.columns ?? HEADER.split(',');
   const d = opts.delimiter ?? ',';
   const eol = opts.eol ?? '\n';
-  const lines = [columns.join(d), ...rows.map((r) => columns.map((c) => quote((r as Record<string, string | undefined>)[c] ?? '', d)).join(d))];
+  const lines = [
+    columns.join(d),
+    ...rows.map((r) => columns.map((c) => quote((r as Record<string, string | undefined>)[c] ?? '', d)).join(d)),
+  ];
   return lines.join(eol) + eol;
 }
 

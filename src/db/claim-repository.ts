@@ -92,9 +92,11 @@ export function createClaimRepository(db: Queryable): ClaimRepository {
      */
     async insertResolved(
       plan: Pick<IdentityPlan, 'newClients' | 'newDocuments'>,
-      claims: NewClaimRow[]): Promise<{ createdAt: string | null }> {
-      const rows = await db.query<{ documents_inserted: number; created_at: string | null }>(
-        `WITH new_clients AS (
+      claims: NewClaimRow[],
+    ): Promise<{ createdAt: string | null }> {
+      const rows = await db
+        .query<{ documents_inserted: number; created_at: string | null }>(
+          `WITH new_clients AS (
            INSERT INTO clients (id, first_name, last_name, date_of_birth)
            SELECT id, first_name, last_name, date_of_birth
              FROM json_to_recordset($1::text::json) AS t(id uuid, first_name text, last_name text, date_of_birth date)
@@ -114,42 +116,49 @@ export function createClaimRepository(db: Queryable): ClaimRepository {
            RETURNING created_at
          )
          SELECT (SELECT ${CREATED_AT} FROM new_claims c LIMIT 1) AS created_at`,
-        [
-          JSON.stringify(plan.newClients.map((c) => ({ id: c.id, first_name: c.firstName, last_name: c.lastName, date_of_birth: c.dateOfBirth }))),
-          JSON.stringify(plan.newDocuments.map((d) => ({ doc_type: d.type, number_hash: d.hash, client_id: d.clientId }))),
-          JSON.stringify(
-            claims.map((c) => ({
-              id: c.id,
-              company_id: c.companyId,
-              client_id: c.clientId,
-              claim_date: c.claimDate,
-              claim_type: c.claimType,
-              amount: c.amount,
-              is_at_fault: c.isAtFault,
-              vehicle_registration: c.vehicleRegistration,
-              source: c.source,
-              status: c.status,
-              import_id: c.importId,
-            })),
-          ),
-        ],
-      ).catch((err: unknown) => {
-        const code = pgErrorCode(err);
-        if (code === '23505') throw new RetryableConflict('identity document created concurrently');
-        if (code === '40P01') throw new RetryableConflict('deadlock');
-        throw err;
-      });
+          [
+            JSON.stringify(
+              plan.newClients.map((c) => ({ id: c.id, first_name: c.firstName, last_name: c.lastName, date_of_birth: c.dateOfBirth })),
+            ),
+            JSON.stringify(plan.newDocuments.map((d) => ({ doc_type: d.type, number_hash: d.hash, client_id: d.clientId }))),
+            JSON.stringify(
+              claims.map((c) => ({
+                id: c.id,
+                company_id: c.companyId,
+                client_id: c.clientId,
+                claim_date: c.claimDate,
+                claim_type: c.claimType,
+                amount: c.amount,
+                is_at_fault: c.isAtFault,
+                vehicle_registration: c.vehicleRegistration,
+                source: c.source,
+                status: c.status,
+                import_id: c.importId,
+              })),
+            ),
+          ],
+        )
+        .catch((err: unknown) => {
+          const code = pgErrorCode(err);
+          if (code === '23505') throw new RetryableConflict('identity document created concurrently');
+          if (code === '40P01') throw new RetryableConflict('deadlock');
+          throw err;
+        });
       return { createdAt: rows[0]!.created_at };
     },
 
     async findById(companyId: string, id: string): Promise<StoredClaim | undefined> {
-      const rows = await db.query<ClaimRow>(`${CLAIM_SELECT} WHERE c.company_id = $1 AND c.id = $2 AND ${visibleClaim('c')}`, [companyId, id]);
+      const rows = await db.query<ClaimRow>(`${CLAIM_SELECT} WHERE c.company_id = $1 AND c.id = $2 AND ${visibleClaim('c')}`, [
+        companyId,
+        id,
+      ]);
       return rows[0] && toClaim(rows[0]);
     },
 
     async listByCompany(
       companyId: string,
-      opts: { status?: ClaimStatus | undefined; after?: { ts: string; id: string } | undefined; limit: number }): Promise<StoredClaim[]> {
+      opts: { status?: ClaimStatus | undefined; after?: { ts: string; id: string } | undefined; limit: number },
+    ): Promise<StoredClaim[]> {
       const rows = await db.query<ClaimRow>(
         `${CLAIM_SELECT}
           WHERE c.company_id = $1

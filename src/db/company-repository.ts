@@ -22,7 +22,12 @@ export function createCompanyRepository(db: Queryable): CompanyRepository {
       return rows[0];
     },
 
-    async insertUser(u: { companyId: string | null; email: string; passwordHash: string; role: UserRole }): Promise<UserRecord | undefined> {
+    async insertUser(u: {
+      companyId: string | null;
+      email: string;
+      passwordHash: string;
+      role: UserRole;
+    }): Promise<UserRecord | undefined> {
       const rows = await db.query<UserRecord>(
         `INSERT INTO users (company_id, email, password_hash, role) VALUES ($1, $2, $3, $4)
          ON CONFLICT DO NOTHING RETURNING ${USER_COLUMNS}`,

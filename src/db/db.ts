@@ -42,8 +42,7 @@ function poolCounter(size: number) {
 const DATE_OID = 1082;
 
 export type DbOptions =
-  | { kind: 'postgres'; url: string; poolSize: number; searchPath?: string }
-  | { kind: 'pglite'; dataDir: string | undefined };
+  { kind: 'postgres'; url: string; poolSize: number; searchPath?: string } | { kind: 'pglite'; dataDir: string | undefined };
 
 export class DatabaseLockedError extends Error {}
 

@@ -25,7 +25,17 @@ export function createImportLedgerRepository(db: Queryable) {
       await db.query(
         `INSERT INTO import_chunks (import_id, chunk_no, first_row, last_row, rows_done, imported, failed, errors, failed_rows)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb, $9::text::jsonb)`,
-        [e.importId, e.chunkNo, e.firstRow, e.lastRow, e.rowsDone, e.imported, e.failed, `[${e.errorsJson.join(',')}]`, `[${e.failedRowsJson.join(',')}]`],
+        [
+          e.importId,
+          e.chunkNo,
+          e.firstRow,
+          e.lastRow,
+          e.rowsDone,
+          e.imported,
+          e.failed,
+          `[${e.errorsJson.join(',')}]`,
+          `[${e.failedRowsJson.join(',')}]`,
+        ],
       );
     },
 
@@ -42,7 +52,11 @@ export function createImportLedgerRepository(db: Queryable) {
           LIMIT $3`,
         [importId, afterRow, limit],
       );
-      return rows.map((r) => ({ row: r.row, cells: JSON.parse(r.cells) as string[], messages: JSON.parse(r.messages) as Record<string, string[]> }));
+      return rows.map((r) => ({
+        row: r.row,
+        cells: JSON.parse(r.cells) as string[],
+        messages: JSON.parse(r.messages) as Record<string, string[]>,
+      }));
     },
   } satisfies LedgerPort;
 }

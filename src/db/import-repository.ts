@@ -77,7 +77,14 @@ function toRecord(r: Row): ImportRecord {
 
 export function createImportRepository(db: Queryable) {
   const repo = {
-    async insert(row: { id: string; companyId: string; fileName: string; objectKey: string; sizeBytes: number; rowsTotal: number }): Promise<void> {
+    async insert(row: {
+      id: string;
+      companyId: string;
+      fileName: string;
+      objectKey: string;
+      sizeBytes: number;
+      rowsTotal: number;
+    }): Promise<void> {
       await db.query(
         `INSERT INTO imports (id, company_id, file_name, object_key, size_bytes, rows_total, history)
          VALUES ($1, $2, $3, $4, $5, $6, jsonb_build_array(jsonb_build_object('status', 'queued', 'at', ${NOW_MS})))`,
@@ -96,7 +103,10 @@ export function createImportRepository(db: Queryable) {
       return rows[0] && toRecord(rows[0]);
     },
 
-    async listByCompany(companyId: string, opts: { after?: { ts: string; id: string } | undefined; limit: number }): Promise<ImportRecord[]> {
+    async listByCompany(
+      companyId: string,
+      opts: { after?: { ts: string; id: string } | undefined; limit: number },
+    ): Promise<ImportRecord[]> {
       const rows = await db.query<Row>(
         `SELECT ${columns(false)} FROM imports
           WHERE company_id = $1
@@ -125,7 +135,12 @@ export function createImportRepository(db: Queryable) {
       return r && { status: r.status, cancelRequested: r.cancel_requested, companyId: r.company_id };
     },
 
-    async transition(id: string, from: readonly ImportStatus[], to: ImportStatus, patch: TransitionPatch): Promise<ImportRecord | undefined> {
+    async transition(
+      id: string,
+      from: readonly ImportStatus[],
+      to: ImportStatus,
+      patch: TransitionPatch,
+    ): Promise<ImportRecord | undefined> {
       const sets = [
         'status = $3',
         `history = history || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object('status', $3::text, 'at', ${NOW_MS}, 'attempt', ${
@@ -162,7 +177,10 @@ export function createImportRepository(db: Queryable) {
     },
 
     async requestCancel(id: string): Promise<void> {
-      await db.query(`UPDATE imports SET cancel_requested_at = coalesce(cancel_requested_at, now()) WHERE id = $1 AND status = 'processing'`, [id]);
+      await db.query(
+        `UPDATE imports SET cancel_requested_at = coalesce(cancel_requested_at, now()) WHERE id = $1 AND status = 'processing'`,
+        [id],
+      );
     },
 
     async setProgress(id: string, rowsDone: number, cols: string[] | null): Promise<void> {

@@ -145,7 +145,13 @@ export function createRegistryRepository(db: Db): RegistryRepository {
 
     async claimLookups(claimId, companyId, { after, limit }) {
       // One row with nulls when the claim is the caller's and nobody looked; no row when it is not theirs.
-      const rows = await db.query<{ company_name: string | null; kind: ClaimLookup['kind'] | null; created_at: string | null; position_ts: string | null; lookup_id: string | null }>(
+      const rows = await db.query<{
+        company_name: string | null;
+        kind: ClaimLookup['kind'] | null;
+        created_at: string | null;
+        position_ts: string | null;
+        lookup_id: string | null;
+      }>(
         `WITH own AS (
            SELECT c.id FROM claims c WHERE c.id = $1 AND c.company_id = $2 AND ${visibleClaim('c')}
          )
@@ -277,4 +283,3 @@ export function createRegistryRepository(db: Db): RegistryRepository {
     },
   };
 }
-

@@ -14,7 +14,13 @@ const TOKEN_COLUMNS = `id, company_id, name, token_prefix, ${TS('created_at')} A
 
 export function createTokenRepository(db: Queryable): TokenStore {
   return {
-    async insert(t: { companyId: string; name: string; hash: string; prefix: string; createdByUserId: string | null }): Promise<TokenRecord> {
+    async insert(t: {
+      companyId: string;
+      name: string;
+      hash: string;
+      prefix: string;
+      createdByUserId: string | null;
+    }): Promise<TokenRecord> {
       const rows = await db.query<TokenRecord>(
         `INSERT INTO api_tokens (company_id, name, token_hash, token_prefix, created_by_user_id)
          VALUES ($1, $2, $3, $4, $5) RETURNING ${TOKEN_COLUMNS}`,

@@ -23,7 +23,10 @@ export function createWebhookRepository(db: Queryable): WebhookRepository {
     },
 
     async deleteEndpoint(companyId, id) {
-      const rows = await db.query<{ id: string }>('DELETE FROM webhook_endpoints WHERE id = $1 AND company_id = $2 RETURNING id', [id, companyId]);
+      const rows = await db.query<{ id: string }>('DELETE FROM webhook_endpoints WHERE id = $1 AND company_id = $2 RETURNING id', [
+        id,
+        companyId,
+      ]);
       return rows.length === 1;
     },
 
@@ -73,7 +76,14 @@ export function createWebhookRepository(db: Queryable): WebhookRepository {
          RETURNING d.id, e.url, e.secret, d.body, d.event_type, d.attempts`,
         [limit, leaseSeconds],
       );
-      return rows.map((r): ClaimedDelivery => ({ id: r.id, url: r.url, secret: r.secret, body: r.body, eventType: r.event_type, attempts: r.attempts }));
+      return rows.map((r): ClaimedDelivery => ({
+        id: r.id,
+        url: r.url,
+        secret: r.secret,
+        body: r.body,
+        eventType: r.event_type,
+        attempts: r.attempts,
+      }));
     },
 
     async settle(id, { status, statusCode, error, retryInSeconds }) {

@@ -5,7 +5,17 @@ export type BarChart = {
   height: number;
   plot: { left: number; top: number; width: number; height: number };
   ticks: { value: number; y: number }[];
-  bars: { x: number; y: number; width: number; height: number; value: number; label: string; short: string; year: string | null; center: number }[];
+  bars: {
+    x: number;
+    y: number;
+    width: number;
+    height: number;
+    value: number;
+    label: string;
+    short: string;
+    year: string | null;
+    center: number;
+  }[];
   max: number;
 };
 

@@ -49,7 +49,10 @@ function toSignIn(request: FastifyRequest, reply: FastifyReply) {
 }
 
 export class RoleError extends Error {
-  constructor(readonly title: string, message: string) {
+  constructor(
+    readonly title: string,
+    message: string,
+  ) {
     super(message);
   }
 }

@@ -51,7 +51,13 @@ export async function webErrorHandler(err: FastifyError | AppError | RoleError, 
   }
   if (status >= 400 && status < 500) {
     request.log.info({ code: fe.code }, 'request rejected');
-    return show(request, reply, status, 'Something is wrong with the request', 'The request could not be processed. Go back and try again.');
+    return show(
+      request,
+      reply,
+      status,
+      'Something is wrong with the request',
+      'The request could not be processed. Go back and try again.',
+    );
   }
   request.log.error({ err }, 'request failed');
   return show(

@@ -62,7 +62,8 @@ export function claimBodyFromForm(form: FormBody | undefined): { body: Record<st
   const doc0Number = text(form, 'client.id_documents.0.number', 300);
   const doc1Number = text(form, 'client.id_documents.1.number', 300);
   const documents: Record<string, unknown>[] = [{ type: orUndefined(values.doc0_type), number: orUndefined(doc0Number) }];
-  if (values.doc1_type !== '' || doc1Number !== '') documents.push({ type: orUndefined(values.doc1_type), number: orUndefined(doc1Number) });
+  if (values.doc1_type !== '' || doc1Number !== '')
+    documents.push({ type: orUndefined(values.doc1_type), number: orUndefined(doc1Number) });
   const body: Record<string, unknown> = {
     client: {
       first_name: orUndefined(values.first_name),

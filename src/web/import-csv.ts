@@ -9,7 +9,9 @@ export { failedRowsFile, neutraliseCell } from '../domain/imports/failed-rows-fi
 
 /** One line per message: row, column, message, in row order. */
 export function errorLines(errors: RowError[]): { row: number; column: string; message: string }[] {
-  return errors.flatMap((e) => Object.entries(e.messages).flatMap(([column, list]) => list.map((message) => ({ row: e.row, column, message }))));
+  return errors.flatMap((e) =>
+    Object.entries(e.messages).flatMap(([column, list]) => list.map((message) => ({ row: e.row, column, message }))),
+  );
 }
 
 /** The failed rows of an import as CSV (what is kept of them: row number, column, message). */
@@ -19,4 +21,3 @@ export function failedRowsCsv(errors: RowError[]): Readable {
   out.end();
   return out;
 }
-

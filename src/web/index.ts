@@ -63,7 +63,14 @@ export async function dashboardPlugin(app: FastifyInstance) {
     assets.addHook('onSend', async (_request, reply) => {
       reply.headers({ 'x-content-type-options': 'nosniff' });
     });
-    await assets.register(fastifyStatic, { root: publicDir, prefix: '/assets/', maxAge: '7d', immutable: true, index: false, wildcard: false });
+    await assets.register(fastifyStatic, {
+      root: publicDir,
+      prefix: '/assets/',
+      maxAge: '7d',
+      immutable: true,
+      index: false,
+      wildcard: false,
+    });
   });
 
   await app.register(async (pages) => {

@@ -53,7 +53,8 @@ export function operatorSessionHook(deps: GuardDeps, returnTo: string) {
   const signedIn = createOperatorSessionCheck(deps);
   return async (request: FastifyRequest, reply: FastifyReply) => {
     // Answered here, not thrown: the guarded plugin may have an error handler of its own (Bull Board does).
-    if (STATE_CHANGING.has(request.method) && crossSite(request)) return reply.status(403).send({ message: 'This action is unauthorized.' });
+    if (STATE_CHANGING.has(request.method) && crossSite(request))
+      return reply.status(403).send({ message: 'This action is unauthorized.' });
     const who = await signedIn(request);
     if (who === 'operator') return;
     if (request.method !== 'GET' || wantsJson(request) || !/text\/html/u.test(request.headers.accept ?? '')) {

@@ -130,15 +130,20 @@ export function createBullImportQueue(opts: { url: string; prefix: string; attem
       if (connection.status !== 'ready') throw new QueueUnavailable('redis not connected');
       try {
         await withTimeout(
-          enqueue<'claims-import', 'import-csv'>(queue, IMPORT_JOB, { importId }, {
-            jobId: importJobId(importId),
-            attempts,
-            backoff: { type: 'exponential', delay: 2000 },
-            removeOnComplete: { age: 24 * 3600, count: 1000 },
-            removeOnFail: { age: 7 * 24 * 3600 },
-            // Failed jobs keep their message only: no stack trace is stored or shown in Bull Board.
-            stackTraceLimit: 0,
-          }),
+          enqueue<'claims-import', 'import-csv'>(
+            queue,
+            IMPORT_JOB,
+            { importId },
+            {
+              jobId: importJobId(importId),
+              attempts,
+              backoff: { type: 'exponential', delay: 2000 },
+              removeOnComplete: { age: 24 * 3600, count: 1000 },
+              removeOnFail: { age: 7 * 24 * 3600 },
+              // Failed jobs keep their message only: no stack trace is stored or shown in Bull Board.
+              stackTraceLimit: 0,
+            },
+          ),
           PRODUCER_TIMEOUT_MS,
           'enqueue',
         );

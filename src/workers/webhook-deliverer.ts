@@ -39,7 +39,8 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '', 0);
       const list = addresses as dns.LookupAddress[];
-      if (!allowPrivate && (list.length === 0 || list.some((a) => isPrivateAddress(a.address)))) return callback(new RefusedTarget(), '', 0);
+      if (!allowPrivate && (list.length === 0 || list.some((a) => isPrivateAddress(a.address))))
+        return callback(new RefusedTarget(), '', 0);
       if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
       callback(null, list[0]!.address, list[0]!.family);
     });
@@ -83,12 +84,23 @@ function post(d: ClaimedDelivery, opts: Pick<WebhookDelivererOptions, 'allowPriv
     };
     req.on('timeout', () => req.destroy(new Error(`No answer within ${opts.timeoutMs / 1000} s.`)));
     req.on('error', (err) =>
-      done({ ok: false, statusCode: null, error: err instanceof RefusedTarget ? err.message : `Request failed: ${err.message.slice(0, 200)}`, refused: err instanceof RefusedTarget }),
+      done({
+        ok: false,
+        statusCode: null,
+        error: err instanceof RefusedTarget ? err.message : `Request failed: ${err.message.slice(0, 200)}`,
+        refused: err instanceof RefusedTarget,
+      }),
     );
     req.on('response', (res) => {
       res.resume(); // the answer's body is not needed
       const status = res.statusCode ?? 0;
-      res.on('end', () => done(status >= 200 && status < 300 ? { ok: true, statusCode: status } : { ok: false, statusCode: status, error: `HTTP ${status}`, refused: false }));
+      res.on('end', () =>
+        done(
+          status >= 200 && status < 300
+            ? { ok: true, statusCode: status }
+            : { ok: false, statusCode: status, error: `HTTP ${status}`, refused: false },
+        ),
+      );
       res.on('error', () => done({ ok: false, statusCode: status, error: `HTTP ${status}, answer cut short`, refused: false }));
     });
     req.end(body);
@@ -121,11 +133,17 @@ export function startWebhookDeliverer(opts: WebhookDelivererOptions) {
     if (retryIn === undefined) {
       await webhooks.settle(d.id, { status: 'failed', statusCode: result.statusCode, error: result.error });
       metrics?.delivery(result.refused ? 'refused' : 'failed');
-      log.warn({ deliveryId: d.id, attempts: d.attempts, statusCode: result.statusCode, refused: result.refused }, 'webhook delivery failed for good');
+      log.warn(
+        { deliveryId: d.id, attempts: d.attempts, statusCode: result.statusCode, refused: result.refused },
+        'webhook delivery failed for good',
+      );
     } else {
       await webhooks.settle(d.id, { status: 'pending', statusCode: result.statusCode, error: result.error, retryInSeconds: retryIn });
       metrics?.delivery('retry_scheduled');
-      log.info({ deliveryId: d.id, attempts: d.attempts, statusCode: result.statusCode, retryIn }, 'webhook delivery failed; retry scheduled');
+      log.info(
+        { deliveryId: d.id, attempts: d.attempts, statusCode: result.statusCode, retryIn },
+        'webhook delivery failed; retry scheduled',
+      );
     }
   }
 
@@ -134,7 +152,9 @@ export function startWebhookDeliverer(opts: WebhookDelivererOptions) {
       let claimed: ClaimedDelivery[] = [];
       try {
         claimed = await webhooks.claimDue(10, leaseSeconds);
-        await Promise.all(claimed.map((d) => attempt(d).catch((err: unknown) => log.error({ err, deliveryId: d.id }, 'webhook delivery error'))));
+        await Promise.all(
+          claimed.map((d) => attempt(d).catch((err: unknown) => log.error({ err, deliveryId: d.id }, 'webhook delivery error'))),
+        );
       } catch (err) {
         log.warn({ err }, 'webhook outbox unavailable; retrying');
         claimed = [];

@@ -18,8 +18,14 @@ const routes = (claimId: string): { name: string; request: InjectOptions }[] => 
   { name: 'POST /claims', request: { method: 'POST', url: '/api/v1/claims', payload: validBody() } },
   { name: 'GET /claims', request: { method: 'GET', url: '/api/v1/claims' } },
   { name: 'GET /claims/:id', request: { method: 'GET', url: `/api/v1/claims/${claimId}` } },
-  { name: 'PATCH /claims/:id/status', request: { method: 'PATCH', url: `/api/v1/claims/${claimId}/status`, payload: { status: 'closed' } } },
-  { name: 'POST /claims/search-by-plate', request: { method: 'POST', url: '/api/v1/claims/search-by-plate', payload: { vehicle_registration: 'AB123' } } },
+  {
+    name: 'PATCH /claims/:id/status',
+    request: { method: 'PATCH', url: `/api/v1/claims/${claimId}/status`, payload: { status: 'closed' } },
+  },
+  {
+    name: 'POST /claims/search-by-plate',
+    request: { method: 'POST', url: '/api/v1/claims/search-by-plate', payload: { vehicle_registration: 'AB123' } },
+  },
 ];
 
 async function ownClaim(company: Company): Promise<string> {
@@ -139,7 +145,12 @@ describe('API tokens', () => {
     await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: company.auth });
     const list = await ctx.deps.tokens.list(company.id);
     expect(list).toHaveLength(1);
-    expect(list[0]).toMatchObject({ name: 'test token', created_at: expect.any(String), last_used_at: expect.any(String), revoked_at: null });
+    expect(list[0]).toMatchObject({
+      name: 'test token',
+      created_at: expect.any(String),
+      last_used_at: expect.any(String),
+      revoked_at: null,
+    });
     expect(JSON.stringify(list)).not.toContain(company.token);
   });
 

@@ -130,7 +130,10 @@ describe('GET /api/v1/claims', () => {
   it('filters by status, also across pages', async () => {
     const company = await ctx.newCompany();
     const claims = await submitMany(company, 6, (i) => ({ status: i % 2 === 0 ? 'disputed' : 'filed' }));
-    const disputed = claims.filter((c) => c.status === 'disputed').map((c) => c.id).reverse();
+    const disputed = claims
+      .filter((c) => c.status === 'disputed')
+      .map((c) => c.id)
+      .reverse();
     const pages = await allPages(company, '?status=disputed&limit=2');
     expect(pages.flat()).toEqual(disputed);
     expect(pages.map((p) => p.length)).toEqual([2, 1]);

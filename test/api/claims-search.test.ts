@@ -51,7 +51,13 @@ describe('POST /api/v1/claims/search-by-plate (default 3-year window)', () => {
     const plate = newPlate();
     const spelled = `${plate.slice(0, 2).toLowerCase()}-${plate.slice(2, 5)}.${plate.slice(5).toLowerCase()}`;
     const claim = await submitClaim(ctx, company, { vehicle_registration: spelled, claim_date: addDays(today(), -1) });
-    for (const query of [plate, plate.toLowerCase(), ` ${plate.slice(0, 3)} ${plate.slice(3)} `, `${plate.slice(0, 4)}.${plate.slice(4)}`, spelled]) {
+    for (const query of [
+      plate,
+      plate.toLowerCase(),
+      ` ${plate.slice(0, 3)} ${plate.slice(3)} `,
+      `${plate.slice(0, 4)}.${plate.slice(4)}`,
+      spelled,
+    ]) {
       expect(ids(await found(ctx, company, query)), query).toEqual([claim.id]);
     }
   });
@@ -90,7 +96,10 @@ describe('POST /api/v1/claims/search-by-plate (default 3-year window)', () => {
       method: 'POST',
       url: '/api/v1/claims',
       headers: company.auth,
-      payload: claimBody({ vehicle_registration: plate, claim_date: addDays(today(), -1) }, { id_documents: [{ type: 'passport', number }] }),
+      payload: claimBody(
+        { vehicle_registration: plate, claim_date: addDays(today(), -1) },
+        { id_documents: [{ type: 'passport', number }] },
+      ),
     });
     const res = await search(ctx, company, { vehicle_registration: plate });
     expect(res.json().data[0].client.id_documents).toEqual([{ type: 'passport' }]);
@@ -103,11 +112,9 @@ describe('POST /api/v1/claims/search-by-plate (default 3-year window)', () => {
       const res = await search(ctx, company, {});
       expect(res.statusCode).toBe(422);
       expect(res.json()).toEqual(
-        apiError(
-          'validation_failed',
-          'The vehicle registration field is required.',
-          { vehicle_registration: ['The vehicle registration field is required.'] },
-        ),
+        apiError('validation_failed', 'The vehicle registration field is required.', {
+          vehicle_registration: ['The vehicle registration field is required.'],
+        }),
       );
     });
 
@@ -124,7 +131,9 @@ describe('POST /api/v1/claims/search-by-plate (default 3-year window)', () => {
       const company = await ctx.newCompany();
       const res = await search(ctx, company, { vehicle_registration: 'AB-12.34 56-78.90 123' });
       expect(res.statusCode).toBe(422);
-      expect(res.json().errors).toEqual({ vehicle_registration: ['The vehicle registration field must not be greater than 20 characters.'] });
+      expect(res.json().errors).toEqual({
+        vehicle_registration: ['The vehicle registration field must not be greater than 20 characters.'],
+      });
     });
 
     it('accepts exactly 20 characters as sent', async () => {

@@ -10,7 +10,6 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-
 const newClaim = (company: Company, overrides: Record<string, unknown> = {}) => submitClaim(ctx, company, overrides);
 
 const patch = (company: Company, id: string, payload: unknown) =>
@@ -112,11 +111,9 @@ describe('PATCH /api/v1/claims/:id/status', () => {
     const res = await patch(company, claim.id, { status: 'reopened' });
     expect(res.statusCode).toBe(422);
     expect(res.json()).toEqual(
-      apiError(
-        'validation_failed',
-        'The status field must be one of: filed, under_investigation, settled, closed, disputed.',
-        { status: ['The status field must be one of: filed, under_investigation, settled, closed, disputed.'] },
-      ),
+      apiError('validation_failed', 'The status field must be one of: filed, under_investigation, settled, closed, disputed.', {
+        status: ['The status field must be one of: filed, under_investigation, settled, closed, disputed.'],
+      }),
     );
     expect(await ctx.deps.store.claims.statusHistory(company.id, claim.id)).toEqual([]);
   });
@@ -126,7 +123,9 @@ describe('PATCH /api/v1/claims/:id/status', () => {
     const claim = await newClaim(company);
     const missing = await patch(company, claim.id, {});
     expect(missing.statusCode).toBe(422);
-    expect(missing.json()).toEqual(apiError('validation_failed', 'The status field is required.', { status: ['The status field is required.'] }));
+    expect(missing.json()).toEqual(
+      apiError('validation_failed', 'The status field is required.', { status: ['The status field is required.'] }),
+    );
     for (const status of [null, 3, ['closed']]) {
       const res = await patch(company, claim.id, { status });
       expect(res.statusCode, JSON.stringify(status)).toBe(422);

@@ -37,7 +37,12 @@ async function rejected(payload: unknown): Promise<Record<string, string[]>> {
 }
 
 async function claimsWithPlate(plate: string): Promise<number> {
-  const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload: { vehicle_registration: plate } });
+  const res = await ctx.app.inject({
+    method: 'POST',
+    url: '/api/v1/claims/search-by-plate',
+    headers: company.auth,
+    payload: { vehicle_registration: plate },
+  });
   expect(res.statusCode).toBe(200);
   return res.json().meta.total_claims;
 }
@@ -53,14 +58,10 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
     const res = await post(body({ claim_date: addDays(today(), 1), currency: 'USD' }));
     expect(res.statusCode).toBe(422);
     expect(res.json()).toEqual(
-      apiError(
-        'validation_failed',
-        'The claim date cannot be in the future.',
-        {
+      apiError('validation_failed', 'The claim date cannot be in the future.', {
         claim_date: ['The claim date cannot be in the future.'],
         currency: ['The currency must be EUR; no other currency is supported.'],
-      },
-      ),
+      }),
     );
   });
 
@@ -97,7 +98,9 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
 
     it('rejects more than 9999999999.99', async () => {
       expect(await rejected(body({ amount: 10000000000 }))).toEqual({ amount: ['The amount must not be greater than 9999999999.99.'] });
-      expect(await rejected(body({ amount: '10000000000.00' }))).toEqual({ amount: ['The amount must not be greater than 9999999999.99.'] });
+      expect(await rejected(body({ amount: '10000000000.00' }))).toEqual({
+        amount: ['The amount must not be greater than 9999999999.99.'],
+      });
     });
 
     it('rejects what is not a number', async () => {
@@ -145,7 +148,9 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
     });
 
     it('rejects a blank or non-string plate', async () => {
-      expect(await rejected(body({ vehicle_registration: '   ' }))).toEqual({ vehicle_registration: ['The vehicle registration field is required.'] });
+      expect(await rejected(body({ vehicle_registration: '   ' }))).toEqual({
+        vehicle_registration: ['The vehicle registration field is required.'],
+      });
       expect(Object.keys(await rejected(body({ vehicle_registration: 123 })))).toEqual(['vehicle_registration']);
     });
   });
@@ -164,7 +169,9 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
     });
 
     it('rejects tomorrow with "The claim date cannot be in the future."', async () => {
-      expect(await rejected(body({ claim_date: addDays(today(), 1) }))).toEqual({ claim_date: ['The claim date cannot be in the future.'] });
+      expect(await rejected(body({ claim_date: addDays(today(), 1) }))).toEqual({
+        claim_date: ['The claim date cannot be in the future.'],
+      });
     });
 
     it('rejects the day before today minus three years', async () => {
@@ -177,7 +184,9 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
   describe('client.date_of_birth', () => {
     it('rejects today and a future date', async () => {
       for (const dob of [today(), addDays(today(), 1)]) {
-        expect(await rejected(body({}, { date_of_birth: dob }))).toEqual({ 'client.date_of_birth': ['The date of birth must be a date before today.'] });
+        expect(await rejected(body({}, { date_of_birth: dob }))).toEqual({
+          'client.date_of_birth': ['The date of birth must be a date before today.'],
+        });
       }
     });
 
@@ -203,17 +212,20 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
 
   describe('client.id_documents', () => {
     it('needs at least one document', async () => {
-      expect(await rejected(body({}, { id_documents: [] }))).toEqual({ 'client.id_documents': ['The id documents field must have at least 1 item.'] });
+      expect(await rejected(body({}, { id_documents: [] }))).toEqual({
+        'client.id_documents': ['The id documents field must have at least 1 item.'],
+      });
     });
 
     it('reports document fields under dotted paths with the index', async () => {
-      const errors = await rejected(body({}, {
-        id_documents: [
-          { type: 'passport', number: docNo() },
-          { type: 'driving_licence', number: docNo() },
-          { type: 'passport' },
-        ],
-      }));
+      const errors = await rejected(
+        body(
+          {},
+          {
+            id_documents: [{ type: 'passport', number: docNo() }, { type: 'driving_licence', number: docNo() }, { type: 'passport' }],
+          },
+        ),
+      );
       expect(errors).toEqual({
         'client.id_documents.1.type': ['The document type field must be one of: passport, national_id, alien_registration.'],
         'client.id_documents.2.number': ['The document number field is required.'],
@@ -227,7 +239,19 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
     });
 
     it('rejects a number that is only a country prefix', async () => {
-      expect(await rejected(body({}, { id_documents: [{ type: 'passport', number: docNo() }, { type: 'national_id', number: 'LT-' }] }))).toEqual({
+      expect(
+        await rejected(
+          body(
+            {},
+            {
+              id_documents: [
+                { type: 'passport', number: docNo() },
+                { type: 'national_id', number: 'LT-' },
+              ],
+            },
+          ),
+        ),
+      ).toEqual({
         'client.id_documents.1.number': ['The document number must contain more than a country prefix.'],
       });
     });
@@ -239,13 +263,16 @@ describe('POST /api/v1/claims: identity data-quality errors', () => {
     const [passport, nationalId] = [docNo(), docNo()];
     const first = await submitted(body({}, { date_of_birth: '1980-01-01', id_documents: [{ type: 'passport', number: passport }] }));
 
-    const mismatch = body({}, {
-      date_of_birth: '1980-01-02',
-      id_documents: [
-        { type: 'passport', number: passport },
-        { type: 'national_id', number: nationalId },
-      ],
-    });
+    const mismatch = body(
+      {},
+      {
+        date_of_birth: '1980-01-02',
+        id_documents: [
+          { type: 'passport', number: passport },
+          { type: 'national_id', number: nationalId },
+        ],
+      },
+    );
     const errors = await rejected(mismatch);
     expect(errors).toEqual({
       'client.date_of_birth': [
@@ -255,7 +282,9 @@ describe('POST /api/v1/claims: identity data-quality errors', () => {
     // No claim was stored ...
     expect(await claimsWithPlate(mismatch.vehicle_registration)).toBe(0);
     // ... and the new document was not attached to the person on record.
-    const byNationalId = await submitted(body({}, { date_of_birth: '1980-01-01', id_documents: [{ type: 'national_id', number: nationalId }] }));
+    const byNationalId = await submitted(
+      body({}, { date_of_birth: '1980-01-01', id_documents: [{ type: 'national_id', number: nationalId }] }),
+    );
     expect(byNationalId.client.id).not.toBe(first.client.id);
     expect(byNationalId.client.id_documents).toEqual([{ type: 'national_id' }]);
   });
@@ -266,12 +295,15 @@ describe('POST /api/v1/claims: identity data-quality errors', () => {
     const b = await submitted(body({}, { id_documents: [{ type: 'national_id', number: nationalId }] }));
     expect(a.client.id).not.toBe(b.client.id);
 
-    const both = body({}, {
-      id_documents: [
-        { type: 'passport', number: passport },
-        { type: 'national_id', number: nationalId },
-      ],
-    });
+    const both = body(
+      {},
+      {
+        id_documents: [
+          { type: 'passport', number: passport },
+          { type: 'national_id', number: nationalId },
+        ],
+      },
+    );
     expect(await rejected(both)).toEqual({
       'client.id_documents': ['The identity documents belong to different clients on record (data quality error: nothing was merged).'],
     });
@@ -291,7 +323,15 @@ describe('POST /api/v1/claims: document numbers never appear in error bodies', (
       body({ claim_date: '2025-02-30' }, { id_documents: [{ type: 'passport', number: `LT-${secret}` }] }),
       body({}, { id_documents: [{ type: 'visa', number: secret }] }),
       body({}, { id_documents: [{ type: 'passport', number: secret.padEnd(256, '9') }] }),
-      body({}, { id_documents: [{ type: 'passport', number: secret }, { type: 'passport', number: 7 }] }),
+      body(
+        {},
+        {
+          id_documents: [
+            { type: 'passport', number: secret },
+            { type: 'passport', number: 7 },
+          ],
+        },
+      ),
     ];
     for (const b of bodies) {
       const res = await post(b);

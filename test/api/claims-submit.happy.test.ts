@@ -26,7 +26,12 @@ async function submit(company: Company, payload: unknown) {
 }
 
 async function search(company: Company, plate: string) {
-  const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload: { vehicle_registration: plate } });
+  const res = await ctx.app.inject({
+    method: 'POST',
+    url: '/api/v1/claims/search-by-plate',
+    headers: company.auth,
+    payload: { vehicle_registration: plate },
+  });
   expect(res.statusCode, res.body).toBe(200);
   return res.json();
 }
@@ -59,9 +64,20 @@ describe('POST /api/v1/claims', () => {
   it('returns exactly the fields of a Claim and of its client, with UUID ids', async () => {
     const company = await ctx.newCompany();
     const { data } = await submit(company, body());
-    expect(Object.keys(data).sort()).toEqual(
-      ['amount', 'claim_date', 'claim_type', 'client', 'company_name', 'created_at', 'currency', 'id', 'is_at_fault', 'source', 'status', 'vehicle_registration'],
-    );
+    expect(Object.keys(data).sort()).toEqual([
+      'amount',
+      'claim_date',
+      'claim_type',
+      'client',
+      'company_name',
+      'created_at',
+      'currency',
+      'id',
+      'is_at_fault',
+      'source',
+      'status',
+      'vehicle_registration',
+    ]);
     expect(Object.keys(data.client).sort()).toEqual(['date_of_birth', 'first_name', 'id', 'id_documents', 'last_name']);
     expect(Object.keys(data.client.id_documents[0])).toEqual(['type']);
     expect(data.id).toMatch(UUID);
@@ -217,7 +233,10 @@ describe('POST /api/v1/claims: client identity', () => {
     const n = randomBytes(4).readUInt32BE(0).toString();
     const withPrefix = await submit(company, body({}, { id_documents: [{ type: 'national_id', number: `LT-${n}` }] }));
     const bare = await submit(company, body({}, { id_documents: [{ type: 'national_id', number: n }] }));
-    const spaced = await submit(company, body({}, { id_documents: [{ type: 'national_id', number: ` lt-${n.slice(0, 2)} ${n.slice(2)} ` }] }));
+    const spaced = await submit(
+      company,
+      body({}, { id_documents: [{ type: 'national_id', number: ` lt-${n.slice(0, 2)} ${n.slice(2)} ` }] }),
+    );
     expect(bare.data.client.id).toBe(withPrefix.data.client.id);
     expect(spaced.data.client.id).toBe(withPrefix.data.client.id);
   });
@@ -241,12 +260,18 @@ describe('POST /api/v1/claims: client identity', () => {
     const company = await ctx.newCompany();
     const [passport, nationalId] = [docNo(), docNo()];
     const first = await submit(company, body({}, { id_documents: [{ type: 'passport', number: passport }] }));
-    const both = await submit(company, body({}, {
-      id_documents: [
-        { type: 'passport', number: passport },
-        { type: 'national_id', number: nationalId },
-      ],
-    }));
+    const both = await submit(
+      company,
+      body(
+        {},
+        {
+          id_documents: [
+            { type: 'passport', number: passport },
+            { type: 'national_id', number: nationalId },
+          ],
+        },
+      ),
+    );
     expect(both.data.client.id).toBe(first.data.client.id);
     expect(both.data.client.id_documents).toEqual([{ type: 'national_id' }, { type: 'passport' }]);
     // The added document alone now finds the same person.
@@ -261,8 +286,14 @@ describe('POST /api/v1/claims: client identity', () => {
   it('keeps the names on record when the person is submitted with other names', async () => {
     const company = await ctx.newCompany();
     const number = docNo();
-    const first = await submit(company, body({}, { first_name: 'Ona', last_name: 'Petraitė', id_documents: [{ type: 'passport', number }] }));
-    const second = await submit(company, body({}, { first_name: 'Onutė', last_name: 'Jonaitienė', id_documents: [{ type: 'passport', number }] }));
+    const first = await submit(
+      company,
+      body({}, { first_name: 'Ona', last_name: 'Petraitė', id_documents: [{ type: 'passport', number }] }),
+    );
+    const second = await submit(
+      company,
+      body({}, { first_name: 'Onutė', last_name: 'Jonaitienė', id_documents: [{ type: 'passport', number }] }),
+    );
     expect(second.data.client).toMatchObject({ id: first.data.client.id, first_name: 'Ona', last_name: 'Petraitė' });
     const reread = await ctx.app.inject({ method: 'GET', url: `/api/v1/claims/${second.data.id}`, headers: company.auth });
     expect(reread.json().data.client).toMatchObject({ first_name: 'Ona', last_name: 'Petraitė' });
@@ -271,12 +302,18 @@ describe('POST /api/v1/claims: client identity', () => {
   it('counts the same type and number twice in one request once', async () => {
     const company = await ctx.newCompany();
     const number = docNo();
-    const { data } = await submit(company, body({}, {
-      id_documents: [
-        { type: 'passport', number },
-        { type: 'passport', number: `LT-${number}` },
-      ],
-    }));
+    const { data } = await submit(
+      company,
+      body(
+        {},
+        {
+          id_documents: [
+            { type: 'passport', number },
+            { type: 'passport', number: `LT-${number}` },
+          ],
+        },
+      ),
+    );
     expect(data.client.id_documents).toEqual([{ type: 'passport' }]);
     const again = await submit(company, body({}, { id_documents: [{ type: 'passport', number }] }));
     expect(again.data.client.id).toBe(data.client.id);
@@ -285,12 +322,18 @@ describe('POST /api/v1/claims: client identity', () => {
   it('never returns a document number, in any form', async () => {
     const company = await ctx.newCompany();
     const [passport, nationalId] = [docNo(), docNo()];
-    const { raw } = await submit(company, body({}, {
-      id_documents: [
-        { type: 'passport', number: `LT-${passport}` },
-        { type: 'national_id', number: nationalId },
-      ],
-    }));
+    const { raw } = await submit(
+      company,
+      body(
+        {},
+        {
+          id_documents: [
+            { type: 'passport', number: `LT-${passport}` },
+            { type: 'national_id', number: nationalId },
+          ],
+        },
+      ),
+    );
     for (const secret of [passport, nationalId, `LT-${passport}`]) expect(raw).not.toContain(secret);
     const list = await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: company.auth });
     for (const secret of [passport, nationalId]) expect(list.body).not.toContain(secret);

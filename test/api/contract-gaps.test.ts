@@ -15,7 +15,9 @@ type Company = Awaited<ReturnType<TestContext['newCompany']>>;
 const dayBefore = (iso: string): string => new Date(Date.parse(`${iso}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
 
 const search = async (c: TestContext, company: Company, vehicle_registration: string) =>
-  (await c.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload: { vehicle_registration } })).json();
+  (
+    await c.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload: { vehicle_registration } })
+  ).json();
 
 describe('CSV import header (README: CSV import)', () => {
   it('rejects a header without vehicle_registration with a 422 that names it (a required column here)', async () => {
@@ -34,7 +36,14 @@ describe('CSV import header (README: CSV import)', () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toEqual({ message: 'Import finished: 1 imported, 0 failed.', imported: 1, failed: 0, errors: [] });
     const [claim] = (await search(ctx, company, row.vehicle_registration!)).data;
-    expect(claim).toMatchObject({ status: 'filed', currency: 'EUR', amount: null, claim_type: null, is_at_fault: null, source: 'bulk_import' });
+    expect(claim).toMatchObject({
+      status: 'filed',
+      currency: 'EUR',
+      amount: null,
+      claim_type: null,
+      is_at_fault: null,
+      source: 'bulk_import',
+    });
   });
 });
 
@@ -68,7 +77,12 @@ describe('status changes record when (README: every status change is recorded wi
     expect(created.statusCode, created.body).toBe(201);
     const id = created.json().data.id;
     const before = Date.now();
-    const res = await ctx.app.inject({ method: 'PATCH', url: `/api/v1/claims/${id}/status`, headers: company.auth, payload: { status: 'closed' } });
+    const res = await ctx.app.inject({
+      method: 'PATCH',
+      url: `/api/v1/claims/${id}/status`,
+      headers: company.auth,
+      payload: { status: 'closed' },
+    });
     expect(res.statusCode).toBe(200);
     const after = Date.now();
     const rows = await ctx.deps.db.query<{ changed_at: unknown }>('SELECT changed_at FROM claim_status_changes WHERE claim_id = $1', [id]);
@@ -94,7 +108,12 @@ describe.each(['Pacific/Kiritimati', 'Pacific/Pago_Pago'])('search window with A
     const p = plate();
     const boundary = minusYears(zoned.deps.today(), 1);
     for (const claim_date of [boundary, dayBefore(boundary)]) {
-      const res = await zoned.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: claimBody({ claim_date, vehicle_registration: p }) });
+      const res = await zoned.app.inject({
+        method: 'POST',
+        url: '/api/v1/claims',
+        headers: company.auth,
+        payload: claimBody({ claim_date, vehicle_registration: p }),
+      });
       expect(res.statusCode, res.body).toBe(201);
     }
     const result = await search(zoned, company, p);

@@ -17,7 +17,12 @@ describe('error responses', () => {
 
   const validBody = () => claimBody({ claim_date: addDays(ctx.deps.today(), -3) });
   const postRaw = (payload: string, extra: Record<string, string> = {}) =>
-    ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: { ...company.auth, 'content-type': 'application/json', ...extra }, payload });
+    ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims',
+      headers: { ...company.auth, 'content-type': 'application/json', ...extra },
+      payload,
+    });
 
   it('answers a body that is not valid JSON with 400 and a JSON message, on every JSON route', async () => {
     const id = randomUUID();
@@ -26,7 +31,12 @@ describe('error responses', () => {
       ['PATCH', `/api/v1/claims/${id}/status`],
       ['POST', '/api/v1/claims/search-by-plate'],
     ] as const) {
-      const res = await ctx.app.inject({ method, url, headers: { ...company.auth, 'content-type': 'application/json' }, payload: '{"client": ' });
+      const res = await ctx.app.inject({
+        method,
+        url,
+        headers: { ...company.auth, 'content-type': 'application/json' },
+        payload: '{"client": ',
+      });
       expect(res.statusCode, url).toBe(400);
       expect(res.headers['content-type']).toMatch(/^application\/json/);
       expect(res.json()).toEqual(apiError('invalid_json', 'The request body is not valid JSON.'));
@@ -94,7 +104,12 @@ describe('error responses', () => {
     await ctx.deps.db.query('ALTER TABLE claim_status_changes RENAME TO claim_status_changes_away');
     let res;
     try {
-      res = await ctx.app.inject({ method: 'PATCH', url: `/api/v1/claims/${claim.id}/status`, headers: company.auth, payload: { status: 'closed' } });
+      res = await ctx.app.inject({
+        method: 'PATCH',
+        url: `/api/v1/claims/${claim.id}/status`,
+        headers: company.auth,
+        payload: { status: 'closed' },
+      });
     } finally {
       await ctx.deps.db.query('ALTER TABLE claim_status_changes_away RENAME TO claim_status_changes');
     }
@@ -109,7 +124,12 @@ describe('error responses', () => {
     const claim = created.json().data;
     await ctx.deps.db.query('ALTER TABLE claim_status_changes RENAME TO claim_status_changes_away');
     try {
-      const res = await ctx.app.inject({ method: 'PATCH', url: `/api/v1/claims/${claim.id}/status`, headers: company.auth, payload: { status: 'closed' } });
+      const res = await ctx.app.inject({
+        method: 'PATCH',
+        url: `/api/v1/claims/${claim.id}/status`,
+        headers: company.auth,
+        payload: { status: 'closed' },
+      });
       expect(res.statusCode).toBe(500);
     } finally {
       await ctx.deps.db.query('ALTER TABLE claim_status_changes_away RENAME TO claim_status_changes');

@@ -15,7 +15,12 @@ beforeAll(async () => {
 afterAll(async () => ctx?.close());
 
 const submit = (auth: Record<string, string>, payload: unknown, key?: string) =>
-  ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: { ...auth, ...(key ? { 'idempotency-key': key } : {}) }, payload: payload as object });
+  ctx.app.inject({
+    method: 'POST',
+    url: '/api/v1/claims',
+    headers: { ...auth, ...(key ? { 'idempotency-key': key } : {}) },
+    payload: payload as object,
+  });
 
 const countClaims = async (companyId: string) =>
   (await ctx.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM claims WHERE company_id = $1', [companyId]))[0]!.n;
@@ -101,7 +106,9 @@ describe('Idempotency-Key on POST /api/v1/claims', () => {
     const ids = new Set(results.filter((r) => r.statusCode === 201).map((r) => r.json().data.id));
     expect(ids.size).toBe(1);
     for (const r of results.filter((x) => x.statusCode === 409)) {
-      expect(r.json()).toEqual(apiError('idempotency_in_progress', 'A request with this Idempotency-Key is still being processed; retry later.'));
+      expect(r.json()).toEqual(
+        apiError('idempotency_in_progress', 'A request with this Idempotency-Key is still being processed; retry later.'),
+      );
     }
     expect(await countClaims(company.id)).toBe(1);
   });

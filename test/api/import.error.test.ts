@@ -14,7 +14,11 @@ beforeAll(async () => {
 afterAll(async () => ctx?.close());
 
 /** Every file-level rejection: 422 with the message on `file`, no import recorded, no file kept. */
-async function expectRejected(company: { id: string; auth: Record<string, string> }, res: { statusCode: number; json(): unknown }, ...messages: string[]) {
+async function expectRejected(
+  company: { id: string; auth: Record<string, string> },
+  res: { statusCode: number; json(): unknown },
+  ...messages: string[]
+) {
   expect(res.statusCode).toBe(422);
   const body = res.json() as { message: string; errors: { file: string[] } };
   expect(body.errors.file).toEqual(messages);
@@ -47,7 +51,11 @@ describe('POST /api/v1/claims/import rejects invalid files before any row', () =
   it('rejects other extensions than .csv and .txt', async () => {
     const company = await ctx.newCompany();
     for (const fileName of ['claims.xlsx', 'claims', 'claims.csv.exe']) {
-      await expectRejected(company, await postImport(ctx.app, company.auth, csv([validRow()]), { fileName }), 'The file must be a file of type: csv, txt.');
+      await expectRejected(
+        company,
+        await postImport(ctx.app, company.auth, csv([validRow()]), { fileName }),
+        'The file must be a file of type: csv, txt.',
+      );
     }
   });
 
@@ -101,13 +109,21 @@ describe('POST /api/v1/claims/import rejects invalid files before any row', () =
       await postImport(ctx.app, company.auth, `${HEADER},amount\n`),
       'The header row names a column more than once: amount.',
     );
-    await expectRejected(company, await postImport(ctx.app, company.auth, `\n${csv([validRow()])}`), 'The first row must be the header row; it is blank.');
+    await expectRejected(
+      company,
+      await postImport(ctx.app, company.auth, `\n${csv([validRow()])}`),
+      'The first row must be the header row; it is blank.',
+    );
   });
 
   it('rejects a quoted field that is never closed (the file is not valid CSV)', async () => {
     const company = await ctx.newCompany();
     const text = csv([validRow()]) + 'Ona,"Petraitė,1985-06-02,passport,X1,2026-01-01,AB1,,,,,\n';
-    await expectRejected(company, await postImport(ctx.app, company.auth, text), 'Row 3 has a quoted field that is never closed; the file is not valid CSV.');
+    await expectRejected(
+      company,
+      await postImport(ctx.app, company.auth, text),
+      'Row 3 has a quoted field that is never closed; the file is not valid CSV.',
+    );
   });
 
   it('answers 422 with a JSON body for a malformed multipart body', async () => {
@@ -125,7 +141,7 @@ describe('POST /api/v1/claims/import rejects invalid files before any row', () =
 });
 
 describe('imports of another company', () => {
-  it('answers 404 for another company\'s import, an unknown id, and an id that is not a UUID', async () => {
+  it("answers 404 for another company's import, an unknown id, and an id that is not a UUID", async () => {
     const owner = await ctx.newCompany();
     const stranger = await ctx.newCompany();
     const r = await postImport(ctx.app, owner.auth, csv([validRow()]), { headers: { prefer: 'respond-async' } });

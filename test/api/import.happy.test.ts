@@ -4,7 +4,19 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { claimBody, createTestContext, type TestContext } from '../harness';
-import { csv, docNumber, fixture, FIXTURES, futureDate, HEADER, plate, postImport, recentDate, validRow, waitForImport } from '../import-helpers';
+import {
+  csv,
+  docNumber,
+  fixture,
+  FIXTURES,
+  futureDate,
+  HEADER,
+  plate,
+  postImport,
+  recentDate,
+  validRow,
+  waitForImport,
+} from '../import-helpers';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -13,7 +25,9 @@ beforeAll(async () => {
 afterAll(async () => ctx?.close());
 
 const search = async (auth: Record<string, string>, vehicle_registration: string) =>
-  (await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: auth, payload: { vehicle_registration } })).json();
+  (
+    await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: auth, payload: { vehicle_registration } })
+  ).json();
 
 describe('POST /api/v1/claims/import', () => {
   it('imports valid rows, reports invalid ones by spreadsheet row number in row order, and answers 200', async () => {
@@ -89,7 +103,9 @@ describe('POST /api/v1/claims/import', () => {
         },
       },
     ]);
-    const first = { data: (await search(company.auth, 'AB123C')).data.filter((c: { company_name: string }) => c.company_name === company.name) };
+    const first = {
+      data: (await search(company.auth, 'AB123C')).data.filter((c: { company_name: string }) => c.company_name === company.name),
+    };
     // Row 2 and row 7 are the same person (the "LT-" prefix and the case do not matter).
     expect(first.data).toHaveLength(2);
     expect(new Set(first.data.map((c: { client: { id: string } }) => c.client.id)).size).toBe(1);
@@ -115,7 +131,11 @@ describe('POST /api/v1/claims/import', () => {
 
   it('answers 200 also when every row failed', async () => {
     const company = await ctx.newCompany('AllBad');
-    const res = await postImport(ctx.app, company.auth, csv([validRow({ id_type: 'driving_licence' }), validRow({ date_of_birth: '1985-02-30' })]));
+    const res = await postImport(
+      ctx.app,
+      company.auth,
+      csv([validRow({ id_type: 'driving_licence' }), validRow({ date_of_birth: '1985-02-30' })]),
+    );
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
       message: 'Import finished: 0 imported, 2 failed.',
@@ -179,7 +199,11 @@ describe('POST /api/v1/claims/import', () => {
       });
       expect(r.statusCode).toBe(201);
     }
-    const res = await postImport(ctx.app, company.auth, csv([validRow({ id_number: p1 }), validRow({ id_number: p1, date_of_birth: '1999-09-09' })]));
+    const res = await postImport(
+      ctx.app,
+      company.auth,
+      csv([validRow({ id_number: p1 }), validRow({ id_number: p1, date_of_birth: '1999-09-09' })]),
+    );
     expect(res.json()).toMatchObject({ imported: 1, failed: 1 });
     expect(Object.keys(res.json().errors[0].messages)).toEqual(['date_of_birth']);
   });
@@ -264,7 +288,10 @@ describe('asynchronous imports', () => {
 
   it('keeps only a sanitised file name for display', async () => {
     const company = await ctx.newCompany('Names');
-    const r = await postImport(ctx.app, company.auth, csv([validRow()]), { fileName: '../../etc/pass|wd<x>.csv', headers: { prefer: 'respond-async' } });
+    const r = await postImport(ctx.app, company.auth, csv([validRow()]), {
+      fileName: '../../etc/pass|wd<x>.csv',
+      headers: { prefer: 'respond-async' },
+    });
     expect(r.json().data.file_name).toBe('pass_wd_x_.csv');
   });
 

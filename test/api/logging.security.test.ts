@@ -28,7 +28,9 @@ describe('log lines', () => {
     expect((await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: body })).statusCode).toBe(201);
     // A data-quality error on the same document, and a validation error quoting it.
     const mismatch = claimBody({}, { date_of_birth: '1970-01-01', id_documents: [{ type: 'passport', number }] });
-    expect((await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: mismatch })).statusCode).toBe(422);
+    expect((await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: mismatch })).statusCode).toBe(
+      422,
+    );
     const tooLong = claimBody({}, { id_documents: [{ type: 'passport', number: number.repeat(20) }] });
     expect((await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: tooLong })).statusCode).toBe(422);
     // A query string (the dashboard's plate search uses one) stays out of the log.

@@ -21,7 +21,8 @@ function value(text: string, name: string, labels: Record<string, string> = {}):
     const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/u.exec(line);
     if (!m || m[1] !== name) continue;
     const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/gu)].map((l) => [l[1], l[2]]));
-    if (Object.keys(labels).length === Object.keys(got).length && Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[3]);
+    if (Object.keys(labels).length === Object.keys(got).length && Object.entries(labels).every(([k, v]) => got[k] === v))
+      return Number(m[3]);
   }
   return undefined;
 }
@@ -45,10 +46,19 @@ describe('metrics', () => {
     const res = await postImport(ctx.app, company.auth, csv(rows));
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ imported: 3, failed: 1 });
-    expect((await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`, headers: company.auth })).statusCode).toBe(404);
+    expect(
+      (
+        await ctx.app.inject({
+          method: 'GET',
+          url: `/api/v1/imports/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`,
+          headers: company.auth,
+        })
+      ).statusCode,
+    ).toBe(404);
 
     const after = await scrape();
-    const delta = (name: string, labels: Record<string, string> = {}) => (value(after, name, labels) ?? 0) - (value(before, name, labels) ?? 0);
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      (value(after, name, labels) ?? 0) - (value(before, name, labels) ?? 0);
     expect(delta('claims_import_rows_processed_total')).toBe(4);
     expect(delta('claims_import_rows_failed_total')).toBe(1);
     expect(delta('claims_import_duration_seconds_count', { status: 'completed' })).toBe(1);
@@ -61,7 +71,8 @@ describe('metrics', () => {
 
   it('reports the import queue by state, the database pool, webhook deliveries and the process defaults', async () => {
     const text = await scrape();
-    for (const state of ['waiting', 'active', 'failed']) expect(value(text, 'claims_import_queue_jobs', { state }), state).toBeGreaterThanOrEqual(0);
+    for (const state of ['waiting', 'active', 'failed'])
+      expect(value(text, 'claims_import_queue_jobs', { state }), state).toBeGreaterThanOrEqual(0);
     expect(value(text, 'claims_db_pool_connections', { state: 'size' })).toBe(ctx.deps.db.kind === 'postgres' ? ctx.config.dbPoolSize : 1);
     expect(value(text, 'claims_db_pool_connections', { state: 'in_use' })).toBeGreaterThanOrEqual(0);
     for (const outcome of ['delivered', 'retry_scheduled', 'failed', 'refused']) {

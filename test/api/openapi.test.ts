@@ -9,7 +9,12 @@ beforeAll(async () => {
 afterAll(async () => ctx.close());
 
 type Operation = { operationId?: string; security?: unknown[]; responses?: Record<string, unknown>; requestBody?: unknown };
-type Spec = { openapi: string; info: { title: string; version: string }; paths: Record<string, Record<string, Operation>>; components?: Record<string, Record<string, unknown>> };
+type Spec = {
+  openapi: string;
+  info: { title: string; version: string };
+  paths: Record<string, Record<string, Operation>>;
+  components?: Record<string, Record<string, unknown>>;
+};
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 

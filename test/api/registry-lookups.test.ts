@@ -24,10 +24,15 @@ describe('look-up log: GET /api/v1/lookups and GET /api/v1/claims/{id}/lookups',
   it('records every kind of cross-company read with its fields, newest first, only for the company that looked', async () => {
     const [owner, looker] = [await ctx.newCompany('Owner'), await ctx.newCompany('Looker')];
     const plate = newPlate();
-    const claim = await submitClaim(ctx, owner, { vehicle_registration: ` ${plate.slice(0, 3)}-${plate.slice(3).toLowerCase()}`, claim_date: addDays(today(), -2) });
+    const claim = await submitClaim(ctx, owner, {
+      vehicle_registration: ` ${plate.slice(0, 3)}-${plate.slice(3).toLowerCase()}`,
+      claim_date: addDays(today(), -2),
+    });
     const own = await submitClaim(ctx, looker, { vehicle_registration: plate, claim_date: addDays(today(), -1) });
 
-    expect((await plateSearch(ctx, looker, { vehicle_registration: plate.toLowerCase(), purpose: 'Claim 2026-77 check' })).statusCode).toBe(200);
+    expect((await plateSearch(ctx, looker, { vehicle_registration: plate.toLowerCase(), purpose: 'Claim 2026-77 check' })).statusCode).toBe(
+      200,
+    );
     const person = await ctx.app.inject({
       method: 'POST',
       url: '/api/v1/claims/search-by-person',
@@ -42,9 +47,33 @@ describe('look-up log: GET /api/v1/lookups and GET /api/v1/claims/{id}/lookups',
     const { data, meta } = res.json();
     expect(meta).toEqual({ next_cursor: null });
     expect(data).toEqual([
-      { id: expect.stringMatching(UUID), kind: 'matches', vehicle_registration: null, claim_id: own.id, result_count: 1, purpose: 'new claim', created_at: expect.stringMatching(RFC3339) },
-      { id: expect.stringMatching(UUID), kind: 'person_search', vehicle_registration: null, claim_id: null, result_count: 0, purpose: null, created_at: expect.stringMatching(RFC3339) },
-      { id: expect.stringMatching(UUID), kind: 'plate_search', vehicle_registration: plate, claim_id: null, result_count: 2, purpose: 'Claim 2026-77 check', created_at: expect.stringMatching(RFC3339) },
+      {
+        id: expect.stringMatching(UUID),
+        kind: 'matches',
+        vehicle_registration: null,
+        claim_id: own.id,
+        result_count: 1,
+        purpose: 'new claim',
+        created_at: expect.stringMatching(RFC3339),
+      },
+      {
+        id: expect.stringMatching(UUID),
+        kind: 'person_search',
+        vehicle_registration: null,
+        claim_id: null,
+        result_count: 0,
+        purpose: null,
+        created_at: expect.stringMatching(RFC3339),
+      },
+      {
+        id: expect.stringMatching(UUID),
+        kind: 'plate_search',
+        vehicle_registration: plate,
+        claim_id: null,
+        result_count: 2,
+        purpose: 'Claim 2026-77 check',
+        created_at: expect.stringMatching(RFC3339),
+      },
     ]);
     // The owner did not look at anything.
     expect((await get(ctx, owner, '/api/v1/lookups')).json().data).toEqual([]);
@@ -107,7 +136,10 @@ describe('look-up log: GET /api/v1/lookups and GET /api/v1/claims/{id}/lookups',
     const first = (await get(ctx, owner, `/api/v1/claims/${claim.id}/lookups?limit=2`)).json();
     expect(first.data).toHaveLength(2);
     const second = (await get(ctx, owner, `/api/v1/claims/${claim.id}/lookups?limit=2&cursor=${first.meta.next_cursor}`)).json();
-    expect(second).toEqual({ data: [{ company_name: looker.name, kind: 'plate_search', created_at: expect.stringMatching(RFC3339) }], meta: { next_cursor: null } });
+    expect(second).toEqual({
+      data: [{ company_name: looker.name, kind: 'plate_search', created_at: expect.stringMatching(RFC3339) }],
+      meta: { next_cursor: null },
+    });
   });
 
   it('the dashboard search is recorded too, with the person who searched', async () => {
@@ -117,7 +149,10 @@ describe('look-up log: GET /api/v1/lookups and GET /api/v1/claims/{id}/lookups',
     expect((await web.get(`/search?plate=${plate}`)).statusCode).toBe(200);
     const log = (await get(ctx, c, '/api/v1/lookups')).json().data;
     expect(log).toEqual([expect.objectContaining({ kind: 'plate_search', vehicle_registration: plate, result_count: 0 })]);
-    const rows = await ctx.deps.db.query<{ user_id: string | null; token_id: string | null }>('SELECT user_id, token_id FROM lookups WHERE id = $1', [log[0].id]);
+    const rows = await ctx.deps.db.query<{ user_id: string | null; token_id: string | null }>(
+      'SELECT user_id, token_id FROM lookups WHERE id = $1',
+      [log[0].id],
+    );
     expect(rows).toEqual([{ user_id: c.member.id, token_id: null }]);
   });
 

@@ -63,7 +63,12 @@ describe('GET /api/v1/claims/{id}/matches', () => {
     const plate = newPlate();
     const target = await submit(ctx, own, newPerson(), { vehicle_registration: plate, claim_date: addDays(today(), -10) });
     const theirs = await submit(ctx, other, newPerson(), { vehicle_registration: plate, claim_date: addDays(today(), -20) });
-    const searched = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: own.auth, payload: { vehicle_registration: plate } });
+    const searched = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims/search-by-plate',
+      headers: own.auth,
+      payload: { vehicle_registration: plate },
+    });
     const fromSearch = searched.json().data.find((c: { id: string }) => c.id === theirs.id);
     const { matched_on, ...fromMatches } = (await matches(ctx, own, target.id)).json().data.matches[0];
     expect(matched_on).toEqual(['vehicle_registration']);
@@ -107,7 +112,7 @@ describe('GET /api/v1/claims/{id}/matches', () => {
     expect((await matches(ctx, own, target.id, `?purpose=${'x'.repeat(200)}`)).statusCode).toBe(200);
   });
 
-  describe('indicators (advisory; counted up to this claim\'s date, any company, this claim included)', () => {
+  describe("indicators (advisory; counted up to this claim's date, any company, this claim included)", () => {
     const names = (res: { json(): { data: { indicators: { name: string }[] } } }) => res.json().data.indicators.map((i) => i.name);
 
     it('repeat_claimant: 3 claims of the person in the 24 months up to the claim date (boundary included), not 2, not later ones', async () => {
@@ -136,7 +141,9 @@ describe('GET /api/v1/claims/{id}/matches', () => {
       await submit(ctx, c, newPerson(), { vehicle_registration: plate, claim_date: addDays(claimDate, 5) }); // after
       expect(names(await matches(ctx, a, target.id))).not.toContain('plate_multi_company');
       await submit(ctx, b, newPerson(), { vehicle_registration: plate, claim_date: minusYears(claimDate, 1) }); // boundary
-      const flag = (await matches(ctx, a, target.id)).json().data.indicators.find((i: { name: string }) => i.name === 'plate_multi_company');
+      const flag = (await matches(ctx, a, target.id))
+        .json()
+        .data.indicators.find((i: { name: string }) => i.name === 'plate_multi_company');
       expect(flag.reason).toBe(`The vehicle has claims from 2 companies dated in the 12 months up to ${claimDate} (2 or more).`);
     });
 
@@ -146,21 +153,30 @@ describe('GET /api/v1/claims/{id}/matches', () => {
       const first = await submit(ctx, a, person, { vehicle_registration: newPlate(), claim_date: addDays(today(), -100) });
       // The person was recorded today; move that back so that the claim dates fall around it.
       const since = addDays(today(), -60);
-      await ctx.deps.db.query(`UPDATE clients SET created_at = ($2::date + time '12:00') AT TIME ZONE 'UTC' WHERE id = $1`, [first.client.id, since]);
+      await ctx.deps.db.query(`UPDATE clients SET created_at = ($2::date + time '12:00') AT TIME ZONE 'UTC' WHERE id = $1`, [
+        first.client.id,
+        since,
+      ]);
       const before = first; // dated before the person was recorded: not early
       const atDay30 = await submit(ctx, a, person, { vehicle_registration: newPlate(), claim_date: addDays(since, 30) });
       const atDay31 = await submit(ctx, a, person, { vehicle_registration: newPlate(), claim_date: addDays(since, 31) });
       expect(names(await matches(ctx, a, before.id))).not.toContain('early_claim');
       expect(names(await matches(ctx, a, atDay31.id))).not.toContain('early_claim');
       const flag = (await matches(ctx, a, atDay30.id)).json().data.indicators.find((i: { name: string }) => i.name === 'early_claim');
-      expect(flag.reason).toBe(`The claim is dated 30 days after the person was first recorded in the registry on ${since} (within 30 days).`);
+      expect(flag.reason).toBe(
+        `The claim is dated 30 days after the person was first recorded in the registry on ${since} (within 30 days).`,
+      );
     });
 
     it('none applies: an empty list (never a rejection)', async () => {
       const a = await ctx.newCompany('A');
       const person = newPerson();
       await submit(ctx, a, person, { vehicle_registration: newPlate(), claim_date: addDays(today(), -200) });
-      const res = await matches(ctx, a, (await submit(ctx, a, person, { vehicle_registration: newPlate(), claim_date: addDays(today(), -150) })).id);
+      const res = await matches(
+        ctx,
+        a,
+        (await submit(ctx, a, person, { vehicle_registration: newPlate(), claim_date: addDays(today(), -150) })).id,
+      );
       expect(res.statusCode).toBe(200);
       expect(res.json().data.indicators).toEqual([]);
     });

@@ -8,11 +8,19 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-type Operation = { operationId?: string; tags?: string[]; responses?: Record<string, unknown>; parameters?: { name: string; in: string }[]; requestBody?: { content: Record<string, { schema: unknown }> } };
+type Operation = {
+  operationId?: string;
+  tags?: string[];
+  responses?: Record<string, unknown>;
+  parameters?: { name: string; in: string }[];
+  requestBody?: { content: Record<string, { schema: unknown }> };
+};
 
 describe('OpenAPI: the registry routes', () => {
   it('lists matches, search by person and both look-up lists with operationIds, the 404s, and the purpose parameter', async () => {
-    const spec = (await ctx.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as { paths: Record<string, Record<string, Operation>> };
+    const spec = (await ctx.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as {
+      paths: Record<string, Record<string, Operation>>;
+    };
     const op = (path: string, method: string) => spec.paths[path]?.[method];
     expect(op('/api/v1/claims/{id}/matches', 'get')?.operationId).toBe('getClaimMatches');
     expect(op('/api/v1/claims/search-by-person', 'post')?.operationId).toBe('searchClaimsByPerson');
@@ -21,7 +29,9 @@ describe('OpenAPI: the registry routes', () => {
     for (const path of ['/api/v1/claims/{id}/matches', '/api/v1/claims/{id}/lookups']) {
       expect(Object.keys(op(path, 'get')!.responses!)).toEqual(expect.arrayContaining(['200', '401', '404', '422']));
     }
-    expect(op('/api/v1/claims/{id}/matches', 'get')!.parameters!.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['query:purpose', 'path:id']));
+    expect(op('/api/v1/claims/{id}/matches', 'get')!.parameters!.map((p) => `${p.in}:${p.name}`)).toEqual(
+      expect.arrayContaining(['query:purpose', 'path:id']),
+    );
     const plateBody = JSON.stringify(op('/api/v1/claims/search-by-plate', 'post')!.requestBody);
     expect(plateBody).toContain('"purpose"');
     const personBody = JSON.stringify(op('/api/v1/claims/search-by-person', 'post')!.requestBody);

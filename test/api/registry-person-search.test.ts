@@ -11,7 +11,12 @@ const byPerson = (ctx: TestContext, company: Company, payload: unknown) =>
   ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-person', headers: company.auth, payload: payload as object });
 
 async function submit(ctx: TestContext, company: Company, client: Record<string, unknown>, overrides: Record<string, unknown> = {}) {
-  const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: { ...claimBody(overrides), client } });
+  const res = await ctx.app.inject({
+    method: 'POST',
+    url: '/api/v1/claims',
+    headers: company.auth,
+    payload: { ...claimBody(overrides), client },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json().data;
 }
@@ -53,10 +58,19 @@ describe('POST /api/v1/claims/search-by-person', () => {
   it('finds the person by any one of their documents, and not by a document of another type with the same number', async () => {
     const a = await ctx.newCompany();
     const [passport, nationalId] = [newNumber(), newNumber()];
-    const claim = await submit(ctx, a, { ...person(passport), id_documents: [{ type: 'passport', number: passport }, { type: 'national_id', number: nationalId }] });
+    const claim = await submit(ctx, a, {
+      ...person(passport),
+      id_documents: [
+        { type: 'passport', number: passport },
+        { type: 'national_id', number: nationalId },
+      ],
+    });
     const one = await byPerson(ctx, a, { date_of_birth: '1990-02-03', id_documents: [{ type: 'national_id', number: nationalId }] });
     expect(one.json().data.map((c: { id: string }) => c.id)).toEqual([claim.id]);
-    const wrongType = await byPerson(ctx, a, { date_of_birth: '1990-02-03', id_documents: [{ type: 'alien_registration', number: passport }] });
+    const wrongType = await byPerson(ctx, a, {
+      date_of_birth: '1990-02-03',
+      id_documents: [{ type: 'alien_registration', number: passport }],
+    });
     expect(wrongType.json().data).toEqual([]);
   });
 
@@ -69,7 +83,13 @@ describe('POST /api/v1/claims/search-by-person', () => {
     for (const payload of [
       { date_of_birth: '1990-02-03', id_documents: [{ type: 'passport', number: newNumber() }] },
       { date_of_birth: '1990-02-04', id_documents: [{ type: 'passport', number: n1 }] },
-      { date_of_birth: '1990-02-03', id_documents: [{ type: 'passport', number: n1 }, { type: 'national_id', number: n2 }] },
+      {
+        date_of_birth: '1990-02-03',
+        id_documents: [
+          { type: 'passport', number: n1 },
+          { type: 'national_id', number: n2 },
+        ],
+      },
     ]) {
       const res = await byPerson(ctx, a, payload);
       expect(res.statusCode).toBe(200);
@@ -95,12 +115,24 @@ describe('POST /api/v1/claims/search-by-person', () => {
     const a = await ctx.newCompany();
     const cases: [unknown, Record<string, string[]>][] = [
       [{ id_documents: [{ type: 'passport', number: 'X1' }] }, { date_of_birth: ['The date of birth field is required.'] }],
-      [{ date_of_birth: '1990-02-30', id_documents: [{ type: 'passport', number: 'X1' }] }, { date_of_birth: ['The date of birth field must be a valid date in the format YYYY-MM-DD.'] }],
+      [
+        { date_of_birth: '1990-02-30', id_documents: [{ type: 'passport', number: 'X1' }] },
+        { date_of_birth: ['The date of birth field must be a valid date in the format YYYY-MM-DD.'] },
+      ],
       [{ date_of_birth: '1990-02-03' }, { id_documents: ['The id documents field is required.'] }],
       [{ date_of_birth: '1990-02-03', id_documents: [] }, { id_documents: ['The id documents field must have at least 1 item.'] }],
-      [{ date_of_birth: '1990-02-03', id_documents: [{ type: 'visa', number: 'X1' }] }, { 'id_documents.0.type': ['The document type field must be one of: passport, national_id, alien_registration.'] }],
-      [{ date_of_birth: '1990-02-03', id_documents: [{ type: 'passport', number: 'LT-' }] }, { 'id_documents.0.number': ['The document number must contain more than a country prefix.'] }],
-      [{ date_of_birth: '1990-02-03', id_documents: [{ type: 'passport', number: 'X1' }], purpose: 'p'.repeat(201) }, { purpose: ['The purpose field must not be greater than 200 characters.'] }],
+      [
+        { date_of_birth: '1990-02-03', id_documents: [{ type: 'visa', number: 'X1' }] },
+        { 'id_documents.0.type': ['The document type field must be one of: passport, national_id, alien_registration.'] },
+      ],
+      [
+        { date_of_birth: '1990-02-03', id_documents: [{ type: 'passport', number: 'LT-' }] },
+        { 'id_documents.0.number': ['The document number must contain more than a country prefix.'] },
+      ],
+      [
+        { date_of_birth: '1990-02-03', id_documents: [{ type: 'passport', number: 'X1' }], purpose: 'p'.repeat(201) },
+        { purpose: ['The purpose field must not be greater than 200 characters.'] },
+      ],
     ];
     for (const [payload, errors] of cases) {
       const res = await byPerson(ctx, a, payload);

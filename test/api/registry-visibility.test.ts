@@ -17,7 +17,14 @@ describe('registry reads see the claims of an import only once it has completed'
     const number = `V${randomBytes(6).toString('hex')}`;
     const client = { first_name: 'Ieva', last_name: 'Jankė', date_of_birth: '1991-01-01', id_documents: [{ type: 'passport', number }] };
     const post = async (auth: { authorization: string }, days: number) =>
-      (await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: auth, payload: { ...claimBody({ vehicle_registration: plate, claim_date: addDays(ctx.deps.today(), days) }), client } })).json().data;
+      (
+        await ctx.app.inject({
+          method: 'POST',
+          url: '/api/v1/claims',
+          headers: auth,
+          payload: { ...claimBody({ vehicle_registration: plate, claim_date: addDays(ctx.deps.today(), days) }), client },
+        })
+      ).json().data;
     const target = await post(own.auth, -1);
     const imported = await post(importer.auth, -5);
     // Make the second claim part of an import that is still processing.
@@ -28,9 +35,17 @@ describe('registry reads see the claims of an import only once it has completed'
     );
     await ctx.deps.db.query('UPDATE claims SET import_id = $2 WHERE id = $1', [imported.id, importId]);
 
-    const matches = async () => (await ctx.app.inject({ method: 'GET', url: `/api/v1/claims/${target.id}/matches`, headers: own.auth })).json().data;
+    const matches = async () =>
+      (await ctx.app.inject({ method: 'GET', url: `/api/v1/claims/${target.id}/matches`, headers: own.auth })).json().data;
     const person = async () =>
-      (await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-person', headers: own.auth, payload: { date_of_birth: '1991-01-01', id_documents: [{ type: 'passport', number }] } })).json();
+      (
+        await ctx.app.inject({
+          method: 'POST',
+          url: '/api/v1/claims/search-by-person',
+          headers: own.auth,
+          payload: { date_of_birth: '1991-01-01', id_documents: [{ type: 'passport', number }] },
+        })
+      ).json();
     expect((await matches()).matches).toEqual([]);
     expect((await matches()).indicators.map((i: { name: string }) => i.name)).not.toContain('plate_multi_company');
     expect((await person()).data.map((c: { id: string }) => c.id)).toEqual([target.id]);

@@ -22,7 +22,12 @@ describe('request log lines', () => {
 
   it('carry the x-request-id of their request, and nothing is logged twice', async () => {
     const company = await ctx.newCompany();
-    const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload: { vehicle_registration: 'AB123' } });
+    const res = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims/search-by-plate',
+      headers: company.auth,
+      payload: { vehicle_registration: 'AB123' },
+    });
     expect(res.statusCode).toBe(200);
     const id = res.headers['x-request-id'];
     const mine = lines.filter((l) => l.reqId === id);

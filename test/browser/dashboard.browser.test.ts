@@ -147,9 +147,11 @@ describe.skipIf(!run)('dashboard in Chromium', { timeout: 60_000 }, () => {
     // From the top of a page: the skip link first, then the controls in order, by Tab alone.
     await page.goto(`${base}/settings/tokens`);
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent)).toBe(
-      'Skip to main content',
-    );
+    expect(
+      await page.evaluate(
+        () => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent,
+      ),
+    ).toBe('Skip to main content');
     let reached = false;
     for (let i = 0; i < 30 && !reached; i++) {
       await page.keyboard.press('Tab');
@@ -177,14 +179,17 @@ describe.skipIf(!run)('dashboard in Chromium', { timeout: 60_000 }, () => {
     // A forged status form, posted from B's own signed-in page with B's valid CSRF token.
     await page.goto(`${base}/claims`);
     const csrf = await page.locator('input[name="_csrf"]').first().inputValue();
-    const status = await page.evaluate(async ({ id, token }) => {
-      const res = await fetch(`/claims/${id}/status`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ _csrf: token, status: 'closed' }),
-      });
-      return res.status;
-    }, { id: aClaim.id, token: csrf });
+    const status = await page.evaluate(
+      async ({ id, token }) => {
+        const res = await fetch(`/claims/${id}/status`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ _csrf: token, status: 'closed' }),
+        });
+        return res.status;
+      },
+      { id: aClaim.id, token: csrf },
+    );
     expect(status).toBe(403);
     expect((await ctx.deps.claims.get(principal(a), aClaim.id)).status).toBe('filed');
     await page.close();

@@ -27,10 +27,15 @@ function admin(...args: string[]): Promise<{ code: number; stdout: string; stder
     LOG_LEVEL: 'info',
   };
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--import', 'tsx', path.resolve('src/main-admin.ts'), ...args], { env, timeout: 60_000 }, (err, stdout, stderr) => {
-      if (err && typeof err.code !== 'number') return reject(err);
-      resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', path.resolve('src/main-admin.ts'), ...args],
+      { env, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        if (err && typeof err.code !== 'number') return reject(err);
+        resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -58,12 +63,19 @@ describe.skipIf(!enabled)('admin command line with REDIS_URL', () => {
   }, 120_000);
 
   it('webhook:create prints the secret once; webhook:list shows endpoints and deliveries, never the secret', async () => {
-    const company = JSON.parse((await admin('company:create', '--name', `Hooks ${randomBytes(3).toString('hex')}`, '--json')).stdout) as { id: string };
+    const company = JSON.parse((await admin('company:create', '--name', `Hooks ${randomBytes(3).toString('hex')}`, '--json')).stdout) as {
+      id: string;
+    };
     const made = await admin('webhook:create', '--company', company.id, '--url', 'https://hooks.example.com/claims', '--json');
     expect(made.code, made.stderr).toBe(0);
     expect(made.stdout.trim().split('\n')).toHaveLength(1);
     const hook = JSON.parse(made.stdout);
-    expect(hook).toEqual({ id: expect.any(String), url: 'https://hooks.example.com/claims', secret: expect.stringMatching(/^whsec_/u), created_at: expect.any(String) });
+    expect(hook).toEqual({
+      id: expect.any(String),
+      url: 'https://hooks.example.com/claims',
+      secret: expect.stringMatching(/^whsec_/u),
+      created_at: expect.any(String),
+    });
 
     const listed = await admin('webhook:list', '--company', company.id, '--json');
     expect(listed.code, listed.stderr).toBe(0);

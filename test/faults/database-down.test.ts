@@ -54,7 +54,12 @@ describe.skipIf(dbKind() !== 'postgres')('the database connection is lost or ref
   it('answers 503 when the connection is terminated in the middle of a request', async () => {
     // Requests in flight while the connection drops: each ends as 503, none as 500 or a hang.
     const pending = Array.from({ length: 6 }, () =>
-      ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload: { vehicle_registration: 'AB123C' } }),
+      ctx.app.inject({
+        method: 'POST',
+        url: '/api/v1/claims/search-by-plate',
+        headers: company.auth,
+        payload: { vehicle_registration: 'AB123C' },
+      }),
     );
     proxy.cut();
     let results;

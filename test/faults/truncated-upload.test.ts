@@ -51,7 +51,9 @@ describe('an import upload cut short', () => {
         'first_name,last_name,date_of_birth,id_type,id_number,claim_date,vehicle_registration\r\nabc',
     );
     const head =
-      `POST /api/v1/claims/import HTTP/1.1\r\nHost: 127.0.0.1\r\n${Object.entries(company.auth).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n` +
+      `POST /api/v1/claims/import HTTP/1.1\r\nHost: 127.0.0.1\r\n${Object.entries(company.auth)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('\r\n')}\r\n` +
       `Accept: application/json\r\nContent-Type: multipart/form-data; boundary=x\r\nContent-Length: ${body.length}\r\n\r\n`;
     const res = await rawRequest(head, body);
     expect(res.status, res.text).toBe(422);

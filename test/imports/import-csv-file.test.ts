@@ -82,7 +82,9 @@ describe('the upload inspector', () => {
 
 describe('reading rows', () => {
   it('numbers rows as a spreadsheet does and reports wrong field counts on "row"', async () => {
-    const got = await rows(`${HEADER}\n\nOna,P,1985-06-02,passport,X1,2026-01-01,A1,,,,,\nshort,row\n"a\nb",P,1985-06-02,passport,X2,2026-01-01,A2,,,,,\n`);
+    const got = await rows(
+      `${HEADER}\n\nOna,P,1985-06-02,passport,X1,2026-01-01,A1,,,,,\nshort,row\n"a\nb",P,1985-06-02,passport,X2,2026-01-01,A2,,,,,\n`,
+    );
     expect(got.map((r) => r.row)).toEqual([3, 4, 5]);
     expect(got[1]).toMatchObject({ row: 4, errors: { row: ['The row has 2 fields; the header has 12.'] } });
   });
@@ -141,9 +143,9 @@ describe('the import job processor', () => {
       await expect(run(job())).rejects.toBeInstanceOf(UnrecoverableError);
       expect(markFailed).toHaveBeenCalledWith(job().data.importId, failure, expect.any(String));
     }
-    await expect(importCsvProcessor({ imports: { process: vi.fn(), markFailed: vi.fn() } })(job({ data: { importId: 'x' } }))).rejects.toBeInstanceOf(
-      UnrecoverableError,
-    );
+    await expect(
+      importCsvProcessor({ imports: { process: vi.fn(), markFailed: vi.fn() } })(job({ data: { importId: 'x' } })),
+    ).rejects.toBeInstanceOf(UnrecoverableError);
   });
 
   it('rethrows other errors for a retry, marking the import failed only on the last attempt', async () => {

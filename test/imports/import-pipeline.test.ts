@@ -22,7 +22,11 @@ type Company = Awaited<ReturnType<TestContext['newCompany']>>;
 /** Stores the file and records the import (queued) without queueing a job. */
 async function recordImport(company: Company, content: string): Promise<string> {
   const principal = { companyId: company.id, companyName: company.name, tokenId: null, userId: null };
-  const file = await ctx.deps.imports.receive(principal, { fileName: 'claims.csv', stream: Readable.from([Buffer.from(content)]), truncated: () => false });
+  const file = await ctx.deps.imports.receive(principal, {
+    fileName: 'claims.csv',
+    stream: Readable.from([Buffer.from(content)]),
+    truncated: () => false,
+  });
   await ctx.deps.store.imports.insert({
     id: file.importId,
     companyId: company.id,
@@ -37,19 +41,18 @@ async function recordImport(company: Company, content: string): Promise<string> 
 const getImport = async (company: Company, id: string) =>
   (await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: company.auth })).json().data;
 const searchCount = async (company: Company, plateRaw: string) =>
-  (await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload: { vehicle_registration: plateRaw } })).json().meta
-    .total_claims as number;
+  (
+    await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims/search-by-plate',
+      headers: company.auth,
+      payload: { vehicle_registration: plateRaw },
+    })
+  ).json().meta.total_claims as number;
 const storedClaims = (id: string) => ctx.deps.store.imports.countClaims(id);
 
 function sixRows(): CsvRow[] {
-  return [
-    validRow(),
-    validRow({ claim_date: futureDate() }),
-    validRow(),
-    validRow(),
-    validRow({ amount: '-5' }),
-    validRow(),
-  ];
+  return [validRow(), validRow({ claim_date: futureDate() }), validRow(), validRow(), validRow({ amount: '-5' }), validRow()];
 }
 
 describe('chunk commits with a ledger', () => {
@@ -67,12 +70,21 @@ describe('chunk commits with a ledger', () => {
         url: '/api/v1/claims',
         headers: company.auth,
         payload: {
-          client: { first_name: 'Ona', last_name: 'Petraitė', date_of_birth: rows[0]!.date_of_birth, id_documents: [{ type: 'passport', number: rows[0]!.id_number }] },
+          client: {
+            first_name: 'Ona',
+            last_name: 'Petraitė',
+            date_of_birth: rows[0]!.date_of_birth,
+            id_documents: [{ type: 'passport', number: rows[0]!.id_number }],
+          },
           claim_date: rows[0]!.claim_date,
           vehicle_registration: plate(),
         },
       });
-      seen.push({ search: await searchCount(company, rows[0]!.vehicle_registration!), list: list.json().data.length, personClaim: res.json().data?.client?.id });
+      seen.push({
+        search: await searchCount(company, rows[0]!.vehicle_registration!),
+        list: list.json().data.length,
+        personClaim: res.json().data?.client?.id,
+      });
       expect(await storedClaims(id)).toBe(1);
     };
     const outcome = await ctx.deps.imports.process(id, { onProgress });
@@ -148,14 +160,18 @@ describe('chunk commits with a ledger', () => {
     const company = await ctx.newCompany('History');
     const res = await postImport(ctx.app, company.auth, csv([validRow(), validRow()]), { headers: { prefer: 'respond-async' } });
     expect(res.statusCode).toBe(202);
-    expect(res.json().data.history[0]).toEqual({ status: 'queued', at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/u) });
+    expect(res.json().data.history[0]).toEqual({
+      status: 'queued',
+      at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/u),
+    });
     const done = await waitForImport(ctx.app, company.auth, res.json().data.id);
     expect(done.history.map((h: { status: string }) => h.status)).toEqual(['queued', 'processing', 'completed']);
   });
 });
 
 describe('POST /api/v1/imports/{id}/cancel', () => {
-  const cancel = (company: Company, id: string) => ctx.app.inject({ method: 'POST', url: `/api/v1/imports/${id}/cancel`, headers: company.auth });
+  const cancel = (company: Company, id: string) =>
+    ctx.app.inject({ method: 'POST', url: `/api/v1/imports/${id}/cancel`, headers: company.auth });
 
   it('cancels a queued import at once (200), which then never starts; a second cancel is 200 again', async () => {
     const company = await ctx.newCompany('Cancel queued');
@@ -187,7 +203,7 @@ describe('POST /api/v1/imports/{id}/cancel', () => {
     expect(await searchCount(company, rows[0]!.vehicle_registration!)).toBe(0);
   });
 
-  it('answers 409 for a finished import and 404 for another company\'s', async () => {
+  it("answers 409 for a finished import and 404 for another company's", async () => {
     const company = await ctx.newCompany('Cancel done');
     const res = await postImport(ctx.app, company.auth, csv([validRow({ id_number: docNumber() })]));
     expect(res.statusCode).toBe(200);
@@ -218,8 +234,30 @@ describe('GET /api/v1/imports/{id}/errors.csv', () => {
     const records = parse(file.body, { bom: true }) as string[][];
     expect(records[0]).toEqual([...columns, 'row', 'errors']);
     expect(records.slice(1)).toEqual([
-      [bad1.vehicle_registration, bad1.claim_date, bad1.first_name, bad1.last_name, bad1.date_of_birth, bad1.id_type, '', bad1.amount, '3', 'claim_date: The claim date cannot be in the future.'],
-      [bad2.vehicle_registration, bad2.claim_date, '', bad2.last_name, bad2.date_of_birth, bad2.id_type, '', '-5', '5', expect.stringMatching(/^first_name: .+; amount: .+$/u)],
+      [
+        bad1.vehicle_registration,
+        bad1.claim_date,
+        bad1.first_name,
+        bad1.last_name,
+        bad1.date_of_birth,
+        bad1.id_type,
+        '',
+        bad1.amount,
+        '3',
+        'claim_date: The claim date cannot be in the future.',
+      ],
+      [
+        bad2.vehicle_registration,
+        bad2.claim_date,
+        '',
+        bad2.last_name,
+        bad2.date_of_birth,
+        bad2.id_type,
+        '',
+        '-5',
+        '5',
+        expect.stringMatching(/^first_name: .+; amount: .+$/u),
+      ],
     ]);
     expect(file.body).not.toContain(bad1.id_number);
 
@@ -230,12 +268,17 @@ describe('GET /api/v1/imports/{id}/errors.csv', () => {
     fixed[1]![2] = 'Jonas';
     fixed[1]![6] = bad2.id_number!;
     fixed[1]![7] = '5';
-    const again = csv(fixed.map((r) => Object.fromEntries(columns.map((c, i) => [c, r[i]]))), { columns });
+    const again = csv(
+      fixed.map((r) => Object.fromEntries(columns.map((c, i) => [c, r[i]]))),
+      { columns },
+    );
     const res2 = await postImport(ctx.app, company.auth, again);
     expect(res2.json()).toMatchObject({ imported: 2, failed: 0 });
 
     const other = await ctx.newCompany('Other');
-    expect((await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${run.id}/errors.csv`, headers: other.auth })).statusCode).toBe(404);
+    expect((await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${run.id}/errors.csv`, headers: other.auth })).statusCode).toBe(
+      404,
+    );
   });
 });
 
@@ -245,7 +288,12 @@ describe('POST /api/v1/claims/import?dry_run=true', () => {
     // A person on record, whose document shows up in the file with another date of birth.
     const known = validRow();
     expect((await postImport(ctx.app, company.auth, csv([known]))).json()).toMatchObject({ imported: 1 });
-    const rows = [validRow(), validRow({ id_number: known.id_number, date_of_birth: '1970-01-01' }), validRow({ claim_date: futureDate() }), validRow()];
+    const rows = [
+      validRow(),
+      validRow({ id_number: known.id_number, date_of_birth: '1970-01-01' }),
+      validRow({ claim_date: futureDate() }),
+      validRow(),
+    ];
     // The same person twice in the file: found in file order, as in a real import.
     rows[3] = { ...rows[0]!, vehicle_registration: plate() };
     const headers = { 'idempotency-key': `dry-${docNumber()}` };
@@ -266,7 +314,10 @@ describe('POST /api/v1/claims/import?dry_run=true', () => {
     // Nothing written: no claim, no person, no import, no idempotency record (the same key imports for real afterwards).
     expect(await searchCount(company, rows[0]!.vehicle_registration!)).toBe(0);
     expect((await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth })).json().data.length).toBe(before);
-    const persons = await ctx.deps.db.query('SELECT 1 FROM clients WHERE first_name = $1 AND date_of_birth = $2', [rows[0]!.first_name, '1970-01-01']);
+    const persons = await ctx.deps.db.query('SELECT 1 FROM clients WHERE first_name = $1 AND date_of_birth = $2', [
+      rows[0]!.first_name,
+      '1970-01-01',
+    ]);
     expect(persons).toEqual([]);
     const real = await postImport(ctx.app, company.auth, csv(rows), { headers });
     expect(real.json()).toMatchObject({ imported: 2, failed: 2 });
@@ -276,7 +327,12 @@ describe('POST /api/v1/claims/import?dry_run=true', () => {
   it('answers the same 422s as a real import for a bad file', async () => {
     const company = await ctx.newCompany('Dry run bad');
     const { payload, headers } = await multipartHeaders('first_name,surname\nA,B\n');
-    const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/import?dry_run=true', headers: { ...company.auth, ...headers }, payload });
+    const res = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims/import?dry_run=true',
+      headers: { ...company.auth, ...headers },
+      payload,
+    });
     expect(res.statusCode).toBe(422);
     expect(res.json().errors.file[0]).toMatch(/^The header row is missing the required columns/u);
   });

@@ -65,7 +65,11 @@ describe.skipIf(dbKind() === 'postgres')('admin CLI (embedded database)', () => 
       expect(made.stderr).toBe('');
       const token = JSON.parse(made.stdout);
       expect(Object.keys(token)).toEqual(['id', 'name', 'token']);
-      expect(token).toEqual({ id: expect.stringMatching(UUID), name: 'ci pipeline', token: expect.stringMatching(/^csk_[A-Za-z0-9_-]{43}$/) });
+      expect(token).toEqual({
+        id: expect.stringMatching(UUID),
+        name: 'ci pipeline',
+        token: expect.stringMatching(/^csk_[A-Za-z0-9_-]{43}$/),
+      });
 
       const listed = await admin(dataDir, 'token:list', '--company', company().id, '--json');
       expect(listed.code, listed.stderr).toBe(0);

@@ -57,7 +57,8 @@ describe('docker-compose.yml', () => {
     // Any `npm run X` still used (health checks, one-off services) names a script that exists.
     for (const service of Object.values(compose.services)) {
       for (const part of [service.command, service.entrypoint, service.healthcheck?.test]) {
-        for (const m of words(part).matchAll(/\bnpm\s+(?:run(?:-script)?\s+([\w:.-]+)|(start|test))\b/gu)) expect(scripts).toHaveProperty(m[1] ?? m[2]!);
+        for (const m of words(part).matchAll(/\bnpm\s+(?:run(?:-script)?\s+([\w:.-]+)|(start|test))\b/gu))
+          expect(scripts).toHaveProperty(m[1] ?? m[2]!);
       }
     }
   });

@@ -25,7 +25,12 @@ const post = (company: Company, client: { date_of_birth: string; id_documents: D
   });
 
 async function claimsWithPlate(company: Company, plate: string) {
-  const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload: { vehicle_registration: plate } });
+  const res = await ctx.app.inject({
+    method: 'POST',
+    url: '/api/v1/claims/search-by-plate',
+    headers: company.auth,
+    payload: { vehicle_registration: plate },
+  });
   return res.json().data as { client: { id: string; date_of_birth: string } }[];
 }
 
@@ -35,7 +40,9 @@ describe('identity resolution under concurrent submissions', () => {
     const number = docNo();
     const plate = `K${randomBytes(4).toString('hex').toUpperCase()}`;
     const responses = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => post(companies[i % 3]!, { date_of_birth: '1975-04-04', id_documents: [{ type: 'passport', number }] }, plate)),
+      Array.from({ length: 50 }, (_, i) =>
+        post(companies[i % 3]!, { date_of_birth: '1975-04-04', id_documents: [{ type: 'passport', number }] }, plate),
+      ),
     );
     expect(responses.map((r) => r.statusCode)).toEqual(Array(50).fill(201));
     const clientIds = new Set(responses.map((r) => r.json().data.client.id));
@@ -52,7 +59,10 @@ describe('identity resolution under concurrent submissions', () => {
     const extras = Array.from({ length: 12 }, () => ({ type: 'national_id', number: docNo() }));
     const responses = await Promise.all(
       extras.map((extra, i) =>
-        post(company, { date_of_birth: '1982-02-02', id_documents: i % 2 === 0 ? [{ type: 'passport', number: passport }, extra] : [extra, { type: 'passport', number: passport }] }),
+        post(company, {
+          date_of_birth: '1982-02-02',
+          id_documents: i % 2 === 0 ? [{ type: 'passport', number: passport }, extra] : [extra, { type: 'passport', number: passport }],
+        }),
       ),
     );
     expect(responses.map((r) => r.statusCode)).toEqual(Array(extras.length).fill(201));
@@ -66,7 +76,10 @@ describe('identity resolution under concurrent submissions', () => {
     expect(first.statusCode).toBe(201);
     const clientId = first.json().data.client.id;
 
-    const added: Doc[] = Array.from({ length: 20 }, (_, i) => ({ type: i % 2 === 0 ? 'national_id' : 'alien_registration', number: docNo() }));
+    const added: Doc[] = Array.from({ length: 20 }, (_, i) => ({
+      type: i % 2 === 0 ? 'national_id' : 'alien_registration',
+      number: docNo(),
+    }));
     const responses = await Promise.all(
       added.map((doc) => post(company, { date_of_birth: '1990-09-09', id_documents: [{ type: 'passport', number: passport }, doc] })),
     );
@@ -88,7 +101,9 @@ describe('identity resolution under concurrent submissions', () => {
     const number = docNo();
     const plate = `D${randomBytes(4).toString('hex').toUpperCase()}`;
     const dobs = Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? '1960-01-01' : '1961-01-01'));
-    const responses = await Promise.all(dobs.map((dob) => post(company, { date_of_birth: dob, id_documents: [{ type: 'passport', number }] }, plate)));
+    const responses = await Promise.all(
+      dobs.map((dob) => post(company, { date_of_birth: dob, id_documents: [{ type: 'passport', number }] }, plate)),
+    );
 
     const ok = responses.filter((r) => r.statusCode === 201);
     const rejected = responses.filter((r) => r.statusCode === 422);
@@ -121,7 +136,11 @@ describe('an import racing API submissions of the same new persons', () => {
     const submitted: Awaited<ReturnType<typeof post>>[] = [];
     for (let i = 0; i < persons.length; i += 50) {
       const batch = persons.slice(i, i + 50);
-      submitted.push(...(await Promise.all(batch.map((p) => post(company, { date_of_birth: p.dob, id_documents: [{ type: 'passport', number: p.number }] })))));
+      submitted.push(
+        ...(await Promise.all(
+          batch.map((p) => post(company, { date_of_birth: p.dob, id_documents: [{ type: 'passport', number: p.number }] })),
+        )),
+      );
     }
     const imported = await importing;
     expect(imported.statusCode, imported.body).toBe(200);

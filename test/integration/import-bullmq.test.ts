@@ -122,7 +122,8 @@ describe.skipIf(!enabled)('imports through BullMQ', () => {
     const rows = Array.from({ length: 3000 }, () => validRow());
     const res = await postImport(ctx.app, company.auth, csv(rows), { headers: { prefer: 'respond-async' } });
     const { id } = res.json().data;
-    for (let i = 0; i < 100 && (await ctx.deps.store.imports.findById(id))!.status === 'queued'; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && (await ctx.deps.store.imports.findById(id))!.status === 'queued'; i++)
+      await new Promise((r) => setTimeout(r, 50));
     await worker.close();
     worker = undefined;
     const run = (await ctx.deps.store.imports.findById(id))!;
@@ -152,7 +153,10 @@ describe.skipIf(dbKind() !== 'postgres')('when Redis is down', () => {
     const res = await postImport(ctx.app, company.auth, csv([validRow()]));
     expect(res.statusCode).toBe(503);
     expect(res.json()).toEqual(
-      apiError('service_unavailable', 'Imports are unavailable right now (the job queue cannot be reached); nothing was imported. Try again later.'),
+      apiError(
+        'service_unavailable',
+        'Imports are unavailable right now (the job queue cannot be reached); nothing was imported. Try again later.',
+      ),
     );
     expect(Date.now() - started).toBeLessThan(3000);
     expect((await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth })).json().data).toEqual([]);

@@ -124,7 +124,13 @@ describe.skipIf(dbKind() !== 'postgres')('SIGTERM to the API server', () => {
     const halfSent = new Promise<void>((r) => (sentHalf = r));
     const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = http.request(
-        { host: '127.0.0.1', port, method: 'POST', path: '/api/v1/claims/import', headers: { ...company.auth, 'content-type': body.contentType, 'content-length': body.payload.length } },
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/api/v1/claims/import',
+          headers: { ...company.auth, 'content-type': body.contentType, 'content-length': body.payload.length },
+        },
         (res) => {
           let text = '';
           res.on('data', (d: Buffer) => (text += d.toString()));
@@ -133,7 +139,9 @@ describe.skipIf(dbKind() !== 'postgres')('SIGTERM to the API server', () => {
       );
       req.on('error', reject);
       req.write(body.payload.subarray(0, half), () => sentHalf());
-      halfSent.then(() => until('the shutdown to begin', () => server.output().includes('"closing"') || undefined)).then(() => req.end(body.payload.subarray(half)), reject);
+      halfSent
+        .then(() => until('the shutdown to begin', () => server.output().includes('"closing"') || undefined))
+        .then(() => req.end(body.payload.subarray(half)), reject);
     });
     await halfSent;
     server.kill('SIGTERM');
@@ -161,7 +169,10 @@ describe.skipIf(!(redisUrl && dbKind() === 'postgres'))('SIGTERM to an import wo
     const schema = (await ctx.deps.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
     const company = await ctx.newCompany('Worker stop');
     const out: string[] = [];
-    const expected = await generateCsv({ rows: 12_000, repeat: 0.3, invalid: 0.05, delimiter: ',', seed: 11 }, (chunk) => void out.push(chunk));
+    const expected = await generateCsv(
+      { rows: 12_000, repeat: 0.3, invalid: 0.05, delimiter: ',', seed: 11 },
+      (chunk) => void out.push(chunk),
+    );
     const worker = startScript('worker', {
       DATABASE_URL: process.env.TEST_DATABASE_URL!,
       DB_SEARCH_PATH: schema,

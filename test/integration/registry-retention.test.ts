@@ -48,7 +48,14 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     const deps = await createDeps(loadConfig(env), { logger });
     const app = await buildApp(deps, { logger });
     await app.ready();
-    return { app, deps, close: async () => { await app.close(); await deps.close(); } };
+    return {
+      app,
+      deps,
+      close: async () => {
+        await app.close();
+        await deps.close();
+      },
+    };
   }
 
   function admin(...args: string[]): Promise<Result> {
@@ -72,10 +79,13 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
   const doc = () => `R${randomBytes(6).toString('hex').toUpperCase()}`;
   const plate = () => `RT${randomBytes(3).toString('hex').toUpperCase()}`;
   async function submit(co: Co, number: string, dob: string, overrides: Record<string, unknown> = {}) {
-    const body = claimBody({ vehicle_registration: plate(), claim_date: addDays(today(), -10), ...overrides }, {
-      date_of_birth: dob,
-      id_documents: [{ type: 'passport', number }],
-    });
+    const body = claimBody(
+      { vehicle_registration: plate(), claim_date: addDays(today(), -10), ...overrides },
+      {
+        date_of_birth: dob,
+        id_documents: [{ type: 'passport', number }],
+      },
+    );
     const res = await inject({ method: 'POST', url: '/api/v1/claims', headers: co.auth, payload: body });
     return res;
   }
@@ -84,11 +94,15 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     expect(res.statusCode, res.body).toBe(201);
     return res.json().data as { id: string; vehicle_registration: string; client: { id: string } };
   }
-  const backdateClaim = (id: string, date: string) => current.deps.db.query('UPDATE claims SET claim_date = $2::date WHERE id = $1', [id, date]);
+  const backdateClaim = (id: string, date: string) =>
+    current.deps.db.query('UPDATE claims SET claim_date = $2::date WHERE id = $1', [id, date]);
 
   let a: Co, b: Co, c: Co;
   const numbers = { x: doc(), y: doc(), z: doc(), s: doc() };
-  let xOld: { id: string; vehicle_registration: string }, yOld: { id: string }, yNew: { id: string; vehicle_registration: string }, zEdge: { id: string };
+  let xOld: { id: string; vehicle_registration: string },
+    yOld: { id: string },
+    yNew: { id: string; vehicle_registration: string },
+    zEdge: { id: string };
   let subject: Result, subjectWrongDob: Result, missingArg: Result, purged: Result, again: Result;
 
   beforeAll(async () => {
@@ -107,14 +121,25 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     zEdge = await claim(a, numbers.z);
     // Look-ups before the claims age: B's plate searches return xOld and yNew; A asks for xOld's matches.
     for (const p of [xOld.vehicle_registration, yNew.vehicle_registration]) {
-      expect((await inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: b.auth, payload: { vehicle_registration: p } })).statusCode).toBe(200);
+      expect(
+        (await inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: b.auth, payload: { vehicle_registration: p } }))
+          .statusCode,
+      ).toBe(200);
     }
     expect((await inject({ method: 'GET', url: `/api/v1/claims/${xOld.id}/matches`, headers: a.auth })).statusCode).toBe(200);
     // C's look-ups: one 731 days old (goes), one 729 days old (stays).
     for (const days of [731, 729]) {
       const p = plate();
-      await inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: c.auth, payload: { vehicle_registration: p, purpose: `${days}` } });
-      await current.deps.db.query(`UPDATE lookups SET created_at = now() - make_interval(days => $2) WHERE purpose = $1`, [`${days}`, days]);
+      await inject({
+        method: 'POST',
+        url: '/api/v1/claims/search-by-plate',
+        headers: c.auth,
+        payload: { vehicle_registration: p, purpose: `${days}` },
+      });
+      await current.deps.db.query(`UPDATE lookups SET created_at = now() - make_interval(days => $2) WHERE purpose = $1`, [
+        `${days}`,
+        days,
+      ]);
     }
     await backdateClaim(xOld.id, minusYears(today(), 7));
     await backdateClaim(yOld.id, addDays(minusYears(today(), 6), -1));
@@ -123,11 +148,34 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     // The subject: claims at A and B, and a look-up by C that returned one of them.
     const s1 = await claim(a, numbers.s, '1966-09-09');
     await claim(b, numbers.s, '1966-09-09');
-    await inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: c.auth, payload: { vehicle_registration: s1.vehicle_registration } });
+    await inject({
+      method: 'POST',
+      url: '/api/v1/claims/search-by-plate',
+      headers: c.auth,
+      payload: { vehicle_registration: s1.vehicle_registration },
+    });
 
     if (kind === 'pglite') await current.close(); // the embedded database is one process's at a time
-    subject = await admin('subject:export', '--date-of-birth', '1966-09-09', '--id-type', 'passport', '--id-number', `lt-${numbers.s.toLowerCase()}`, '--json');
-    subjectWrongDob = await admin('subject:export', '--date-of-birth', '1966-09-10', '--id-type', 'passport', '--id-number', numbers.s, '--json');
+    subject = await admin(
+      'subject:export',
+      '--date-of-birth',
+      '1966-09-09',
+      '--id-type',
+      'passport',
+      '--id-number',
+      `lt-${numbers.s.toLowerCase()}`,
+      '--json',
+    );
+    subjectWrongDob = await admin(
+      'subject:export',
+      '--date-of-birth',
+      '1966-09-10',
+      '--id-type',
+      'passport',
+      '--id-number',
+      numbers.s,
+      '--json',
+    );
     missingArg = await admin('subject:export', '--date-of-birth', '1966-09-09', '--id-type', 'passport', '--json');
     purged = await admin('purge', '--json');
     again = await admin('purge', '--json');
@@ -176,7 +224,9 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     const list = async (co: Co) => (await inject({ method: 'GET', url: '/api/v1/lookups', headers: co.auth })).json().data;
     expect((await list(a)).filter((l: { kind: string }) => l.kind === 'matches')).toEqual([]);
     const ofB = await list(b);
-    expect(ofB.map((l: { vehicle_registration: string }) => l.vehicle_registration).sort()).toEqual([xOld.vehicle_registration, yNew.vehicle_registration].sort());
+    expect(ofB.map((l: { vehicle_registration: string }) => l.vehicle_registration).sort()).toEqual(
+      [xOld.vehicle_registration, yNew.vehicle_registration].sort(),
+    );
     expect(ofB.map((l: { purpose: string | null }) => l.purpose)).toEqual([null, null]);
     expect((await list(c)).map((l: { purpose: string | null }) => l.purpose)).toEqual([null, '729']);
     const who = await inject({ method: 'GET', url: `/api/v1/claims/${yNew.id}/lookups`, headers: a.auth });
@@ -187,9 +237,16 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     expect(subject.code, subject.stderr).toBe(0);
     expect(subject.stdout.toUpperCase()).not.toContain(numbers.s);
     const out = JSON.parse(subject.stdout);
-    expect(out.person).toMatchObject({ first_name: 'Ona', last_name: 'Petraitė', date_of_birth: '1966-09-09', id_documents: [{ type: 'passport' }] });
+    expect(out.person).toMatchObject({
+      first_name: 'Ona',
+      last_name: 'Petraitė',
+      date_of_birth: '1966-09-09',
+      id_documents: [{ type: 'passport' }],
+    });
     expect(out.claims.map((x: { company_name: string }) => x.company_name).sort()).toEqual([a.name, b.name].sort());
-    expect(out.lookups).toEqual([{ company_name: c.name, kind: 'plate_search', claim_id: expect.any(String), created_at: expect.any(String) }]);
+    expect(out.lookups).toEqual([
+      { company_name: c.name, kind: 'plate_search', claim_id: expect.any(String), created_at: expect.any(String) },
+    ]);
     expect(subjectWrongDob.code).toBe(0);
     expect(JSON.parse(subjectWrongDob.stdout)).toEqual({ person: null, claims: [], lookups: [] });
   });

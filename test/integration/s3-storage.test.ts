@@ -61,7 +61,9 @@ describe('S3 object store (minio client against s3rver)', () => {
 
   it('creates the bucket when missing, stores a stream, reads it back and deletes it', async () => {
     const body = Buffer.from('first_name,last_name\nOna,Petraitė\n');
-    expect(await store.putStream('imports/c1/i1', Readable.from([body]), { maxBytes: 1000, timeoutMs: 5000 })).toEqual({ size: body.length });
+    expect(await store.putStream('imports/c1/i1', Readable.from([body]), { maxBytes: 1000, timeoutMs: 5000 })).toEqual({
+      size: body.length,
+    });
     expect(await client().bucketExists(bucket)).toBe(true);
     expect(await text(await store.getStream('imports/c1/i1'))).toEqual(body);
     await store.delete('imports/c1/i1');
@@ -81,9 +83,9 @@ describe('S3 object store (minio client against s3rver)', () => {
   });
 
   it('stops past maxBytes and leaves no object', async () => {
-    await expect(store.putStream('imports/c1/large', Readable.from([Buffer.alloc(3000)]), { maxBytes: 1000, timeoutMs: 5000 })).rejects.toBeInstanceOf(
-      ObjectTooLarge,
-    );
+    await expect(
+      store.putStream('imports/c1/large', Readable.from([Buffer.alloc(3000)]), { maxBytes: 1000, timeoutMs: 5000 }),
+    ).rejects.toBeInstanceOf(ObjectTooLarge);
     expect(await objectsIn(bucket)).not.toContain('imports/c1/large');
   });
 
@@ -96,7 +98,9 @@ describe('S3 object store (minio client against s3rver)', () => {
     const stalled = new PassThrough();
     stalled.write(Buffer.alloc(100));
     const started = Date.now();
-    await expect(store.putStream('imports/c1/stalled', stalled, { maxBytes: 10_000, timeoutMs: 300 })).rejects.toBeInstanceOf(StorageTimeout);
+    await expect(store.putStream('imports/c1/stalled', stalled, { maxBytes: 10_000, timeoutMs: 300 })).rejects.toBeInstanceOf(
+      StorageTimeout,
+    );
     expect(Date.now() - started).toBeLessThan(3000);
     const left = await objectsIn(bucket);
     expect(left).not.toContain('imports/c1/broken');

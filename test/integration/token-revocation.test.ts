@@ -35,7 +35,11 @@ function httpApp(base: string): FastifyInstance {
       const [pair = '', ...attrs] = line.split(';');
       const eq = pair.indexOf('=');
       const maxAge = attrs.map((a) => /^\s*max-age=(-?\d+)/iu.exec(a)?.[1]).find((m) => m !== undefined);
-      return { name: pair.slice(0, eq).trim(), value: pair.slice(eq + 1).trim(), ...(maxAge !== undefined ? { maxAge: Number(maxAge) } : {}) };
+      return {
+        name: pair.slice(0, eq).trim(),
+        value: pair.slice(eq + 1).trim(),
+        ...(maxAge !== undefined ? { maxAge: Number(maxAge) } : {}),
+      };
     });
     return { statusCode: res.status, body: await res.text(), headers: Object.fromEntries(res.headers), cookies };
   };
@@ -75,7 +79,10 @@ describe.skipIf(!enabled)('a revoked token, with two server processes on one dat
     const end = Date.now() + START_TIMEOUT;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`a server exited at start (code ${child.exitCode}); see ${logFile}`);
-      const ok = await fetch(`${server.base}/readyz`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${server.base}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) return server;
       if (Date.now() > end) throw new Error(`a server did not start; see ${logFile}`);
       await new Promise((r) => setTimeout(r, 200));
@@ -83,7 +90,9 @@ describe.skipIf(!enabled)('a revoked token, with two server processes on one dat
   }
 
   const call = (server: Server, token: string) =>
-    fetch(`${server.base}/api/v1/claims`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } }).then((r) => r.status);
+    fetch(`${server.base}/api/v1/claims`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } }).then(
+      (r) => r.status,
+    );
 
   /**
    * Asks `server` every 20 ms until a request sent a full second after `revokedAt` has been
@@ -103,7 +112,10 @@ describe.skipIf(!enabled)('a revoked token, with two server processes on one dat
   function expectRefusedWithinOneSecond(seen: { sentAt: number; status: number }[], revokedAt: number) {
     const first401 = seen.findIndex((s) => s.status === 401);
     expect(first401, JSON.stringify(seen)).toBeGreaterThanOrEqual(0);
-    expect(seen.slice(first401).every((s) => s.status === 401), JSON.stringify(seen)).toBe(true);
+    expect(
+      seen.slice(first401).every((s) => s.status === 401),
+      JSON.stringify(seen),
+    ).toBe(true);
     const late = seen.filter((s) => s.sentAt >= revokedAt + 1000);
     expect(late.length).toBeGreaterThan(0);
     expect(late.every((s) => s.status === 401)).toBe(true);
@@ -126,7 +138,7 @@ describe.skipIf(!enabled)('a revoked token, with two server processes on one dat
     fs.rmSync(logFile, { force: true });
   });
 
-  it('revoked in one server\'s dashboard: that server refuses it at once, the other within a second', async () => {
+  it("revoked in one server's dashboard: that server refuses it at once, the other within a second", async () => {
     const [a, b] = servers as [Server, Server];
     const company = await companyWithPeople(ctx, 'Revocation');
     // Both servers verify the token, so both now hold it in memory.

@@ -92,15 +92,20 @@ describe.skipIf(!enabled)('a worker killed in the middle of an import', () => {
   const midway = (id: string, attempt: number) =>
     until(`attempt ${attempt} to be mid-way`, async () => {
       const run = (await importRow(id))!;
-      if (run.status === 'completed' || run.status === 'failed') throw new Error(`the import ended (${run.status}) before the worker was killed`);
+      if (run.status === 'completed' || run.status === 'failed')
+        throw new Error(`the import ended (${run.status}) before the worker was killed`);
       return run.attempts === attempt && run.rowsDone >= 2000 && run.rowsDone < ROWS ? run : undefined;
     });
   const finished = (id: string) =>
-    until('the import to finish', async () => {
-      // A query may fail while PostgreSQL restarts: ask again.
-      const run = await importRow(id).catch(() => undefined);
-      return run && (run.status === 'completed' || run.status === 'failed') ? run : undefined;
-    }, 120_000);
+    until(
+      'the import to finish',
+      async () => {
+        // A query may fail while PostgreSQL restarts: ask again.
+        const run = await importRow(id).catch(() => undefined);
+        return run && (run.status === 'completed' || run.status === 'failed') ? run : undefined;
+      },
+      120_000,
+    );
 
   /** A claim as a comparable key: plate, date, type, amount, status. */
   const keyOf = (plateRaw: string, date: string, type: string, amount: string, status: string) =>
@@ -145,7 +150,12 @@ describe.skipIf(!enabled)('a worker killed in the middle of an import', () => {
   const committedChunks = async (id: string) =>
     (await ctx.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM import_chunks WHERE import_id = $1', [id]))[0]!.n;
   const visibleToSearch = async (auth: Record<string, string>, plateRaw: string) => {
-    const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: auth, payload: { vehicle_registration: plateRaw } });
+    const res = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims/search-by-plate',
+      headers: auth,
+      payload: { vehicle_registration: plateRaw },
+    });
     return res.json().meta.total_claims as number;
   };
   const firstPlate = () => {
@@ -220,31 +230,35 @@ describe.skipIf(!enabled)('a worker killed in the middle of an import', () => {
     }
   }, 300_000);
 
-  it.skipIf(!canRestartPg)('survives a PostgreSQL restart in the middle of an import (a BullMQ retry, or a restarted worker, resumes it)', async () => {
-    const company = await ctx.newCompany('Restart');
-    // Like a process supervisor: a worker that exits is started again. The chunk that was being
-    // written fails with the connection; BullMQ retries the job after its backoff. (The driver,
-    // postgres 3.4.9, may also crash the process with a TypeError when its connection dies inside
-    // a transaction: the restarted worker then takes the stalled job over.)
-    let supervising = true;
-    let worker = startWorker();
-    const supervise = (child: ChildProcess) =>
-      child.once('exit', () => {
-        if (!supervising) return;
-        worker = startWorker();
-        supervise(worker);
-      });
-    supervise(worker);
-    const res = await postImport(ctx.app, company.auth, fs.readFileSync(file), { headers: { prefer: 'respond-async' } });
-    const { id } = res.json().data;
-    await midway(id, 1);
-    const cluster = fs.readdirSync('/etc/postgresql')[0]!;
-    execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', cluster, 'main', 'restart'], { stdio: 'ignore' });
-    const run = await expectExactlyOnce(id, 2);
-    expect(run.history.filter((h) => h.status === 'processing').length).toBeGreaterThanOrEqual(2);
-    supervising = false;
-    await kill(worker, 'SIGTERM');
-  }, 180_000);
+  it.skipIf(!canRestartPg)(
+    'survives a PostgreSQL restart in the middle of an import (a BullMQ retry, or a restarted worker, resumes it)',
+    async () => {
+      const company = await ctx.newCompany('Restart');
+      // Like a process supervisor: a worker that exits is started again. The chunk that was being
+      // written fails with the connection; BullMQ retries the job after its backoff. (The driver,
+      // postgres 3.4.9, may also crash the process with a TypeError when its connection dies inside
+      // a transaction: the restarted worker then takes the stalled job over.)
+      let supervising = true;
+      let worker = startWorker();
+      const supervise = (child: ChildProcess) =>
+        child.once('exit', () => {
+          if (!supervising) return;
+          worker = startWorker();
+          supervise(worker);
+        });
+      supervise(worker);
+      const res = await postImport(ctx.app, company.auth, fs.readFileSync(file), { headers: { prefer: 'respond-async' } });
+      const { id } = res.json().data;
+      await midway(id, 1);
+      const cluster = fs.readdirSync('/etc/postgresql')[0]!;
+      execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', cluster, 'main', 'restart'], { stdio: 'ignore' });
+      const run = await expectExactlyOnce(id, 2);
+      expect(run.history.filter((h) => h.status === 'processing').length).toBeGreaterThanOrEqual(2);
+      supervising = false;
+      await kill(worker, 'SIGTERM');
+    },
+    180_000,
+  );
 
   it('fails for good after dying again and again, leaving no claims', async () => {
     const company = await ctx.newCompany('Doomed');
@@ -260,9 +274,15 @@ describe.skipIf(!enabled)('a worker killed in the middle of an import', () => {
     const run = await finished(id);
     expect(run).toMatchObject({ status: 'failed', failure: 'error', imported: null });
     // The committed chunks' claims are removed in the background.
-    await until('the failed import\'s claims to be removed', async () => ((await ctx.deps.store.imports.countClaims(id)) === 0 ? true : undefined));
+    await until("the failed import's claims to be removed", async () =>
+      (await ctx.deps.store.imports.countClaims(id)) === 0 ? true : undefined,
+    );
     const res2 = await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: company.auth });
-    expect(res2.json().data).toMatchObject({ status: 'failed', summary: null, message: 'The import could not be completed; nothing was imported. Try again later.' });
+    expect(res2.json().data).toMatchObject({
+      status: 'failed',
+      summary: null,
+      message: 'The import could not be completed; nothing was imported. Try again later.',
+    });
     await kill(worker, 'SIGTERM');
   }, 120_000);
 });

@@ -122,7 +122,9 @@ describe('loadConfig', () => {
 
   it('needs DATABASE_URL when REDIS_URL is set (separate workers cannot share the embedded database)', () => {
     expect(configError({ REDIS_URL: 'redis://127.0.0.1:6379' })).toMatch(/REDIS_URL needs DATABASE_URL/);
-    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379', DATABASE_URL: 'postgres://x@db/claims' }).redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379', DATABASE_URL: 'postgres://x@db/claims' }).redisUrl).toBe(
+      'redis://127.0.0.1:6379',
+    );
   });
 
   it('does not put a secret value into its message', () => {

@@ -45,7 +45,13 @@ describe('planIdentities', () => {
     expect(plan.outcomes).toEqual([
       {
         ok: true,
-        client: { id: 'new-1', firstName: 'Ona', lastName: 'Petraitė', dateOfBirth: '1985-06-02', documentTypes: ['national_id', 'passport'] },
+        client: {
+          id: 'new-1',
+          firstName: 'Ona',
+          lastName: 'Petraitė',
+          dateOfBirth: '1985-06-02',
+          documentTypes: ['national_id', 'passport'],
+        },
       },
     ]);
   });
@@ -65,7 +71,11 @@ describe('planIdentities', () => {
   });
 
   it('keeps the names on record when the submission spells them differently', () => {
-    const plan = planIdentities([row([passport('p1')], { firstName: 'Onutė', lastName: 'Kazlauskienė' })], onRecord('c1', [passport('p1')]), ids());
+    const plan = planIdentities(
+      [row([passport('p1')], { firstName: 'Onutė', lastName: 'Kazlauskienė' })],
+      onRecord('c1', [passport('p1')]),
+      ids(),
+    );
     expect(plan.outcomes[0]).toMatchObject({ ok: true, client: { firstName: 'Ona', lastName: 'Petraitė' } });
   });
 

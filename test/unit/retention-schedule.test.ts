@@ -23,7 +23,12 @@ describe('retention schedule', () => {
     let asked = 0;
     const errors: string[] = [];
     const stop = startRetentionSchedule(
-      { purgeIfDue: async () => { asked++; throw new Error('database down'); } },
+      {
+        purgeIfDue: async () => {
+          asked++;
+          throw new Error('database down');
+        },
+      },
       { info: () => {}, error: (_o, msg) => errors.push(msg) },
       { firstCheckAfterMs: 1, checkEveryMs: 10 },
     );

@@ -36,12 +36,15 @@ const valueOf = (b: unknown) => {
 describe('validateClaimInput: a valid submission', () => {
   it('is normalized into the input the identity resolution works on', () => {
     const value = valueOf(
-      body({ amount: 1250, currency: 'EUR', claim_type: 'theft', is_at_fault: false, status: 'disputed' }, {
-        id_documents: [
-          { type: 'passport', number: ' lt-p12 34567 ' },
-          { type: 'national_id', number: '39001010000' },
-        ],
-      }),
+      body(
+        { amount: 1250, currency: 'EUR', claim_type: 'theft', is_at_fault: false, status: 'disputed' },
+        {
+          id_documents: [
+            { type: 'passport', number: ' lt-p12 34567 ' },
+            { type: 'national_id', number: '39001010000' },
+          ],
+        },
+      ),
     );
     expect(value).toEqual({
       client: {
@@ -198,7 +201,9 @@ describe('validateClaimInput: vehicle registration', () => {
 
 describe('validateClaimInput: identity documents', () => {
   it('needs at least one document', () => {
-    expect(errorsOf(body({}, { id_documents: [] }))).toEqual({ 'client.id_documents': ['The id documents field must have at least 1 item.'] });
+    expect(errorsOf(body({}, { id_documents: [] }))).toEqual({
+      'client.id_documents': ['The id documents field must have at least 1 item.'],
+    });
   });
 
   it('must be a list', () => {
@@ -214,9 +219,7 @@ describe('validateClaimInput: identity documents', () => {
   });
 
   it('reports each document field under a dotted path with its index', () => {
-    expect(
-      errorsOf(body({}, { id_documents: [{ type: 'passport', number: '1' }, { type: 'driving_licence' }, 'x'] })),
-    ).toEqual({
+    expect(errorsOf(body({}, { id_documents: [{ type: 'passport', number: '1' }, { type: 'driving_licence' }, 'x'] }))).toEqual({
       'client.id_documents.1.type': ['The document type field must be one of: passport, national_id, alien_registration.'],
       'client.id_documents.1.number': ['The document number field is required.'],
       'client.id_documents.2': [expect.stringContaining('must be an object')],
@@ -243,13 +246,16 @@ describe('validateClaimInput: identity documents', () => {
 
   it('counts the same type and normalized number once', () => {
     const value = valueOf(
-      body({}, {
-        id_documents: [
-          { type: 'passport', number: 'LT-123' },
-          { type: 'passport', number: ' 1 23' },
-          { type: 'national_id', number: '123' },
-        ],
-      }),
+      body(
+        {},
+        {
+          id_documents: [
+            { type: 'passport', number: 'LT-123' },
+            { type: 'passport', number: ' 1 23' },
+            { type: 'national_id', number: '123' },
+          ],
+        },
+      ),
     );
     expect(value.client.documents).toEqual([
       { type: 'passport', number: '123' },
@@ -259,7 +265,17 @@ describe('validateClaimInput: identity documents', () => {
 
   it('never puts a document number into a message', () => {
     const secret = 'SECRET-NUMBER-'.padEnd(300, '7');
-    const errors = errorsOf(body({}, { id_documents: [{ type: 'passport', number: secret }, { type: 'visa', number: 'SECRET2' }] }));
+    const errors = errorsOf(
+      body(
+        {},
+        {
+          id_documents: [
+            { type: 'passport', number: secret },
+            { type: 'visa', number: 'SECRET2' },
+          ],
+        },
+      ),
+    );
     expect(JSON.stringify(errors)).not.toMatch(/SECRET/);
   });
 });
@@ -267,7 +283,9 @@ describe('validateClaimInput: identity documents', () => {
 describe('validateClaimInput: optional fields', () => {
   it('claim_type is one of accident, theft, other', () => {
     for (const t of ['accident', 'theft', 'other']) expect(valueOf(body({ claim_type: t })).claimType).toBe(t);
-    expect(errorsOf(body({ claim_type: 'fire' }))).toEqual({ claim_type: ['The claim type field must be one of: accident, theft, other.'] });
+    expect(errorsOf(body({ claim_type: 'fire' }))).toEqual({
+      claim_type: ['The claim type field must be one of: accident, theft, other.'],
+    });
   });
 
   it('currency is only EUR', () => {
@@ -350,6 +368,7 @@ describe('parseAmount', () => {
   });
 
   it('rejects what is not a number', () => {
-    for (const v of ['abc', '1,5', '1e3', '', '.5', true, {}, []]) expect(bad(v), JSON.stringify(v)).toEqual(['The amount field must be a number.']);
+    for (const v of ['abc', '1,5', '1e3', '', '.5', true, {}, []])
+      expect(bad(v), JSON.stringify(v)).toEqual(['The amount field must be a number.']);
   });
 });

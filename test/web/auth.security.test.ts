@@ -152,7 +152,10 @@ describe('CSRF protection', () => {
     const web = await signedIn(ctx, c.admin.email);
     await web.get('/settings/tokens');
     const [token] = await ctx.deps.tokens.list(c.id);
-    const claim = await ctx.deps.claims.submit({ companyId: c.id, companyName: c.name, tokenId: null, userId: null }, (await import('../harness')).claimBody());
+    const claim = await ctx.deps.claims.submit(
+      { companyId: c.id, companyName: c.name, tokenId: null, userId: null },
+      (await import('../harness')).claimBody(),
+    );
     const forms: [string, Record<string, string>][] = [
       ['/settings/tokens', { name: 'sneaky' }],
       [`/settings/tokens/${token!.id}/revoke`, {}],
@@ -170,7 +173,9 @@ describe('CSRF protection', () => {
     }
     expect((await ctx.deps.tokens.list(c.id)).map((t) => [t.name, t.revoked_at])).toEqual([['test token', null]]);
     expect((await ctx.deps.companies.listUsers(c.id)).length).toBe(2);
-    expect((await ctx.deps.claims.get({ companyId: c.id, companyName: c.name, tokenId: null, userId: null }, claim.id)).status).toBe('filed');
+    expect((await ctx.deps.claims.get({ companyId: c.id, companyName: c.name, tokenId: null, userId: null }, claim.id)).status).toBe(
+      'filed',
+    );
     expect((await web.get('/claims')).statusCode).toBe(200);
   });
 
@@ -226,7 +231,11 @@ describe('logs', () => {
       await web.post('/login', { email: c.admin.email, password: 'Wrong-Password-987654' });
       await web.post('/login', { email: c.admin.email, password: PASSWORD });
       await web.get('/settings/people');
-      const added = await web.post('/settings/people', { email: 'new-person@x.example', role: 'member', password: 'Chosen-Password-555555' });
+      const added = await web.post('/settings/people', {
+        email: 'new-person@x.example',
+        role: 'member',
+        password: 'Chosen-Password-555555',
+      });
       expect(added.statusCode).toBe(303);
       await web.get('/settings/people');
       const generated = await web.post('/settings/people', { email: 'gen-person@x.example', role: 'member', password: '' });
@@ -237,7 +246,8 @@ describe('logs', () => {
       const sid = decodeURIComponent(web.cookies.get('claims_session')!).split('.')[0]!;
       const all = lines.join('\n');
       expect(all.length).toBeGreaterThan(0);
-      for (const secret of ['Wrong-Password-987654', PASSWORD, 'Chosen-Password-555555', shown, token, sid]) expect(all).not.toContain(secret);
+      for (const secret of ['Wrong-Password-987654', PASSWORD, 'Chosen-Password-555555', shown, token, sid])
+        expect(all).not.toContain(secret);
     } finally {
       await app.close();
     }

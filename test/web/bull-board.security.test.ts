@@ -11,7 +11,8 @@ const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 let ctx: TestContext;
 beforeAll(async () => {
-  if (dbKind() === 'postgres') ctx = await createTestContext({ REDIS_URL: redisUrl, QUEUE_PREFIX: `test-${randomBytes(4).toString('hex')}` });
+  if (dbKind() === 'postgres')
+    ctx = await createTestContext({ REDIS_URL: redisUrl, QUEUE_PREFIX: `test-${randomBytes(4).toString('hex')}` });
 });
 afterAll(async () => ctx?.close());
 
@@ -48,7 +49,11 @@ describe.skipIf(dbKind() !== 'postgres')('Bull Board at /admin/queues behind the
     const cookie = op.cookies.get('claims_session')!;
     await op.get('/operator');
     expect((await op.post('/logout')).statusCode).toBe(303);
-    const after = await ctx.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { accept: 'application/json', cookie: `claims_session=${cookie}` } });
+    const after = await ctx.app.inject({
+      method: 'GET',
+      url: '/admin/queues/api/queues',
+      headers: { accept: 'application/json', cookie: `claims_session=${cookie}` },
+    });
     expect(after.statusCode).toBe(401);
   });
 

@@ -52,7 +52,12 @@ describe('entering a claim by hand', () => {
     const c = await companyWithPeople(ctx);
     const web = await signedIn(ctx, c.member.email);
     await web.get('/claims/new');
-    const form = validForm({ 'client.first_name': '', claim_date: '2999-01-01', amount: '12.345', 'client.id_documents.1.type': 'national_id' });
+    const form = validForm({
+      'client.first_name': '',
+      claim_date: '2999-01-01',
+      amount: '12.345',
+      'client.id_documents.1.type': 'national_id',
+    });
     const res = await web.post('/claims', form);
     expect(res.statusCode).toBe(422);
     expect(res.body).toContain('The claim was not saved');
@@ -72,7 +77,8 @@ describe('claims list and status', () => {
   it('pages newest first and filters by status', async () => {
     const c = await companyWithPeople(ctx);
     const ids: string[] = [];
-    for (let i = 0; i < 27; i++) ids.push((await ctx.deps.claims.submit(principal(c), claimBody({ status: i % 2 ? 'settled' : 'filed' }))).id);
+    for (let i = 0; i < 27; i++)
+      ids.push((await ctx.deps.claims.submit(principal(c), claimBody({ status: i % 2 ? 'settled' : 'filed' }))).id);
     const web = await signedIn(ctx, c.member.email);
     const first = await web.get('/claims');
     expect(first.body).toContain(ids[26]);
@@ -95,7 +101,9 @@ describe('claims list and status', () => {
     expect(res.headers.location).toBe(`/claims/${claim.id}?updated=1`);
     expect((await ctx.deps.claims.get(principal(c), claim.id)).status).toBe('under_investigation');
     const history = await ctx.deps.store.claims.statusHistory(c.id, claim.id);
-    expect(history).toEqual([{ from_status: 'filed', to_status: 'under_investigation', changed_by_token_id: null, changed_by_user_id: c.member.id }]);
+    expect(history).toEqual([
+      { from_status: 'filed', to_status: 'under_investigation', changed_by_token_id: null, changed_by_user_id: c.member.id },
+    ]);
     const bad = await web.post(`/claims/${claim.id}/status`, { status: 'lost' });
     expect(bad.statusCode).toBe(422);
   });

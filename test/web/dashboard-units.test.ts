@@ -21,7 +21,12 @@ describe('failed rows CSV', () => {
         { row: 7, messages: { '=cmd': ['@evil, "quoted"', 'second'] } },
       ]),
     );
-    expect(csv.replace(/^\uFEFF/u, '').trim().split('\n')).toEqual([
+    expect(
+      csv
+        .replace(/^\uFEFF/u, '')
+        .trim()
+        .split('\n'),
+    ).toEqual([
       'row,column,message',
       '3,claim_date,The claim date cannot be in the future.',
       `7,'=cmd,"'@evil, ""quoted"""`,
@@ -33,7 +38,18 @@ describe('failed rows CSV', () => {
 describe('claims per month', () => {
   it('lists the 12 months ending with the current one, across a year boundary', () => {
     expect(lastMonths('2026-02-15', 12)).toEqual([
-      '2025-03', '2025-04', '2025-05', '2025-06', '2025-07', '2025-08', '2025-09', '2025-10', '2025-11', '2025-12', '2026-01', '2026-02',
+      '2025-03',
+      '2025-04',
+      '2025-05',
+      '2025-06',
+      '2025-07',
+      '2025-08',
+      '2025-09',
+      '2025-10',
+      '2025-11',
+      '2025-12',
+      '2026-01',
+      '2026-02',
     ]);
     expect(monthLabel('2026-01')).toBe('Jan 2026');
   });
@@ -68,11 +84,15 @@ describe('forms', () => {
       amount: undefined,
     });
     const two = claimBodyFromForm({ 'client.id_documents.1.number': 'X1' }).body as { client: { id_documents: unknown[] } };
-    expect(two.client.id_documents).toEqual([{ type: undefined, number: undefined }, { type: undefined, number: 'X1' }]);
+    expect(two.client.id_documents).toEqual([
+      { type: undefined, number: undefined },
+      { type: undefined, number: 'X1' },
+    ]);
   });
 
   it('only follows same-site paths after sign-in', () => {
     expect(safeNext('/claims?status=filed')).toBe('/claims?status=filed');
-    for (const bad of ['//evil.example', '/\\evil.example', 'https://evil.example', 'claims', '', undefined, ['/x']]) expect(safeNext(bad)).toBe('/');
+    for (const bad of ['//evil.example', '/\\evil.example', 'https://evil.example', 'claims', '', undefined, ['/x']])
+      expect(safeNext(bad)).toBe('/');
   });
 });

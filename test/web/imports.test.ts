@@ -41,7 +41,12 @@ describe('import pages', () => {
     const web = await signedIn(ctx, c.member.email);
     await web.get('/imports');
     const { csv, secretDoc } = fileWithErrors(ctx.deps.today());
-    const res = await web.postMultipart('/imports', {}, { name: 'claims.csv', content: csv }, { accept: 'application/json', 'x-csrf-token': web.lastCsrf });
+    const res = await web.postMultipart(
+      '/imports',
+      {},
+      { name: 'claims.csv', content: csv },
+      { accept: 'application/json', 'x-csrf-token': web.lastCsrf },
+    );
     expect(res.statusCode, res.body).toBe(202);
     const started = res.json();
     expect(started.resultUrl).toBe(`/imports/${started.id}`);
@@ -51,7 +56,9 @@ describe('import pages', () => {
     const page = await web.get(started.resultUrl);
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('Import finished: 2 imported, 2 failed.');
-    expect(page.body).toMatch(/<td class="num">3<\/td><td><code>claim_date<\/code><\/td><td>The claim date cannot be in the future\.<\/td>/u);
+    expect(page.body).toMatch(
+      /<td class="num">3<\/td><td><code>claim_date<\/code><\/td><td>The claim date cannot be in the future\.<\/td>/u,
+    );
     expect(page.body).toMatch(/<td class="num">4<\/td><td><code>first_name<\/code><\/td><td>The first name field is required\.<\/td>/u);
     expect(page.body).toMatch(/<td class="num">4<\/td><td><code>amount<\/code><\/td>/u);
     expect(page.body).not.toContain(secretDoc);
@@ -61,9 +68,14 @@ describe('import pages', () => {
     expect(csvRes.headers['content-type']).toMatch(/text\/csv/u);
     expect(csvRes.headers['content-disposition']).toMatch(/attachment; filename="import-[0-9a-f]{8}-failed-rows\.csv"/u);
     // The same file as the API's errors.csv: the uploaded columns (id_number empty), then row and errors.
-    const lines = csvRes.body.replace(/^\uFEFF/u, '').trim().split('\n');
+    const lines = csvRes.body
+      .replace(/^\uFEFF/u, '')
+      .trim()
+      .split('\n');
     expect(lines[0]).toBe(`${HEADER},row,errors`);
-    expect(lines).toContain(`Jonas,Jonaitis,1990-01-01,passport,,2999-01-01,CD456,50,3,claim_date: The claim date cannot be in the future.`);
+    expect(lines).toContain(
+      `Jonas,Jonaitis,1990-01-01,passport,,2999-01-01,CD456,50,3,claim_date: The claim date cannot be in the future.`,
+    );
     expect(lines.length).toBe(3);
 
     const history = await web.get('/imports');
@@ -104,7 +116,12 @@ describe('import pages', () => {
       const res = await web.postMultipart('/imports', fields, { name: 'claims.csv', content: csv });
       expect(res.statusCode).toBe(403);
     }
-    const json = await web.postMultipart('/imports', {}, { name: 'claims.csv', content: csv }, { accept: 'application/json', 'x-csrf-token': 'forged' });
+    const json = await web.postMultipart(
+      '/imports',
+      {},
+      { name: 'claims.csv', content: csv },
+      { accept: 'application/json', 'x-csrf-token': 'forged' },
+    );
     expect(json.statusCode).toBe(403);
     const page = await ctx.deps.imports.list({ companyId: c.id, companyName: c.name, tokenId: null, userId: null }, { limit: 10 });
     expect(page.data).toEqual([]);
@@ -120,7 +137,12 @@ describe('import pages', () => {
     const none = await web.postMultipart('/imports', { _csrf: web.lastCsrf }, null);
     expect(none.statusCode).toBe(422);
     expect(none.body).toContain('The file field is required.');
-    const xlsx = await web.postMultipart('/imports', {}, { name: 'claims.xlsx', content: 'x' }, { accept: 'application/json', 'x-csrf-token': web.lastCsrf });
+    const xlsx = await web.postMultipart(
+      '/imports',
+      {},
+      { name: 'claims.xlsx', content: 'x' },
+      { accept: 'application/json', 'x-csrf-token': web.lastCsrf },
+    );
     expect(xlsx.statusCode).toBe(422);
     expect(xlsx.json().message).toMatch(/The file must be a file of type: csv, txt\./u);
   });
@@ -131,7 +153,14 @@ describe('import pages', () => {
     const aWeb = await signedIn(ctx, a.member.email);
     await aWeb.get('/imports');
     const { csv } = fileWithErrors(ctx.deps.today());
-    const started = (await aWeb.postMultipart('/imports', {}, { name: 'alpha-secret.csv', content: csv }, { accept: 'application/json', 'x-csrf-token': aWeb.lastCsrf })).json();
+    const started = (
+      await aWeb.postMultipart(
+        '/imports',
+        {},
+        { name: 'alpha-secret.csv', content: csv },
+        { accept: 'application/json', 'x-csrf-token': aWeb.lastCsrf },
+      )
+    ).json();
     await waitUntilDone(aWeb, started.statusUrl);
     const bWeb = await signedIn(ctx, b.admin.email);
     expect((await bWeb.get(`/imports/${started.id}`)).statusCode).toBe(404);

@@ -20,10 +20,25 @@ describe('dashboard: matches, indicators, who looked, our look-ups', () => {
     const plate = newPlate();
     const number = `D${randomBytes(6).toString('hex')}`;
     const person = { first_name: 'Eglė', last_name: 'Žemaitė', date_of_birth: '1988-08-08', id_documents: [{ type: 'passport', number }] };
-    const mine = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: own.auth, payload: { ...claimBody({ vehicle_registration: plate, claim_date: addDays(ctx.deps.today(), -3) }), client: person } });
+    const mine = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims',
+      headers: own.auth,
+      payload: { ...claimBody({ vehicle_registration: plate, claim_date: addDays(ctx.deps.today(), -3) }), client: person },
+    });
     const id = mine.json().data.id;
-    await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: other.auth, payload: { ...claimBody({ vehicle_registration: plate, claim_date: addDays(ctx.deps.today(), -9) }), client: person } });
-    await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: other.auth, payload: { vehicle_registration: plate } });
+    await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims',
+      headers: other.auth,
+      payload: { ...claimBody({ vehicle_registration: plate, claim_date: addDays(ctx.deps.today(), -9) }), client: person },
+    });
+    await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims/search-by-plate',
+      headers: other.auth,
+      payload: { vehicle_registration: plate },
+    });
 
     const web = await signedIn(ctx, own.member.email);
     const page = await web.get(`/claims/${id}`);
@@ -48,7 +63,12 @@ describe('dashboard: matches, indicators, who looked, our look-ups', () => {
     const a = await companyWithPeople(ctx, 'A');
     const b = await companyWithPeople(ctx, 'B');
     const plate = newPlate();
-    await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: b.auth, payload: { vehicle_registration: plate, purpose: 'checking B' } });
+    await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims/search-by-plate',
+      headers: b.auth,
+      payload: { vehicle_registration: plate, purpose: 'checking B' },
+    });
     const web = await signedIn(ctx, a.member.email);
     const list = await web.get('/lookups');
     expect(list.body).toContain('No look-ups yet.');

@@ -26,7 +26,11 @@ export class WebClient {
   }
 
   async get(url: string, headers: Record<string, string> = {}) {
-    const res = await this.app.inject({ method: 'GET', url, headers: { accept: 'text/html', ...this.headers, ...this.cookieHeader(), ...headers } });
+    const res = await this.app.inject({
+      method: 'GET',
+      url,
+      headers: { accept: 'text/html', ...this.headers, ...this.cookieHeader(), ...headers },
+    });
     this.remember(res);
     return res;
   }
@@ -65,7 +69,11 @@ export class WebClient {
       chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
     }
     if (file) {
-      chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\nContent-Type: text/csv\r\n\r\n`));
+      chunks.push(
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\nContent-Type: text/csv\r\n\r\n`,
+        ),
+      );
       chunks.push(Buffer.isBuffer(file.content) ? file.content : Buffer.from(file.content));
       chunks.push(Buffer.from('\r\n'));
     }
@@ -73,7 +81,13 @@ export class WebClient {
     const res = await this.app.inject({
       method: 'POST',
       url,
-      headers: { accept: 'text/html', 'content-type': `multipart/form-data; boundary=${boundary}`, ...this.headers, ...this.cookieHeader(), ...headers },
+      headers: {
+        accept: 'text/html',
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+        ...this.headers,
+        ...this.cookieHeader(),
+        ...headers,
+      },
       payload: Buffer.concat(chunks),
     });
     this.remember(res);
@@ -94,8 +108,17 @@ export const PASSWORD = 'correct horse battery staple';
 export async function companyWithPeople(ctx: TestContext, name = 'Company') {
   const company = await ctx.newCompany(name);
   const tag = Math.random().toString(36).slice(2, 8);
-  const admin = (await ctx.deps.companies.createUser({ companyId: company.id, email: `admin-${tag}@${tag}.example`, password: PASSWORD, role: 'admin' })).user;
-  const member = (await ctx.deps.companies.createUser({ companyId: company.id, email: `member-${tag}@${tag}.example`, password: PASSWORD, role: 'member' })).user;
+  const admin = (
+    await ctx.deps.companies.createUser({ companyId: company.id, email: `admin-${tag}@${tag}.example`, password: PASSWORD, role: 'admin' })
+  ).user;
+  const member = (
+    await ctx.deps.companies.createUser({
+      companyId: company.id,
+      email: `member-${tag}@${tag}.example`,
+      password: PASSWORD,
+      role: 'member',
+    })
+  ).user;
   return { ...company, admin, member };
 }
 

@@ -53,7 +53,11 @@ describe('webhooks', () => {
     const t = Number(/^t=(\d+)/u.exec(got!.headers['claims-signature'] as string)![1]);
     expect(Math.abs(t - Date.now() / 1000)).toBeLessThan(300);
     const event = JSON.parse(got!.body);
-    expect(event).toMatchObject({ type: 'import.completed', id: expect.any(String), data: { status: 'completed', imported: 1, failed: 1 } });
+    expect(event).toMatchObject({
+      type: 'import.completed',
+      id: expect.any(String),
+      data: { status: 'completed', imported: 1, failed: 1 },
+    });
     const imports = await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth });
     expect(event.data.id).toBe(imports.json().data[0].id);
     expect(got!.headers['claims-event']).toBe('import.completed');
@@ -69,11 +73,15 @@ describe('webhooks', () => {
     const company = await ctx.newCompany();
     const r = await receiver((n) => (n <= 2 ? 500 : 200));
     await ctx.deps.webhooks.createEndpoint(company.id, r.url);
-    await ctx.deps.store.transaction((tx) => enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.failed', payload: { id: 'x' } }));
+    await ctx.deps.store.transaction((tx) =>
+      enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.failed', payload: { id: 'x' } }),
+    );
     const got = await r.waitFor(3);
     // The same event and body each time.
     expect(new Set(got.map((g) => g.body)).size).toBe(1);
-    await expect.poll(async () => (await ctx.deps.webhooks.listDeliveries(company.id))[0]).toMatchObject({ status: 'delivered', attempts: 3, last_status_code: 200 });
+    await expect
+      .poll(async () => (await ctx.deps.webhooks.listDeliveries(company.id))[0])
+      .toMatchObject({ status: 'delivered', attempts: 3, last_status_code: 200 });
   });
 
   it('marks a delivery failed after the last retry of the schedule', async () => {
@@ -82,7 +90,9 @@ describe('webhooks', () => {
     await ctx.deps.webhooks.createEndpoint(company.id, r.url);
     await ctx.deps.store.transaction((tx) => enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.failed', payload: {} }));
     await r.waitFor(6); // the first attempt and 5 retries
-    await expect.poll(async () => (await ctx.deps.webhooks.listDeliveries(company.id))[0]).toMatchObject({ status: 'failed', attempts: 6, last_status_code: 503 });
+    await expect
+      .poll(async () => (await ctx.deps.webhooks.listDeliveries(company.id))[0])
+      .toMatchObject({ status: 'failed', attempts: 6, last_status_code: 503 });
     expect(r.received).toHaveLength(6);
   });
 
@@ -97,7 +107,9 @@ describe('webhooks', () => {
     ).rejects.toThrow('rolled back');
     expect(await ctx.deps.webhooks.listDeliveries(company.id)).toEqual([]);
     for (let i = 0; i < 2; i++) {
-      await ctx.deps.store.transaction((tx) => enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.failed', payload: {}, key: 'import.failed:same' }));
+      await ctx.deps.store.transaction((tx) =>
+        enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.failed', payload: {}, key: 'import.failed:same' }),
+      );
     }
     expect(await ctx.deps.webhooks.listDeliveries(company.id)).toHaveLength(1);
     // Another company sees none of them.
@@ -135,9 +147,15 @@ describe('webhook targets', () => {
       // A host name (not an address) passes the check at creation; the machine's own name
       // resolves to a loopback or private address (/etc/hosts).
       await strict.deps.webhooks.createEndpoint(company.id, `https://${os.hostname()}:${r.port}/hooks`);
-      await strict.deps.store.transaction((tx) => enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.completed', payload: {} }));
+      await strict.deps.store.transaction((tx) =>
+        enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.completed', payload: {} }),
+      );
       await expect.poll(async () => (await strict.deps.webhooks.listDeliveries(company.id))[0]?.status, { timeout: 15_000 }).toBe('failed');
-      expect((await strict.deps.webhooks.listDeliveries(company.id))[0]).toMatchObject({ attempts: 1, last_status_code: null, last_error: expect.stringMatching(/private/u) });
+      expect((await strict.deps.webhooks.listDeliveries(company.id))[0]).toMatchObject({
+        attempts: 1,
+        last_status_code: null,
+        last_error: expect.stringMatching(/private/u),
+      });
       expect(r.received).toHaveLength(0);
     } finally {
       await strict.close();

@@ -162,7 +162,13 @@ function answerDatabaseUnavailable(err: unknown, request: FastifyRequest, reply:
   if (!isDatabaseUnavailable(err)) return false;
   request.log.warn({ err }, 'database unavailable');
   reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
-  void sendError(request, reply, 503, 'service_unavailable', 'The database (or another service this request needs) cannot be reached right now. Try again shortly.');
+  void sendError(
+    request,
+    reply,
+    503,
+    'service_unavailable',
+    'The database (or another service this request needs) cannot be reached right now. Try again shortly.',
+  );
   return true;
 }
 

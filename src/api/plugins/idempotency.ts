@@ -43,7 +43,8 @@ export async function beginIdempotent(app: FastifyInstance, request: FastifyRequ
 }
 
 /** The fingerprint of an import: the path and the uploaded file's SHA-256. */
-export const fileRequestHash = (request: FastifyRequest, sha256: string) => requestHash(request.method, pathOf(request), { file_sha256: sha256 });
+export const fileRequestHash = (request: FastifyRequest, sha256: string) =>
+  requestHash(request.method, pathOf(request), { file_sha256: sha256 });
 
 /**
  * Route hooks for Idempotency-Key on a JSON route (the fingerprint is method, path and body):

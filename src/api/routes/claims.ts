@@ -115,7 +115,8 @@ export async function claimRoutes(fastify: FastifyInstance) {
       schema: {
         operationId: 'searchClaimsByPlate',
         summary: 'Search claims of all companies by vehicle registration',
-        description: 'Only claims whose claim_date is within the history window (SEARCH_HISTORY_YEARS, default 3) are returned, newest first. Every search is recorded in the look-up log (GET /api/v1/lookups) with the optional purpose.',
+        description:
+          'Only claims whose claim_date is within the history window (SEARCH_HISTORY_YEARS, default 3) are returned, newest first. Every search is recorded in the look-up log (GET /api/v1/lookups) with the optional purpose.',
         tags: ['claims'],
         security,
         body: searchByPlateBody,

@@ -32,7 +32,8 @@ function toListItem(run: ImportRecord) {
 
 const toDetail = (run: ImportRecord) => ({ ...toListItem(run), summary: run.status === 'completed' ? summaryOf(run) : null });
 
-const isDryRun = (request: FastifyRequest) => String((request.query as Record<string, unknown> | undefined)?.dry_run ?? '').toLowerCase() === 'true';
+const isDryRun = (request: FastifyRequest) =>
+  String((request.query as Record<string, unknown> | undefined)?.dry_run ?? '').toLowerCase() === 'true';
 const summaryFrom = (r: { imported: number; failed: number; errors: { row: number; messages: Record<string, string[]> }[] }) => ({
   message: importMessages.finished(r.imported, r.failed),
   imported: r.imported,
@@ -44,7 +45,10 @@ const wantsAsync = (request: FastifyRequest) => /(^|[\s,;])respond-async($|[\s,;
 
 /** 202 with the import's handle, as for `Prefer: respond-async` and for a wait that ran out. */
 function accepted(reply: FastifyReply, run: ImportRecord) {
-  return reply.code(202).header('location', locationOf(run.id)).send({ data: toDetail(run) });
+  return reply
+    .code(202)
+    .header('location', locationOf(run.id))
+    .send({ data: toDetail(run) });
 }
 
 /** The answer once the job settled: the summary (200), the file's problem (422), or a failure (500). */
@@ -74,14 +78,19 @@ async function filePart(request: FastifyRequest): Promise<MultipartFile> {
   return part;
 }
 
-const uploadCutShort = 'The upload ended before the file was complete (the multipart body has no closing boundary); nothing was imported. Send the file again.';
+const uploadCutShort =
+  'The upload ended before the file was complete (the multipart body has no closing boundary); nothing was imported. Send the file again.';
 
 /**
  * Stores the upload. A multipart body that ends without its closing boundary destroys the file
  * part with an error, possibly before the handler reads it (then nothing would ever flow):
  * either way it is a 422 at once, and the storage write has removed what it had stored.
  */
-async function receiveUpload(imports: FastifyInstance['deps']['imports'], request: FastifyRequest, part: MultipartFile): Promise<ReceivedFile> {
+async function receiveUpload(
+  imports: FastifyInstance['deps']['imports'],
+  request: FastifyRequest,
+  part: MultipartFile,
+): Promise<ReceivedFile> {
   const cutShort = () => part.file.errored !== null || (part.file.destroyed && !part.file.readableEnded);
   if (cutShort()) throw validationError({ file: [uploadCutShort] });
   try {
@@ -123,130 +132,162 @@ export async function importRoutes(app: FastifyInstance) {
     if (resumed > 0) app.log.info({ resumed }, 'resumed unfinished imports');
   });
 
-  app.post('/claims/import', {
-    schema: {
-      operationId: 'importClaims',
-      summary: 'Import claims from a CSV file',
-      description:
-        'multipart/form-data with one part `file` (.csv or .txt, UTF-8, at most IMPORT_MAX_BYTES). Rows are validated independently; ' +
-        'the response lists every failed row with its spreadsheet row number. With `Prefer: respond-async`, or when the import takes ' +
-        'longer than IMPORT_WAIT_SECONDS, the answer is 202 with a Location to poll. Accepts an `Idempotency-Key` header. ' +
-        'With `?dry_run=true` every row is validated exactly as a real import would (identity rules against the stored persons ' +
-        'included) and the same summary comes back with `"dry_run": true`; nothing is written and no idempotency record is kept.',
-      tags: ['imports'],
-      security,
-      consumes: ['multipart/form-data'],
-      querystring: {
-        type: 'object',
-        properties: { dry_run: { type: 'boolean', default: false, description: 'Validate only: the summary a real import would give, nothing written' } },
-      },
-      body: importBodyDoc,
-      response: {
-        200: {
-          description: 'The import finished (also when every row failed), or the dry run\'s summary',
-          ...importSummary,
-          properties: { ...importSummary.properties, dry_run: { type: 'boolean', description: 'Present and true for a dry run' } },
+  app.post(
+    '/claims/import',
+    {
+      schema: {
+        operationId: 'importClaims',
+        summary: 'Import claims from a CSV file',
+        description:
+          'multipart/form-data with one part `file` (.csv or .txt, UTF-8, at most IMPORT_MAX_BYTES). Rows are validated independently; ' +
+          'the response lists every failed row with its spreadsheet row number. With `Prefer: respond-async`, or when the import takes ' +
+          'longer than IMPORT_WAIT_SECONDS, the answer is 202 with a Location to poll. Accepts an `Idempotency-Key` header. ' +
+          'With `?dry_run=true` every row is validated exactly as a real import would (identity rules against the stored persons ' +
+          'included) and the same summary comes back with `"dry_run": true`; nothing is written and no idempotency record is kept.',
+        tags: ['imports'],
+        security,
+        consumes: ['multipart/form-data'],
+        querystring: {
+          type: 'object',
+          properties: {
+            dry_run: {
+              type: 'boolean',
+              default: false,
+              description: 'Validate only: the summary a real import would give, nothing written',
+            },
+          },
         },
-        202: { description: 'The import is queued or running; poll the Location', ...importEnvelope },
-        ...commonErrors,
-        409: { description: 'A request with the same Idempotency-Key is still running', ...errorBody },
-        422: { description: 'The file is invalid (nothing was imported), or the Idempotency-Key was used for another request', ...validationErrorBody },
-        503: { description: 'The import queue or storage is unavailable; nothing was imported', ...errorBody },
+        body: importBodyDoc,
+        response: {
+          200: {
+            description: "The import finished (also when every row failed), or the dry run's summary",
+            ...importSummary,
+            properties: { ...importSummary.properties, dry_run: { type: 'boolean', description: 'Present and true for a dry run' } },
+          },
+          202: { description: 'The import is queued or running; poll the Location', ...importEnvelope },
+          ...commonErrors,
+          409: { description: 'A request with the same Idempotency-Key is still running', ...errorBody },
+          422: {
+            description: 'The file is invalid (nothing was imported), or the Idempotency-Key was used for another request',
+            ...validationErrorBody,
+          },
+          503: { description: 'The import queue or storage is unavailable; nothing was imported', ...errorBody },
+        },
+      },
+      // The body is a stream the handler reads and checks itself; the schema above documents it.
+      validatorCompiler: () => () => true,
+      onSend: idempotencyOnSend(app),
+    },
+    async (request, reply) => {
+      const part = await filePart(request);
+      const file = await receiveUpload(imports, request, part);
+      if (isDryRun(request)) {
+        // Validates every row as a real import would; writes nothing, keeps no idempotency record.
+        const result = await imports.dryRun(request.principal, file);
+        return reply.code(200).send({ ...summaryFrom(result), dry_run: true });
+      }
+      if (await beginUpload(app, request, reply, file)) return reply;
+      const run = await imports.start(request.principal, file);
+      if (wantsAsync(request)) return accepted(reply.header('preference-applied', 'respond-async'), run);
+      // The wait can be longer than the server's idle-socket timeout.
+      const socket = request.raw.socket as { setTimeout?: (ms: number) => unknown } | undefined;
+      socket?.setTimeout?.(config.importWaitSeconds * 1000 + 30_000);
+      return outcome(reply, await imports.waitForResult(request.principal, run.id, config.importWaitSeconds * 1000));
+    },
+  );
+
+  app.get(
+    '/imports/:id',
+    {
+      schema: {
+        operationId: 'getImport',
+        summary: 'Status, progress and (when done) the summary of one of your imports',
+        tags: ['imports'],
+        security,
+        params: importIdParams,
+        response: { 200: importEnvelope, ...commonErrors, ...notFound },
       },
     },
-    // The body is a stream the handler reads and checks itself; the schema above documents it.
-    validatorCompiler: () => () => true,
-    onSend: idempotencyOnSend(app),
-  }, async (request, reply) => {
-    const part = await filePart(request);
-    const file = await receiveUpload(imports, request, part);
-    if (isDryRun(request)) {
-      // Validates every row as a real import would; writes nothing, keeps no idempotency record.
-      const result = await imports.dryRun(request.principal, file);
-      return reply.code(200).send({ ...summaryFrom(result), dry_run: true });
-    }
-    if (await beginUpload(app, request, reply, file)) return reply;
-    const run = await imports.start(request.principal, file);
-    if (wantsAsync(request)) return accepted(reply.header('preference-applied', 'respond-async'), run);
-    // The wait can be longer than the server's idle-socket timeout.
-    const socket = request.raw.socket as { setTimeout?: (ms: number) => unknown } | undefined;
-    socket?.setTimeout?.(config.importWaitSeconds * 1000 + 30_000);
-    return outcome(reply, await imports.waitForResult(request.principal, run.id, config.importWaitSeconds * 1000));
-  });
-
-  app.get('/imports/:id', {
-    schema: {
-      operationId: 'getImport',
-      summary: 'Status, progress and (when done) the summary of one of your imports',
-      tags: ['imports'],
-      security,
-      params: importIdParams,
-      response: { 200: importEnvelope, ...commonErrors, ...notFound },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      return { data: toDetail(await imports.get(request.principal, id)) };
     },
-  }, async (request) => {
-    const { id } = request.params as { id: string };
-    return { data: toDetail(await imports.get(request.principal, id)) };
-  });
+  );
 
-  app.get('/imports/:id/errors.csv', {
-    schema: {
-      operationId: 'getImportErrorsCsv',
-      summary: 'The rejected rows of one of your imports as a CSV file',
-      description:
-        'The rows that were not imported, with the uploaded columns in their original order (`id_number` left empty: document ' +
-        'numbers are never given back), then `row` (the row number) and `errors` (`field: message; ...`). Fix the rows, delete ' +
-        'the last two columns and upload the file again.',
-      tags: ['imports'],
-      security,
-      params: importIdParams,
-      produces: ['text/csv'],
-      response: { 200: { description: 'CSV (UTF-8 with a BOM)', type: 'string' }, ...commonErrors, ...notFound },
-    },
-  }, async (request, reply) => {
-    const { id } = request.params as { id: string };
-    const file = await imports.failedRows(request.principal, id);
-    return reply
-      .type('text/csv; charset=utf-8')
-      .header('content-disposition', `attachment; filename="import-${file.run.id.slice(0, 8)}-errors.csv"`)
-      .send(failedRowsFile(file.header, file.rows));
-  });
-
-  app.post('/imports/:id/cancel', {
-    schema: {
-      operationId: 'cancelImport',
-      summary: 'Cancel one of your imports',
-      description:
-        'Queued or already cancelled: 200 with the import (a queued import never starts). Processing: 202; it stops after the ' +
-        'chunk it is writing, then shows `cancelled`. A cancelled import leaves no claim visible. Completed or failed: 409.',
-      tags: ['imports'],
-      security,
-      params: importIdParams,
-      response: {
-        200: { description: 'Cancelled', ...importEnvelope },
-        202: { description: 'Cancelling: it stops after the current chunk', ...importEnvelope },
-        409: { description: 'The import has already finished', ...errorBody },
-        ...commonErrors,
-        ...notFound,
+  app.get(
+    '/imports/:id/errors.csv',
+    {
+      schema: {
+        operationId: 'getImportErrorsCsv',
+        summary: 'The rejected rows of one of your imports as a CSV file',
+        description:
+          'The rows that were not imported, with the uploaded columns in their original order (`id_number` left empty: document ' +
+          'numbers are never given back), then `row` (the row number) and `errors` (`field: message; ...`). Fix the rows, delete ' +
+          'the last two columns and upload the file again.',
+        tags: ['imports'],
+        security,
+        params: importIdParams,
+        produces: ['text/csv'],
+        response: { 200: { description: 'CSV (UTF-8 with a BOM)', type: 'string' }, ...commonErrors, ...notFound },
       },
     },
-  }, async (request, reply) => {
-    const { id } = request.params as { id: string };
-    const { run, accepted } = await imports.cancel(request.principal, id);
-    return reply.code(accepted ? 202 : 200).header('location', locationOf(run.id)).send({ data: toDetail(run) });
-  });
-
-  app.get('/imports', {
-    schema: {
-      operationId: 'listImports',
-      summary: "List your company's imports, newest first",
-      tags: ['imports'],
-      security,
-      querystring: listImportsQuery,
-      response: { 200: importPage, ...commonErrors },
+    async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const file = await imports.failedRows(request.principal, id);
+      return reply
+        .type('text/csv; charset=utf-8')
+        .header('content-disposition', `attachment; filename="import-${file.run.id.slice(0, 8)}-errors.csv"`)
+        .send(failedRowsFile(file.header, file.rows));
     },
-  }, async (request) => {
-    const q = request.query as { cursor?: string; limit: number };
-    const page = await imports.list(request.principal, q);
-    return { data: page.data.map(toListItem), meta: { next_cursor: page.nextCursor } };
-  });
+  );
+
+  app.post(
+    '/imports/:id/cancel',
+    {
+      schema: {
+        operationId: 'cancelImport',
+        summary: 'Cancel one of your imports',
+        description:
+          'Queued or already cancelled: 200 with the import (a queued import never starts). Processing: 202; it stops after the ' +
+          'chunk it is writing, then shows `cancelled`. A cancelled import leaves no claim visible. Completed or failed: 409.',
+        tags: ['imports'],
+        security,
+        params: importIdParams,
+        response: {
+          200: { description: 'Cancelled', ...importEnvelope },
+          202: { description: 'Cancelling: it stops after the current chunk', ...importEnvelope },
+          409: { description: 'The import has already finished', ...errorBody },
+          ...commonErrors,
+          ...notFound,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { run, accepted } = await imports.cancel(request.principal, id);
+      return reply
+        .code(accepted ? 202 : 200)
+        .header('location', locationOf(run.id))
+        .send({ data: toDetail(run) });
+    },
+  );
+
+  app.get(
+    '/imports',
+    {
+      schema: {
+        operationId: 'listImports',
+        summary: "List your company's imports, newest first",
+        tags: ['imports'],
+        security,
+        querystring: listImportsQuery,
+        response: { 200: importPage, ...commonErrors },
+      },
+    },
+    async (request) => {
+      const q = request.query as { cursor?: string; limit: number };
+      const page = await imports.list(request.principal, q);
+      return { data: page.data.map(toListItem), meta: { next_cursor: page.nextCursor } };
+    },
+  );
 }

@@ -2,7 +2,15 @@ import type { FastifyInstance } from 'fastify';
 
 import { claimIdParams } from '../schemas/claims';
 import { commonErrors, errorBody } from '../schemas/common';
-import { claimLookupPage, lookupPage, matchesQuery, matchesResult, pageQuery, searchByPersonBody, searchByPersonResult } from '../schemas/registry';
+import {
+  claimLookupPage,
+  lookupPage,
+  matchesQuery,
+  matchesResult,
+  pageQuery,
+  searchByPersonBody,
+  searchByPersonResult,
+} from '../schemas/registry';
 
 const notFound = { 404: { description: "Unknown claim id, not a UUID, or another company's claim", ...errorBody } } as const;
 const security = [{ bearerAuth: [] }];
@@ -12,67 +20,83 @@ export async function registryRoutes(app: FastifyInstance) {
   app.addHook('onRequest', app.requireToken);
   const { registry } = app.deps;
 
-  app.get('/claims/:id/matches', {
-    schema: {
-      operationId: 'getClaimMatches',
-      summary: 'Claims of all companies that share the plate or the person with one of your claims, and advisory indicators',
-      description:
-        'Claims within the search window (SEARCH_HISTORY_YEARS) with the same vehicle registration or the same client, ' +
-        'this claim excluded, newest first, each with `matched_on`. `indicators` are advisory flags, never a rejection, ' +
-        'counted over all companies on claim dates in the period ending on this claim\'s date: `repeat_claimant` (3 or more ' +
-        'claims of the person in 24 months), `plate_multi_company` (claims on the plate from 2 or more companies in 12 months), ' +
-        '`early_claim` (dated within 30 days after the person was first recorded). Recorded in the look-up log.',
-      tags: ['registry'],
-      security,
-      params: claimIdParams,
-      querystring: matchesQuery,
-      response: { 200: matchesResult, ...commonErrors, ...notFound },
+  app.get(
+    '/claims/:id/matches',
+    {
+      schema: {
+        operationId: 'getClaimMatches',
+        summary: 'Claims of all companies that share the plate or the person with one of your claims, and advisory indicators',
+        description:
+          'Claims within the search window (SEARCH_HISTORY_YEARS) with the same vehicle registration or the same client, ' +
+          'this claim excluded, newest first, each with `matched_on`. `indicators` are advisory flags, never a rejection, ' +
+          "counted over all companies on claim dates in the period ending on this claim's date: `repeat_claimant` (3 or more " +
+          'claims of the person in 24 months), `plate_multi_company` (claims on the plate from 2 or more companies in 12 months), ' +
+          '`early_claim` (dated within 30 days after the person was first recorded). Recorded in the look-up log.',
+        tags: ['registry'],
+        security,
+        params: claimIdParams,
+        querystring: matchesQuery,
+        response: { 200: matchesResult, ...commonErrors, ...notFound },
+      },
     },
-  }, async (request) => {
-    const { id } = request.params as { id: string };
-    const { purpose } = request.query as { purpose?: string };
-    return { data: await registry.matches(request.principal, id, purpose) };
-  });
+    async (request) => {
+      const { id } = request.params as { id: string };
+      const { purpose } = request.query as { purpose?: string };
+      return { data: await registry.matches(request.principal, id, purpose) };
+    },
+  );
 
-  app.post('/claims/search-by-person', {
-    schema: {
-      operationId: 'searchClaimsByPerson',
-      summary: 'Search claims of all companies by person (date of birth and identity documents)',
-      description:
-        'The claims of all companies, within the search window, of the person the documents resolve to, when the date of birth ' +
-        'matches; same shape and order as the plate search. An unknown document or another date of birth is a 200 with an ' +
-        'empty list: the answer never tells whether a document number exists. Recorded in the look-up log (the person, never a document).',
-      tags: ['registry'],
-      security,
-      body: searchByPersonBody,
-      response: { 200: searchByPersonResult, ...commonErrors },
+  app.post(
+    '/claims/search-by-person',
+    {
+      schema: {
+        operationId: 'searchClaimsByPerson',
+        summary: 'Search claims of all companies by person (date of birth and identity documents)',
+        description:
+          'The claims of all companies, within the search window, of the person the documents resolve to, when the date of birth ' +
+          'matches; same shape and order as the plate search. An unknown document or another date of birth is a 200 with an ' +
+          'empty list: the answer never tells whether a document number exists. Recorded in the look-up log (the person, never a document).',
+        tags: ['registry'],
+        security,
+        body: searchByPersonBody,
+        response: { 200: searchByPersonResult, ...commonErrors },
+      },
     },
-  }, async (request) => registry.searchByPerson(request.principal, request.body));
+    async (request) => registry.searchByPerson(request.principal, request.body),
+  );
 
-  app.get('/lookups', {
-    schema: {
-      operationId: 'listLookups',
-      summary: "Your company's look-ups (plate searches, person searches, matches), newest first",
-      tags: ['registry'],
-      security,
-      querystring: pageQuery,
-      response: { 200: lookupPage, ...commonErrors },
+  app.get(
+    '/lookups',
+    {
+      schema: {
+        operationId: 'listLookups',
+        summary: "Your company's look-ups (plate searches, person searches, matches), newest first",
+        tags: ['registry'],
+        security,
+        querystring: pageQuery,
+        response: { 200: lookupPage, ...commonErrors },
+      },
     },
-  }, async (request) => registry.listLookups(request.principal, request.query as { cursor?: string; limit: number }));
+    async (request) => registry.listLookups(request.principal, request.query as { cursor?: string; limit: number }),
+  );
 
-  app.get('/claims/:id/lookups', {
-    schema: {
-      operationId: 'listClaimLookups',
-      summary: "Which companies' look-ups returned one of your claims, and when",
-      description: 'Newest first; company name, kind and time only (never who at that company).',
-      tags: ['registry'],
-      security,
-      params: claimIdParams,
-      querystring: pageQuery,
-      response: { 200: claimLookupPage, ...commonErrors, ...notFound },
+  app.get(
+    '/claims/:id/lookups',
+    {
+      schema: {
+        operationId: 'listClaimLookups',
+        summary: "Which companies' look-ups returned one of your claims, and when",
+        description: 'Newest first; company name, kind and time only (never who at that company).',
+        tags: ['registry'],
+        security,
+        params: claimIdParams,
+        querystring: pageQuery,
+        response: { 200: claimLookupPage, ...commonErrors, ...notFound },
+      },
     },
-  }, async (request) => {
-    const { id } = request.params as { id: string };
-    return registry.claimLookups(request.principal, id, request.query as { cursor?: string; limit: number });
-  });
+    async (request) => {
+      const { id } = request.params as { id: string };
+      return registry.claimLookups(request.principal, id, request.query as { cursor?: string; limit: number });
+    },
+  );
 }

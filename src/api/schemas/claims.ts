@@ -38,8 +38,18 @@ export const claimSchema = {
     created_at: { type: 'string', format: 'date-time', examples: ['2026-11-21T10:15:30+00:00'] },
   },
   required: [
-    'id', 'client', 'claim_date', 'claim_type', 'amount', 'currency', 'is_at_fault',
-    'vehicle_registration', 'source', 'status', 'company_name', 'created_at',
+    'id',
+    'client',
+    'claim_date',
+    'claim_type',
+    'amount',
+    'currency',
+    'is_at_fault',
+    'vehicle_registration',
+    'source',
+    'status',
+    'company_name',
+    'created_at',
   ],
 } as const;
 

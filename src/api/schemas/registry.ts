@@ -18,7 +18,10 @@ const indicatorSchema = {
   type: 'object',
   properties: {
     name: { type: 'string', enum: ['repeat_claimant', 'plate_multi_company', 'early_claim'] },
-    reason: { type: 'string', examples: ['The person has 3 claims dated in the 24 months up to 2026-03-14 (3 or more), this one included.'] },
+    reason: {
+      type: 'string',
+      examples: ['The person has 3 claims dated in the 24 months up to 2026-03-14 (3 or more), this one included.'],
+    },
   },
   required: ['name', 'reason'],
 } as const;

@@ -61,7 +61,10 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     const claims = plan.outcomes.map((o, i): NewClaimRow | null =>
       o.ok ? { ...inputs[i]!, id: randomUUID(), clientId: o.client.id, companyId: principal.companyId, source, importId } : null,
     );
-    const { createdAt } = await tx.claims.insertResolved(plan, claims.filter((c): c is NewClaimRow => c !== null));
+    const { createdAt } = await tx.claims.insertResolved(
+      plan,
+      claims.filter((c): c is NewClaimRow => c !== null),
+    );
     return { outcomes: plan.outcomes, claims, createdAt };
   }
 
@@ -155,8 +158,6 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
   return { submit, get, list, updateStatus, searchByPlate, storeBatch };
 }
 export type ClaimService = ReturnType<typeof createClaimService>;
-
-
 
 /** Runs fn again when it lost a race; a handful of attempts always suffices in practice. */
 export async function withRetries<T>(fn: () => Promise<T>, attempts = 8): Promise<T> {

@@ -59,7 +59,10 @@ export function normalizePlate(raw: string): string {
  */
 export function normalizeDocumentNumber(raw: string): string {
   // The prefix is matched before upper-casing: some letters become ASCII only then ("ß" → "SS").
-  return raw.replace(/\s+/gu, '').replace(/^[A-Za-z]{2,3}-/u, '').toUpperCase();
+  return raw
+    .replace(/\s+/gu, '')
+    .replace(/^[A-Za-z]{2,3}-/u, '')
+    .toUpperCase();
 }
 
 const label = (field: string): string => {
@@ -102,8 +105,7 @@ export const messages = {
   documentNumberEmpty: 'The document number must contain more than a country prefix.',
   dobMismatch:
     'The date of birth does not match the client on record for this identity document (data quality error: check the date of birth and the document).',
-  documentsOfDifferentClients:
-    'The identity documents belong to different clients on record (data quality error: nothing was merged).',
+  documentsOfDifferentClients: 'The identity documents belong to different clients on record (data quality error: nothing was merged).',
 } as const;
 
 type Ctx = { today: string; errors: FieldErrors };
@@ -161,22 +163,22 @@ export function parseAmount(value: unknown, field: string, errors: FieldErrors):
   if (value === undefined || value === null) return null;
   let text: string;
   if (typeof value === 'number') {
-    if (!Number.isFinite(value)) return addFieldError(errors, field, messages.number(field)), null;
-    if (value < 0) return addFieldError(errors, field, messages.amountMin), null;
-    if (value > Number(LIMITS.amountMax)) return addFieldError(errors, field, messages.amountMax), null;
+    if (!Number.isFinite(value)) return (addFieldError(errors, field, messages.number(field)), null);
+    if (value < 0) return (addFieldError(errors, field, messages.amountMin), null);
+    if (value > Number(LIMITS.amountMax)) return (addFieldError(errors, field, messages.amountMax), null);
     text = String(value);
-    if (/e/iu.test(text)) return addFieldError(errors, field, messages.amountDecimals), null;
+    if (/e/iu.test(text)) return (addFieldError(errors, field, messages.amountDecimals), null);
   } else if (typeof value === 'string') {
     text = value.trim();
   } else {
-    return addFieldError(errors, field, messages.number(field)), null;
+    return (addFieldError(errors, field, messages.number(field)), null);
   }
   const m = /^(-)?(\d+)(?:\.(\d+))?$/u.exec(text);
-  if (!m) return addFieldError(errors, field, messages.number(field)), null;
+  if (!m) return (addFieldError(errors, field, messages.number(field)), null);
   const [, minus, int = '0', frac = ''] = m;
-  if (minus && (BigInt(int) > 0n || /[1-9]/u.test(frac))) return addFieldError(errors, field, messages.amountMin), null;
-  if (frac.length > 2) return addFieldError(errors, field, messages.amountDecimals), null;
-  if (BigInt(int) > LIMITS.amountMaxIntegerPart) return addFieldError(errors, field, messages.amountMax), null;
+  if (minus && (BigInt(int) > 0n || /[1-9]/u.test(frac))) return (addFieldError(errors, field, messages.amountMin), null);
+  if (frac.length > 2) return (addFieldError(errors, field, messages.amountDecimals), null);
+  if (BigInt(int) > LIMITS.amountMaxIntegerPart) return (addFieldError(errors, field, messages.amountMax), null);
   return `${BigInt(int).toString()}.${frac.padEnd(2, '0')}`;
 }
 

@@ -43,8 +43,7 @@ export type ResolvedClient = {
 };
 
 export type IdentityOutcome =
-  | { ok: true; client: ResolvedClient }
-  | { ok: false; field: 'client.date_of_birth' | 'client.id_documents'; message: string };
+  { ok: true; client: ResolvedClient } | { ok: false; field: 'client.date_of_birth' | 'client.id_documents'; message: string };
 
 export type IdentityPlan = {
   outcomes: IdentityOutcome[];
@@ -68,7 +67,8 @@ export function planIdentities(rows: IdentityRow[], known: KnownDocument[], newI
   const clients = new Map<string, ResolvedClient>();
   for (const doc of known) {
     owner.set(documentKey(doc), doc.clientId);
-    if (!clients.has(doc.clientId)) clients.set(doc.clientId, { id: doc.clientId, ...doc.client, documentTypes: [...doc.client.documentTypes] });
+    if (!clients.has(doc.clientId))
+      clients.set(doc.clientId, { id: doc.clientId, ...doc.client, documentTypes: [...doc.client.documentTypes] });
   }
   const plan: IdentityPlan = { outcomes: [], newClients: [], newDocuments: [] };
 

@@ -35,7 +35,9 @@ function canonical(value: unknown): string {
 
 /** The request's fingerprint: method, path and body (for the import, the file's SHA-256). */
 export function requestHash(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonical(body)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${method.toUpperCase()} ${path}\n${canonical(body)}`)
+    .digest('hex');
 }
 
 /**
@@ -44,7 +46,13 @@ export function requestHash(method: string, path: string, body: unknown): string
  * the key's primary key; the loser gets 409 instead of writing a second time. Expired keys are
  * purged now and then (at most hourly per process) as a side effect of completing one.
  */
-export function createIdempotencyService({ store, now = () => Date.now() }: { store: { idempotency: IdempotencyRepository }; now?: () => number }) {
+export function createIdempotencyService({
+  store,
+  now = () => Date.now(),
+}: {
+  store: { idempotency: IdempotencyRepository };
+  now?: () => number;
+}) {
   let lastPurge = 0;
   const purgeExpired = () => store.idempotency.purgeExpired(IDEMPOTENCY_TTL_HOURS);
 

@@ -64,7 +64,12 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
    * same import waits here), check the ledger is where this run expects it, store the claims,
    * append the ledger entry, record the progress. Everything commits together or not at all.
    */
-  async function commit(run: { id: string; companyId: string }, chunk: PreparedChunk, rowsBefore: number, columns: Column[] | null): Promise<ChunkResult> {
+  async function commit(
+    run: { id: string; companyId: string },
+    chunk: PreparedChunk,
+    rowsBefore: number,
+    columns: Column[] | null,
+  ): Promise<ChunkResult> {
     return withRetries(() =>
       store.transaction(async (tx): Promise<ChunkResult> => {
         const state = await tx.imports.lock(run.id);

@@ -47,15 +47,15 @@ export const fileMessages = {
   required: 'The file field is required.',
   extension: `The file must be a file of type: ${ALLOWED_EXTENSIONS.join(', ')}.`,
   empty: 'The file is empty.',
-  tooLarge: (maxBytes: number) =>
-    `The file must not be greater than ${Math.floor(maxBytes / 1024)} kilobytes (${maxBytes} bytes).`,
+  tooLarge: (maxBytes: number) => `The file must not be greater than ${Math.floor(maxBytes / 1024)} kilobytes (${maxBytes} bytes).`,
   binary: 'The file must be a CSV text file; it looks like a binary file (save a spreadsheet as CSV first).',
   notUtf8: 'The file must be UTF-8 text.',
   blankHeader: 'The first row must be the header row; it is blank.',
   headerTooLong: `The header row must end within the first ${MAX_HEADER_BYTES / 1024} KB of the file.`,
   missing: (cols: string[]) => `The header row is missing the required column${cols.length > 1 ? 's' : ''}: ${cols.join(', ')}.`,
   unknown: (cols: string[]) => `The header row has unknown column${cols.length > 1 ? 's' : ''}: ${cols.join(', ')}.`,
-  duplicate: (cols: string[]) => `The header row names ${cols.length > 1 ? 'these columns' : 'a column'} more than once: ${cols.join(', ')}.`,
+  duplicate: (cols: string[]) =>
+    `The header row names ${cols.length > 1 ? 'these columns' : 'a column'} more than once: ${cols.join(', ')}.`,
   unclosedQuote: (row: number) => `Row ${row} has a quoted field that is never closed; the file is not valid CSV.`,
   recordTooLarge: (row: number) => `Row ${row} is larger than ${MAX_RECORD_CHARS / 1024 / 1024} MB; the file is not valid CSV.`,
 } as const;
@@ -74,7 +74,10 @@ export function checkFileName(fileName: string | undefined): string | undefined 
 export function sanitizeFileName(fileName: string | undefined): string {
   const base = (fileName ?? '').split(/[\\/]/u).pop() ?? '';
   // eslint-disable-next-line no-control-regex
-  const clean = base.replace(/[\u0000-\u001f\u007f"<>|:*?]/gu, '_').trim().slice(0, 255);
+  const clean = base
+    .replace(/[\u0000-\u001f\u007f"<>|:*?]/gu, '_')
+    .trim()
+    .slice(0, 255);
   return clean === '' ? 'upload.csv' : clean;
 }
 
@@ -257,9 +260,7 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
 
 /** A data row: the claim body (POST /claims shape), or errors that need no validation to find. */
 export type ImportRow =
-  | { row: number; body: Record<string, unknown>; cells: string[] }
-  | { row: number; errors: FieldErrors; cells: string[] };
-
+  { row: number; body: Record<string, unknown>; cells: string[] } | { row: number; errors: FieldErrors; cells: string[] };
 
 /** true/false/1/0 in any case; anything else stays a string so the validator reports it. */
 function toBoolean(cell: string | undefined): unknown {
@@ -314,7 +315,6 @@ export function toColumnErrors(errors: FieldErrors): Record<string, string[]> {
   }
   return out;
 }
-
 
 /** Reads up to the end of the header line, so the delimiter is known before the parser starts. */
 async function peekDelimiter(source: Readable): Promise<{ delimiter: Delimiter; replay: Readable }> {

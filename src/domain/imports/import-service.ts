@@ -137,7 +137,14 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
       throw validationError({ file: [fileMessages.tooLarge(limits.maxBytes)] });
     }
     const file = inspector.result();
-    return { importId, objectKey, fileName: sanitizeFileName(upload.fileName), size: file.size, sha256: file.sha256, dataRows: file.dataRows };
+    return {
+      importId,
+      objectKey,
+      fileName: sanitizeFileName(upload.fileName),
+      size: file.size,
+      sha256: file.sha256,
+      dataRows: file.dataRows,
+    };
   }
 
   /** Removes a received file that will not be imported (a replayed Idempotency-Key). */
@@ -333,7 +340,8 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
    */
   async function cancel(principal: Principal, importId: string): Promise<{ run: ImportRecord; accepted: boolean }> {
     const run = await get(principal, importId);
-    if (run.status === 'completed' || run.status === 'failed') throw new AppError('CONFLICT', importMessages.alreadyFinished, undefined, 'import_finished');
+    if (run.status === 'completed' || run.status === 'failed')
+      throw new AppError('CONFLICT', importMessages.alreadyFinished, undefined, 'import_finished');
     if (run.status === 'cancelled') return { run, accepted: false };
     const result = await store.transaction(async (tx) => {
       const state = await tx.imports.lock(importId);
@@ -347,7 +355,8 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     });
     const now = await get(principal, importId);
     if (!result) throw new AppError('NOT_FOUND', importMessages.notFound, undefined, 'import_not_found');
-    if (now.status === 'completed' || now.status === 'failed') throw new AppError('CONFLICT', importMessages.alreadyFinished, undefined, 'import_finished');
+    if (now.status === 'completed' || now.status === 'failed')
+      throw new AppError('CONFLICT', importMessages.alreadyFinished, undefined, 'import_finished');
     if (result.moved) await storage.delete(now.objectKey).catch(() => {});
     return { run: now, accepted: result.accepted };
   }
@@ -436,7 +445,22 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     return ids.length;
   }
 
-  return { receive, discard, start, waitForResult, get, list, process, markFailed, cancel, dryRun, failedRows, purgeLeftovers, resumeUnfinished, machine };
+  return {
+    receive,
+    discard,
+    start,
+    waitForResult,
+    get,
+    list,
+    process,
+    markFailed,
+    cancel,
+    dryRun,
+    failedRows,
+    purgeLeftovers,
+    resumeUnfinished,
+    machine,
+  };
 }
 export type ImportService = ReturnType<typeof createImportService<ImportTx>>;
 
@@ -446,7 +470,12 @@ const byColumn = (messages: Record<string, string[]>) =>
   Object.fromEntries(Object.entries(messages).sort(([a], [b]) => (COLUMN_ORDER.get(a) ?? 99) - (COLUMN_ORDER.get(b) ?? 99)));
 
 /** The import resource as webhook events carry it (the list item's fields, without row errors). */
-export function importEventPayload(run: Pick<ImportRecord, 'id' | 'status' | 'fileName' | 'sizeBytes' | 'rowsDone' | 'rowsTotal' | 'imported' | 'failed' | 'message' | 'createdAt'>) {
+export function importEventPayload(
+  run: Pick<
+    ImportRecord,
+    'id' | 'status' | 'fileName' | 'sizeBytes' | 'rowsDone' | 'rowsTotal' | 'imported' | 'failed' | 'message' | 'createdAt'
+  >,
+) {
   return {
     id: run.id,
     status: run.status,

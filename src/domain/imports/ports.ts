@@ -88,7 +88,11 @@ export interface LedgerPort {
   has(importId: string, chunkNo: number): Promise<boolean>;
   append(entry: ChunkEntry): Promise<void>;
   /** The failed rows' cells in row order, a page at a time (for the failed rows' file). */
-  failedRows(importId: string, afterRow: number, limit: number): Promise<{ row: number; cells: string[]; messages: Record<string, string[]> }[]>;
+  failedRows(
+    importId: string,
+    afterRow: number,
+    limit: number,
+  ): Promise<{ row: number; cells: string[]; messages: Record<string, string[]> }[]>;
 }
 
 /** The repositories one transaction sees; `Tx` carries whatever else the chunk writer needs. */

@@ -85,7 +85,10 @@ export function createRegistryService(deps: RegistryServiceDeps) {
    * is an empty list, answered by the very same statement: neither the answer nor the work
    * done tells whether a document number exists.
    */
-  async function searchByPerson(principal: Principal, body: unknown): Promise<{ data: Claim[]; meta: { total_claims: number; query_period: string } }> {
+  async function searchByPerson(
+    principal: Principal,
+    body: unknown,
+  ): Promise<{ data: Claim[]; meta: { total_claims: number; query_period: string } }> {
     const { value, errors } = validatePersonQuery(body);
     if (!value) throw validationError(errors);
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
@@ -93,12 +96,19 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     return { data: claims, meta: { total_claims: claims.length, query_period: period } };
   }
 
-  async function listLookups(principal: Principal, opts: { cursor?: string | undefined; limit: number }): Promise<{ data: Lookup[]; meta: { next_cursor: string | null } }> {
+  async function listLookups(
+    principal: Principal,
+    opts: { cursor?: string | undefined; limit: number },
+  ): Promise<{ data: Lookup[]; meta: { next_cursor: string | null } }> {
     const rows = await registry.listLookups(principal.companyId, { after: positionOf(opts.cursor), limit: opts.limit + 1 });
     return page(rows, opts.limit);
   }
 
-  async function claimLookups(principal: Principal, id: string, opts: { cursor?: string | undefined; limit: number }): Promise<{ data: ClaimLookup[]; meta: { next_cursor: string | null } }> {
+  async function claimLookups(
+    principal: Principal,
+    id: string,
+    opts: { cursor?: string | undefined; limit: number },
+  ): Promise<{ data: ClaimLookup[]; meta: { next_cursor: string | null } }> {
     if (!isUuid(id)) throw notFound();
     const after = positionOf(opts.cursor);
     const rows = await registry.claimLookups(id, principal.companyId, { after, limit: opts.limit + 1 });
@@ -146,7 +156,12 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     if (!value) {
       const renamed: FieldErrors = {};
       for (const [k, v] of Object.entries(errors)) {
-        renamed[k.replace('id_documents.0.type', 'id-type').replace('id_documents.0.number', 'id-number').replace('date_of_birth', 'date-of-birth')] = v;
+        renamed[
+          k
+            .replace('id_documents.0.type', 'id-type')
+            .replace('id_documents.0.number', 'id-number')
+            .replace('date_of_birth', 'date-of-birth')
+        ] = v;
       }
       throw validationError(renamed);
     }

@@ -59,10 +59,19 @@ export interface RegistryRepository {
   /** undefined: no visible claim with this id belongs to the company (nothing is logged then). */
   matches(claimId: string, companyId: string, fromDate: string, timeZone: string, log: LookupRecord): Promise<MatchFacts | undefined>;
   /** Runs the same statement whether or not the documents and date of birth match anyone. */
-  searchByPerson(documents: { type: DocumentType; hash: string }[], dateOfBirth: string, fromDate: string, log: LookupRecord): Promise<Claim[]>;
+  searchByPerson(
+    documents: { type: DocumentType; hash: string }[],
+    dateOfBirth: string,
+    fromDate: string,
+    log: LookupRecord,
+  ): Promise<Claim[]>;
   listLookups(companyId: string, opts: { after: Position | undefined; limit: number }): Promise<(Lookup & { position: Position })[]>;
   /** undefined: not a visible claim of the company. */
-  claimLookups(claimId: string, companyId: string, opts: { after: Position | undefined; limit: number }): Promise<(ClaimLookup & { position: Position })[] | undefined>;
+  claimLookups(
+    claimId: string,
+    companyId: string,
+    opts: { after: Position | undefined; limit: number },
+  ): Promise<(ClaimLookup & { position: Position })[] | undefined>;
   /** One transaction: at most `batchSize` expired claims, their look-up entries, and clients left with no claim. */
   purgeClaimsBatch(claimsBefore: string, batchSize: number): Promise<{ claims: number; clients: number; lookups: number }>;
   /** One transaction: at most `batchSize` look-ups created before the cutoff, with their result rows. */
@@ -73,7 +82,14 @@ export interface RegistryRepository {
 }
 
 export type SubjectRecord = {
-  person: { id: string; first_name: string; last_name: string; date_of_birth: string; id_documents: { type: DocumentType }[]; created_at: string };
+  person: {
+    id: string;
+    first_name: string;
+    last_name: string;
+    date_of_birth: string;
+    id_documents: { type: DocumentType }[];
+    created_at: string;
+  };
   claims: Claim[];
   lookups: { company_name: string; kind: LookupKind; claim_id: string; created_at: string }[];
 };

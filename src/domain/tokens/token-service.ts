@@ -65,7 +65,12 @@ const USAGE_FLUSH_MS = 5_000;
 
 export function createTokenService({ store, sharedDatabase = false, onUsageError }: TokenServiceOptions) {
   const revocations: RevocationWatch | undefined = sharedDatabase
-    ? { version: () => store.tokens.revocationVersion(), pollMs: REVOCATION_POLL_MS, trustMs: REVOCATION_TRUST_MS, idleMs: REVOCATION_IDLE_MS }
+    ? {
+        version: () => store.tokens.revocationVersion(),
+        pollMs: REVOCATION_POLL_MS,
+        trustMs: REVOCATION_TRUST_MS,
+        idleMs: REVOCATION_IDLE_MS,
+      }
     : undefined;
   const cache = createTokenCache<Principal>({ ttlMs: TOKEN_CACHE_MS, maxEntries: TOKEN_CACHE_ENTRIES, revocations });
   const usage = createUsageRecorder({

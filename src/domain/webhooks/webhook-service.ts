@@ -42,7 +42,10 @@ export interface WebhookRepository extends WebhookOutbox {
   /** Takes up to `limit` due deliveries for `leaseSeconds`, counting the attempt. */
   claimDue(limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]>;
   /** Records an attempt's result: delivered, to be retried after `retryInSeconds`, or failed for good. */
-  settle(id: string, result: { status: 'delivered' | 'pending' | 'failed'; statusCode: number | null; error: string | null; retryInSeconds?: number }): Promise<void>;
+  settle(
+    id: string,
+    result: { status: 'delivered' | 'pending' | 'failed'; statusCode: number | null; error: string | null; retryInSeconds?: number },
+  ): Promise<void>;
 }
 
 export const webhookMessages = {
@@ -64,7 +67,12 @@ export async function enqueueWebhookEvent(
   event: { companyId: string; type: WebhookEventType; payload: unknown; key?: string },
 ): Promise<void> {
   const eventId = randomUUID();
-  const body = JSON.stringify({ id: eventId, type: event.type, created_at: new Date().toISOString().replace(/\.\d{3}Z$/u, '+00:00'), data: event.payload });
+  const body = JSON.stringify({
+    id: eventId,
+    type: event.type,
+    created_at: new Date().toISOString().replace(/\.\d{3}Z$/u, '+00:00'),
+    data: event.payload,
+  });
   await tx.webhooks.insertEvent({ companyId: event.companyId, eventKey: event.key ?? eventId, eventId, eventType: event.type, body });
 }
 

@@ -66,7 +66,11 @@ function enhanceImportForm(form) {
     });
     xhr.addEventListener('load', () => {
       let body = {};
-      try { body = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
+      try {
+        body = JSON.parse(xhr.responseText);
+      } catch {
+        /* not JSON */
+      }
       if (xhr.status >= 200 && xhr.status < 300 && body.statusUrl) {
         followImport(body.statusUrl, body.resultUrl, bar, label);
       } else {
@@ -119,7 +123,9 @@ function pollImport(el) {
       const res = await fetch(url, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
       const body = await res.json();
       if (body.done) return window.location.reload();
-    } catch { /* try again */ }
+    } catch {
+      /* try again */
+    }
     setTimeout(tick, 1500);
   };
   setTimeout(tick, 1500);

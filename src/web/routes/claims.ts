@@ -35,7 +35,13 @@ export async function claimRoutes(app: FastifyInstance) {
   });
 
   app.get('/claims/new', { preHandler: requireCompanyUser }, async (request, reply) => {
-    return renderPage(reply, 'claim-new', { title: 'Enter a claim', values: emptyClaimForm(app.deps.today()), errors: {}, summary: [], ...choices });
+    return renderPage(reply, 'claim-new', {
+      title: 'Enter a claim',
+      values: emptyClaimForm(app.deps.today()),
+      errors: {},
+      summary: [],
+      ...choices,
+    });
   });
 
   app.post('/claims', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
@@ -46,7 +52,12 @@ export async function claimRoutes(app: FastifyInstance) {
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED' || !err.fields) throw err;
       const summary = errorSummary(err.fields);
-      return renderPage(reply, 'claim-new', { title: 'Enter a claim', path: '/claims/new', values, errors: err.fields, summary, ...choices }, 422);
+      return renderPage(
+        reply,
+        'claim-new',
+        { title: 'Enter a claim', path: '/claims/new', values, errors: err.fields, summary, ...choices },
+        422,
+      );
     }
   });
 
@@ -55,7 +66,8 @@ export async function claimRoutes(app: FastifyInstance) {
     const principal = principalOf(companyUser(request));
     const claim = await claims.get(principal, id);
     const query = request.query as FormBody;
-    const notice = text(query, 'saved') === '1' ? 'The claim was saved.' : text(query, 'updated') === '1' ? 'The status was changed.' : null;
+    const notice =
+      text(query, 'saved') === '1' ? 'The claim was saved.' : text(query, 'updated') === '1' ? 'The status was changed.' : null;
     // Matches are a cross-company read, recorded in the look-up log like the API's.
     const registry = await claimPageRegistry(app, principal, id);
     return renderPage(reply, 'claim', { title: `Claim of ${claim.claim_date}`, claim, notice, statuses: CLAIM_STATUSES, ...registry });
@@ -94,6 +106,11 @@ export async function claimRoutes(app: FastifyInstance) {
         error = err.message;
       }
     }
-    return renderPage(reply, 'search', { title: 'Search by plate', plate, result, error, ownCompany: user.companyName, period }, error ? 422 : 200);
+    return renderPage(
+      reply,
+      'search',
+      { title: 'Search by plate', plate, result, error, ownCompany: user.companyName, period },
+      error ? 422 : 200,
+    );
   });
 }

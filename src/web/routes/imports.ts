@@ -71,7 +71,9 @@ export async function importRoutes(app: FastifyInstance) {
     };
   }
 
-  app.get('/imports', { preHandler: requireCompanyUser }, async (request, reply) => renderPage(reply, 'imports', await historyPage(request)));
+  app.get('/imports', { preHandler: requireCompanyUser }, async (request, reply) =>
+    renderPage(reply, 'imports', await historyPage(request)),
+  );
 
   app.post('/imports', { preHandler: requireCompanyUser }, async (request, reply) => {
     const principal = principalOf(companyUser(request));
@@ -116,9 +118,19 @@ export async function importRoutes(app: FastifyInstance) {
       const result = await imports.dryRun(principal, received);
       const lines = errorLines(result.errors);
       if (wantsJson(request)) return reply.send({ dry_run: true, ...result });
-      return renderPage(reply, 'imports', await historyPage(request, {
-        checkResult: { imported: result.imported, failed: result.failed, errorLines: lines.slice(0, ERRORS_ON_PAGE), errorLineCount: lines.length, shownLimit: ERRORS_ON_PAGE },
-      }));
+      return renderPage(
+        reply,
+        'imports',
+        await historyPage(request, {
+          checkResult: {
+            imported: result.imported,
+            failed: result.failed,
+            errorLines: lines.slice(0, ERRORS_ON_PAGE),
+            errorLineCount: lines.length,
+            shownLimit: ERRORS_ON_PAGE,
+          },
+        }),
+      );
     }
     const run = await imports.start(principal, received);
     request.log.info({ importId: run.id }, 'import started from the dashboard');

@@ -37,7 +37,9 @@ export async function operatorRoutes(app: FastifyInstance) {
     };
   }
 
-  app.get('/operator', { preHandler: requireOperator }, async (_request, reply) => renderPage(reply, 'operator-companies', await companiesPage()));
+  app.get('/operator', { preHandler: requireOperator }, async (_request, reply) =>
+    renderPage(reply, 'operator-companies', await companiesPage()),
+  );
 
   app.post('/operator/companies', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
     const name = text(request.body as FormBody, 'name', 300);
@@ -72,7 +74,8 @@ export async function operatorRoutes(app: FastifyInstance) {
     const form = { email: text(body, 'email', 300), role: text(body, 'role', 20) };
     const password = typeof body?.password === 'string' ? body.password : '';
     try {
-      if (form.role !== 'admin' && form.role !== 'member') throw new AppError('VALIDATION_FAILED', 'Choose a role.', { role: ['Choose member or admin.'] });
+      if (form.role !== 'admin' && form.role !== 'member')
+        throw new AppError('VALIDATION_FAILED', 'Choose a role.', { role: ['Choose member or admin.'] });
       const created = await companies.createUser({ companyId: company.id, email: form.email, password, role: form.role });
       request.log.info({ userId: created.user.id, companyId: company.id }, 'person added by the operator');
       if (!created.password) return reply.redirect(`/operator/companies/${company.id}?added=1`, 303);
@@ -92,11 +95,15 @@ export async function operatorRoutes(app: FastifyInstance) {
     return renderPage(reply, 'person-remove', { title: 'Remove person', person, action: `${back}/people/${person.id}/remove`, back });
   });
 
-  app.post('/operator/companies/:id/people/:personId/remove', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
-    const { id, personId } = request.params as { id: string; personId: string };
-    const company = await companies.getCompany(id);
-    await companies.removeUser(personId, company.id);
-    request.log.info({ userId: personId, companyId: company.id }, 'person removed by the operator');
-    return reply.redirect(`/operator/companies/${company.id}?removed=1`, 303);
-  });
+  app.post(
+    '/operator/companies/:id/people/:personId/remove',
+    { preHandler: [requireOperator, app.csrfProtection] },
+    async (request, reply) => {
+      const { id, personId } = request.params as { id: string; personId: string };
+      const company = await companies.getCompany(id);
+      await companies.removeUser(personId, company.id);
+      request.log.info({ userId: personId, companyId: company.id }, 'person removed by the operator');
+      return reply.redirect(`/operator/companies/${company.id}?removed=1`, 303);
+    },
+  );
 }

@@ -39,7 +39,8 @@ export async function peopleRoutes(app: FastifyInstance) {
 
   app.get('/settings/people', { preHandler: requireCompanyUser }, async (request, reply) => {
     const q = request.query as FormBody;
-    const notice = text(q, 'removed') === '1' ? 'The person was removed and signed out.' : text(q, 'added') === '1' ? 'The person was added.' : null;
+    const notice =
+      text(q, 'removed') === '1' ? 'The person was removed and signed out.' : text(q, 'added') === '1' ? 'The person was added.' : null;
     return renderPage(reply, 'people', await listPage(companyUser(request).companyId, { notice }));
   });
 
@@ -53,7 +54,12 @@ export async function peopleRoutes(app: FastifyInstance) {
       const created = await companies.createUser({ companyId: user.companyId, email: form.email, password, role: form.role });
       request.log.info({ userId: created.user.id }, 'person added');
       if (!created.password) return reply.redirect('/settings/people?added=1', 303);
-      return renderPage(reply, 'person-created', { title: 'Person added', person: created.user, password: created.password, back: '/settings/people' }, 201);
+      return renderPage(
+        reply,
+        'person-created',
+        { title: 'Person added', person: created.user, password: created.password, back: '/settings/people' },
+        201,
+      );
     } catch (err) {
       return renderPage(reply, 'people', await listPage(user.companyId, { form, errors: personFormErrors(err) }), 422);
     }
@@ -65,7 +71,12 @@ export async function peopleRoutes(app: FastifyInstance) {
     const person = (await companies.listUsers(user.companyId)).find((p) => p.id === id);
     if (!person) throw new AppError('NOT_FOUND', 'Person not found.');
     if (person.id === user.id) throw new AppError('FORBIDDEN', 'You cannot remove yourself. Ask another admin of your company.');
-    return renderPage(reply, 'person-remove', { title: 'Remove person', person, action: `/settings/people/${person.id}/remove`, back: '/settings/people' });
+    return renderPage(reply, 'person-remove', {
+      title: 'Remove person',
+      person,
+      action: `/settings/people/${person.id}/remove`,
+      back: '/settings/people',
+    });
   });
 
   app.post('/settings/people/:id/remove', { preHandler: [requireCompanyAdmin, app.csrfProtection] }, async (request, reply) => {

@@ -27,7 +27,12 @@ export async function tokenRoutes(app: FastifyInstance) {
     try {
       const created = await tokens.create(user.companyId, name, user.id);
       request.log.info({ tokenId: created.id }, 'API token created');
-      return renderPage(reply, 'token-created', { title: 'Token created', token: created, origin: `${request.protocol}://${request.host}` }, 201);
+      return renderPage(
+        reply,
+        'token-created',
+        { title: 'Token created', token: created, origin: `${request.protocol}://${request.host}` },
+        201,
+      );
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
       return renderPage(reply, 'tokens', await listPage(user.companyId, { name, error: err.message }), 422);
