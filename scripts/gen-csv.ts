@@ -101,7 +101,7 @@ const daysAgo = (n: number) => iso(new Date(Date.now() - n * 86_400_000));
 type Person = { first: string; last: string; dob: string; type: string; number: string };
 
 /** Writes the file through `write`, which may return a promise (backpressure). */
-export async function generateCsv(opts: GenOptions, write: (chunk: string) => unknown | Promise<unknown>): Promise<GenStats> {
+export async function generateCsv(opts: GenOptions, write: (chunk: string) => unknown): Promise<GenStats> {
   const rnd = prng(opts.seed ?? randomBytes(4).readUInt32LE(0));
   const pick = <T>(list: readonly T[]): T => list[Math.floor(rnd() * list.length)]!;
   const tag = opts.seed === undefined ? randomBytes(3).toString('hex').toUpperCase() : `S${opts.seed.toString(36).toUpperCase()}`;
@@ -219,7 +219,7 @@ async function main() {
     rows: Number(values.rows),
     repeat: Number(values.repeat),
     invalid: Number(values.invalid),
-    delimiter: values.delimiter === 'tab' ? '\t' : values.delimiter!,
+    delimiter: values.delimiter === 'tab' ? '\t' : values.delimiter,
     seed: values.seed === undefined ? undefined : Number(values.seed),
   };
   if (

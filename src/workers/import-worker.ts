@@ -2,7 +2,7 @@ import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 
 import type { Config } from '../config';
-import { importMessages, type ImportService } from '../domain/imports/import-service';
+import { importMessages } from '../domain/imports/import-service';
 import { importCsvProcessor, type ImportProcessorDeps } from './import-csv.processor';
 import { IMPORT_QUEUE, workerConnection } from './queues';
 
@@ -38,8 +38,9 @@ export function startImportWorker(
     const work = (async () => {
       const final = err instanceof UnrecoverableError || (await job.isFailed().catch(() => false));
       log.warn({ jobId: job.id, err, final }, 'import job failed');
-      if (final && typeof job.data?.importId === 'string') {
-        await deps.imports.markFailed(job.data.importId, 'error', importMessages.failed).catch((e: unknown) => {
+      const importId: unknown = (job.data as { importId?: unknown } | undefined)?.importId;
+      if (final && typeof importId === 'string') {
+        await deps.imports.markFailed(importId, 'error', importMessages.failed).catch((e: unknown) => {
           log.error({ err: e, jobId: job.id }, 'could not mark the import failed');
         });
       }

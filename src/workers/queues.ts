@@ -1,4 +1,4 @@
-import { Job, Queue, QueueEvents, type JobsOptions, type RedisOptions as BullRedisOptions } from 'bullmq';
+import { type Job, Queue, QueueEvents, type JobsOptions, type RedisOptions as BullRedisOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 

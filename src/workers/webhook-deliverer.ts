@@ -38,7 +38,7 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
   return (hostname, options, callback) => {
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '', 0);
-      const list = addresses as dns.LookupAddress[];
+      const list = addresses;
       if (!allowPrivate && (list.length === 0 || list.some((a) => isPrivateAddress(a.address))))
         return callback(new RefusedTarget(), '', 0);
       if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
@@ -149,7 +149,7 @@ export function startWebhookDeliverer(opts: WebhookDelivererOptions) {
 
   const loop = (async () => {
     while (!stopped) {
-      let claimed: ClaimedDelivery[] = [];
+      let claimed: ClaimedDelivery[];
       try {
         claimed = await webhooks.claimDue(10, leaseSeconds);
         await Promise.all(

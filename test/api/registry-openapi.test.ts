@@ -18,9 +18,9 @@ type Operation = {
 
 describe('OpenAPI: the registry routes', () => {
   it('lists matches, search by person and both look-up lists with operationIds, the 404s, and the purpose parameter', async () => {
-    const spec = (await ctx.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as {
+    const spec = (await ctx.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{
       paths: Record<string, Record<string, Operation>>;
-    };
+    }>();
     const op = (path: string, method: string) => spec.paths[path]?.[method];
     expect(op('/api/v1/claims/{id}/matches', 'get')?.operationId).toBe('getClaimMatches');
     expect(op('/api/v1/claims/search-by-person', 'post')?.operationId).toBe('searchClaimsByPerson');

@@ -32,7 +32,7 @@ function admin(...args: string[]): Promise<{ code: number; stdout: string; stder
       ['--import', 'tsx', path.resolve('src/main-admin.ts'), ...args],
       { env, timeout: 60_000 },
       (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return reject(err);
+        if (err && typeof err.code !== 'number') return reject(err instanceof Error ? err : new Error('the command could not be run'));
         resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
       },
     );

@@ -164,11 +164,11 @@ describe('the import job processor', () => {
 describe('queue helpers', () => {
   it('warns loudly unless Redis keeps every key (noeviction)', async () => {
     const log = { error: vi.fn(), warn: vi.fn() } as unknown as pino.Logger;
-    await checkEvictionPolicy({ info: async () => '# Memory\r\nmaxmemory_policy:noeviction\r\n' } as never, log);
+    await checkEvictionPolicy({ info: async () => '# Memory\r\nmaxmemory_policy:noeviction\r\n' }, log);
     expect(log.error).not.toHaveBeenCalled();
-    await checkEvictionPolicy({ info: async () => '# Memory\r\nmaxmemory_policy:allkeys-lru\r\n' } as never, log);
+    await checkEvictionPolicy({ info: async () => '# Memory\r\nmaxmemory_policy:allkeys-lru\r\n' }, log);
     expect(log.error).toHaveBeenCalledWith({ maxmemoryPolicy: 'allkeys-lru' }, expect.stringContaining('REDIS IS MISCONFIGURED'));
-    await checkEvictionPolicy({ info: async () => Promise.reject(new Error('NOPERM')) } as never, log);
+    await checkEvictionPolicy({ info: async () => Promise.reject(new Error('NOPERM')) }, log);
     expect(log.warn).toHaveBeenCalled();
   });
 

@@ -231,7 +231,7 @@ describe('GET /api/v1/imports/{id}/errors.csv', () => {
     expect(file.statusCode).toBe(200);
     expect(file.headers['content-type']).toMatch(/^text\/csv/u);
     const { parse } = await import('csv-parse/sync');
-    const records = parse(file.body, { bom: true }) as string[][];
+    const records = parse(file.body, { bom: true });
     expect(records[0]).toEqual([...columns, 'row', 'errors']);
     expect(records.slice(1)).toEqual([
       [

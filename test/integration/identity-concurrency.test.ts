@@ -48,7 +48,7 @@ describe('identity resolution under concurrent submissions', () => {
     const clientIds = new Set(responses.map((r) => r.json().data.client.id));
     expect(clientIds.size).toBe(1);
     // Every claim was stored once, all on that one client.
-    const stored = await claimsWithPlate(companies[0]!, plate);
+    const stored = await claimsWithPlate(companies[0], plate);
     expect(stored).toHaveLength(50);
     expect(new Set(stored.map((c) => c.client.id))).toEqual(clientIds);
   });

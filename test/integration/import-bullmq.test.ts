@@ -108,7 +108,7 @@ describe.skipIf(!enabled)('imports through BullMQ', () => {
     const { id } = res.json().data;
     const run = (await ctx.deps.store.imports.findById(id))!;
     await ctx.deps.storage.delete(run.objectKey);
-    worker.resume();
+    await worker.resume();
     const done = await waitForImport(ctx.app, company.auth, id);
     expect(done).toMatchObject({ status: 'failed', message: 'The import could not be completed; nothing was imported. Try again later.' });
     const job = await finishedJob((ctx.deps.importQueue as { bull: Queue }).bull, importJobId(id));

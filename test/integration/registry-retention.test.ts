@@ -62,7 +62,7 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     const childEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: os.tmpdir(), ...env };
     return new Promise((resolve, reject) => {
       execFile(TSX, [ADMIN, ...args], { env: childEnv, timeout: SPAWN_TIMEOUT }, (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return reject(err);
+        if (err && typeof err.code !== 'number') return reject(err instanceof Error ? err : new Error('the command could not be run'));
         resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
       });
     });

@@ -113,7 +113,7 @@ describe.skipIf(!enabled)('a worker killed in the middle of an import', () => {
   /** The claims the file's valid rows must give, each once (sorted keys), given the rows reported as failed. */
   function expectedKeys(failedRows: number[]): string[] {
     const failed = new Set(failedRows);
-    const records = parse(fs.readFileSync(file), { relax_column_count: true }) as string[][];
+    const records = parse(fs.readFileSync(file), { relax_column_count: true });
     const [header, ...rows] = records;
     const at = (name: string) => header!.indexOf(name);
     return rows
@@ -159,7 +159,7 @@ describe.skipIf(!enabled)('a worker killed in the middle of an import', () => {
     return res.json().meta.total_claims as number;
   };
   const firstPlate = () => {
-    const records = parse(fs.readFileSync(file), { relax_column_count: true, to_line: 2 }) as string[][];
+    const records = parse(fs.readFileSync(file), { relax_column_count: true, to_line: 2 });
     return records[1]![records[0]!.indexOf('vehicle_registration')]!;
   };
 

@@ -32,8 +32,10 @@ function toListItem(run: ImportRecord) {
 
 const toDetail = (run: ImportRecord) => ({ ...toListItem(run), summary: run.status === 'completed' ? summaryOf(run) : null });
 
-const isDryRun = (request: FastifyRequest) =>
-  String((request.query as Record<string, unknown> | undefined)?.dry_run ?? '').toLowerCase() === 'true';
+const isDryRun = (request: FastifyRequest) => {
+  const value = (request.query as { dry_run?: unknown } | undefined)?.dry_run;
+  return typeof value === 'string' && value.toLowerCase() === 'true';
+};
 const summaryFrom = (r: { imported: number; failed: number; errors: { row: number; messages: Record<string, string[]> }[] }) => ({
   message: importMessages.finished(r.imported, r.failed),
   imported: r.imported,

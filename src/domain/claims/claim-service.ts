@@ -9,7 +9,7 @@ import { planIdentities } from '../clients/identity';
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 import type { ClaimRepository, ClaimStore, NewClaimRow, StoredClaim } from './claim-repository';
-import { CLAIM_STATUSES, messages, normalizePlate, validateClaimInput } from './claim';
+import { messages, normalizePlate, validateClaimInput } from './claim';
 import { parsePurpose } from '../registry/registry';
 import { lookupRecordOf } from '../registry/registry-service';
 

@@ -73,8 +73,9 @@ export function checkFileName(fileName: string | undefined): string | undefined 
 /** For display only: no path, no control characters, bounded length. */
 export function sanitizeFileName(fileName: string | undefined): string {
   const base = (fileName ?? '').split(/[\\/]/u).pop() ?? '';
-  // eslint-disable-next-line no-control-regex
+
   const clean = base
+    // eslint-disable-next-line no-control-regex -- control characters are what is replaced here
     .replace(/[\u0000-\u001f\u007f"<>|:*?]/gu, '_')
     .trim()
     .slice(0, 255);
@@ -130,7 +131,7 @@ export function checkHeaderRecord(names: string[]): Column[] {
 }
 
 /** A parser error as the file's problem; `row` is the record being read (header = 1). */
-function fileError(err: unknown, row: number): unknown {
+function fileError(err: Error, row: number): Error {
   const code = (err as { code?: string }).code;
   if (code === 'CSV_QUOTE_NOT_CLOSED') return new InvalidImportFile([fileMessages.unclosedQuote(row)]);
   if (code === 'CSV_MAX_RECORD_SIZE') return new InvalidImportFile([fileMessages.recordTooLarge(row)]);
@@ -186,7 +187,7 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
   let header: Header | undefined;
   let records = 0;
   let dataRows = 0;
-  let failure: unknown;
+  let failure: Error | undefined;
 
   const start = (delimiter: Delimiter) => {
     const p = createCsvParser(delimiter);
@@ -196,7 +197,7 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
         if (records === 1) header = { delimiter, columns: checkHeaderRecord(record) };
         else if (!record.every(blank)) dataRows++;
       } catch (err) {
-        failure ??= err;
+        failure ??= err instanceof Error ? err : new Error(String(err));
       }
     });
     p.on('error', (err) => (failure ??= fileError(err, p.info.records + 1)));
@@ -373,7 +374,7 @@ export async function* readImportRows(
       yield { row, body: toClaimBody(record, columns), cells: record };
     }
   } catch (err) {
-    throw fileError(err, row + 1);
+    throw fileError(err instanceof Error ? err : new Error(String(err)), row + 1);
   } finally {
     parser.destroy();
     replay.destroy();
