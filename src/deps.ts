@@ -16,7 +16,7 @@ import { createDashboardService } from './domain/dashboard/dashboard-service';
 import { createSessionService } from './domain/dashboard/session-service';
 import { todayIn } from './domain/dates';
 import { createIdempotencyService } from './domain/idempotency/idempotency-service';
-import { createImportService, importEventPayload, type ImportQueue } from './domain/imports/import-service';
+import { createImportService, importResource, type ImportQueue } from './domain/imports/import-service';
 import { createRegistryService } from './domain/registry/registry-service';
 import { createTokenService } from './domain/tokens/token-service';
 import { createWebhookService, enqueueWebhookEvent, type WebhookEventType } from './domain/webhooks/webhook-service';
@@ -141,7 +141,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
           companyId: run.companyId,
           type: `import.${run.status}` as WebhookEventType,
           key: `import.${run.status}:${run.id}`,
-          payload: importEventPayload(run),
+          payload: importResource(run),
         }),
       ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
     });

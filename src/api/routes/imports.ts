@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ImportRecord } from '../../db/import-repository';
 import { AppError, validationError } from '../../domain/errors';
 import { fileMessages } from '../../domain/imports/csv-file';
-import { importMessages, summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
+import { importMessages, importResource, summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
 import { failedRowsFile } from '../../domain/imports/failed-rows-file';
 import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/idempotency';
 import { commonErrors, errorBody, validationErrorBody } from '../schemas/common';
@@ -14,23 +14,7 @@ const security = [{ bearerAuth: [] }];
 const notFound = { 404: { description: 'Unknown import id, or an import of another company', ...errorBody } } as const;
 const locationOf = (id: string) => `/api/v1/imports/${id}`;
 
-function toListItem(run: ImportRecord) {
-  return {
-    id: run.id,
-    status: run.status,
-    file_name: run.fileName,
-    size_bytes: run.sizeBytes,
-    progress: { rows_done: run.rowsDone, rows_total: run.rowsTotal },
-    imported: run.imported,
-    failed: run.failed,
-    message: run.status === 'completed' ? summaryOf(run).message : run.status === 'cancelled' ? importMessages.cancelled : run.message,
-    created_at: run.createdAt,
-    finished_at: run.finishedAt,
-    history: run.history,
-  };
-}
-
-const toDetail = (run: ImportRecord) => ({ ...toListItem(run), summary: run.status === 'completed' ? summaryOf(run) : null });
+const toDetail = (run: ImportRecord) => ({ ...importResource(run), summary: run.status === 'completed' ? summaryOf(run) : null });
 
 const isDryRun = (request: FastifyRequest) => {
   const value = (request.query as { dry_run?: unknown } | undefined)?.dry_run;
@@ -289,7 +273,7 @@ export async function importRoutes(app: FastifyInstance) {
     async (request) => {
       const q = request.query as { cursor?: string; limit: number };
       const page = await imports.list(request.principal, q);
-      return { data: page.data.map(toListItem), meta: { next_cursor: page.nextCursor } };
+      return { data: page.data.map(importResource), meta: { next_cursor: page.nextCursor } };
     },
   );
 }

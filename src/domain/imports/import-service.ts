@@ -469,13 +469,11 @@ const COLUMN_ORDER = new Map<string, number>(['row', ...REQUIRED_COLUMNS, ...OPT
 const byColumn = (messages: Record<string, string[]>) =>
   Object.fromEntries(Object.entries(messages).sort(([a], [b]) => (COLUMN_ORDER.get(a) ?? 99) - (COLUMN_ORDER.get(b) ?? 99)));
 
-/** The import resource as webhook events carry it (the list item's fields, without row errors). */
-export function importEventPayload(
-  run: Pick<
-    ImportRecord,
-    'id' | 'status' | 'fileName' | 'sizeBytes' | 'rowsDone' | 'rowsTotal' | 'imported' | 'failed' | 'message' | 'createdAt'
-  >,
-) {
+/**
+ * The import resource as the API lists it and as webhook events carry it (without row errors;
+ * GET /imports/{id} adds the summary).
+ */
+export function importResource(run: ImportRecord) {
   return {
     id: run.id,
     status: run.status,
@@ -484,9 +482,10 @@ export function importEventPayload(
     progress: { rows_done: run.rowsDone, rows_total: run.rowsTotal },
     imported: run.imported,
     failed: run.failed,
-    message: run.status === 'completed' ? importMessages.finished(run.imported ?? 0, run.failed ?? 0) : run.message,
+    message: run.status === 'completed' ? summaryOf(run).message : run.status === 'cancelled' ? importMessages.cancelled : run.message,
     created_at: run.createdAt,
-    finished_at: new Date().toISOString().replace(/\.\d{3}Z$/u, '+00:00'),
+    finished_at: run.finishedAt,
+    history: run.history,
   };
 }
 
