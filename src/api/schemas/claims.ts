@@ -55,6 +55,26 @@ export const claimSchema = {
 
 export const claimEnvelope = { type: 'object', properties: { data: { $ref: 'Claim#' } }, required: ['data'] } as const;
 
+/** The identity documents of a person, as a submission and a person search take them. */
+export const idDocuments = {
+  type: 'array',
+  minItems: 1,
+  maxItems: LIMITS.maxDocuments,
+  items: {
+    type: 'object',
+    required: ['type', 'number'],
+    properties: {
+      type: { type: 'string', enum: DOCUMENT_TYPES },
+      number: {
+        type: 'string',
+        maxLength: LIMITS.documentNumberMaxLength,
+        description: 'A country prefix such as "LT-" is stripped before matching. Never returned, never logged.',
+        examples: ['LT-39001010000'],
+      },
+    },
+  },
+} as const;
+
 /**
  * Structure only (types, required fields, enums, lengths); the rules that need today's date or
  * normalization live in the domain, shared with the CSV import. Unknown fields are ignored.
@@ -70,24 +90,7 @@ export const submitClaimBody = {
         first_name: { type: 'string', maxLength: LIMITS.nameMaxLength, examples: ['Ona'] },
         last_name: { type: 'string', maxLength: LIMITS.nameMaxLength, examples: ['Petraitė'] },
         date_of_birth: { ...isoDate, description: 'Before today.', examples: ['1985-06-02'] },
-        id_documents: {
-          type: 'array',
-          minItems: 1,
-          maxItems: LIMITS.maxDocuments,
-          items: {
-            type: 'object',
-            required: ['type', 'number'],
-            properties: {
-              type: { type: 'string', enum: DOCUMENT_TYPES },
-              number: {
-                type: 'string',
-                maxLength: LIMITS.documentNumberMaxLength,
-                description: 'A country prefix such as "LT-" is stripped before matching. Never returned.',
-                examples: ['LT-39001010000'],
-              },
-            },
-          },
-        },
+        id_documents: idDocuments,
       },
     },
     claim_date: { ...isoDate, description: 'Not in the future; within the last 3 years.' },

@@ -1,6 +1,5 @@
-import { DOCUMENT_TYPES, LIMITS } from '../../domain/claims/claim';
 import { LOOKUP_KINDS, PURPOSE_MAX_LENGTH } from '../../domain/registry/registry';
-import { claimSchema, searchResult } from './claims';
+import { claimSchema, idDocuments, searchResult } from './claims';
 
 const purpose = {
   type: ['string', 'null'],
@@ -61,24 +60,7 @@ export const searchByPersonBody = {
   required: ['date_of_birth', 'id_documents'],
   properties: {
     date_of_birth: { type: 'string', maxLength: 10, examples: ['1985-06-02'] },
-    id_documents: {
-      type: 'array',
-      minItems: 1,
-      maxItems: LIMITS.maxDocuments,
-      items: {
-        type: 'object',
-        required: ['type', 'number'],
-        properties: {
-          type: { type: 'string', enum: DOCUMENT_TYPES },
-          number: {
-            type: 'string',
-            maxLength: LIMITS.documentNumberMaxLength,
-            description: 'Normalized as in a submission. Never returned, never logged.',
-            examples: ['LT-39001010000'],
-          },
-        },
-      },
-    },
+    id_documents: idDocuments,
     purpose,
   },
 } as const;
