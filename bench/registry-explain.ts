@@ -5,7 +5,6 @@
  *
  *   BENCH_DATABASE_URL=postgres://…/<seeded db> BENCH_DOCUMENT_HASH_KEY=<its key> npx tsx bench/registry-explain.ts
  */
-import { randomUUID } from 'node:crypto';
 
 import { openDb, type Db } from '../src/db/db';
 import { createRegistryRepository } from '../src/db/registry-repository';
@@ -35,15 +34,14 @@ try {
   );
   if (!company) throw new Error('no claim of the bench company');
   const from = minusYears(todayIn('UTC'), 3);
-  const log = () => ({ id: randomUUID(), companyId: company.company_id, tokenId: null, userId: null, purpose: 'explain' });
   label = 'matches';
-  await repo.matches(company.id, company.company_id, from, 'UTC', log());
+  await repo.matches(company.id, company.company_id, from, 'UTC');
   label = 'search by person (a seeded person, right date of birth)';
   const hash = createDocumentHasher(key);
   const dob42 = new Date(Date.UTC(1940, 0, 1) + ((42 * 7919) % 25000) * 86_400_000).toISOString().slice(0, 10);
-  await repo.searchByPerson([{ type: 'national_id', hash: hash('NID000000042') }], dob42, from, log());
+  await repo.searchByPerson([{ type: 'national_id', hash: hash('NID000000042') }], dob42, from);
   label = 'search by person (unknown document)';
-  await repo.searchByPerson([{ type: 'national_id', hash: hash('NOBODY') }], '1940-01-01', from, log());
+  await repo.searchByPerson([{ type: 'national_id', hash: hash('NOBODY') }], '1940-01-01', from);
   label = 'look-ups, first page';
   await repo.listLookups(company.company_id, { after: undefined, limit: 26 });
   const [mid] = await db.query<{ ts: string; id: string }>(

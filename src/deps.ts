@@ -17,6 +17,7 @@ import { createSessionService } from './domain/dashboard/session-service';
 import { todayIn } from './domain/dates';
 import { createIdempotencyService } from './domain/idempotency/idempotency-service';
 import { createImportService, importResource, type ImportQueue } from './domain/imports/import-service';
+import { createLookupJournal } from './domain/registry/lookup-journal';
 import { createRegistryService } from './domain/registry/registry-service';
 import { createTokenService } from './domain/tokens/token-service';
 import { createWebhookService, enqueueWebhookEvent, type WebhookEventType } from './domain/webhooks/webhook-service';
@@ -105,9 +106,24 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     }
     const today = options.today ?? (() => todayIn(config.timezone));
     const hashDocument = createDocumentHasher(key);
-    const claims = createClaimService({ store, hashDocument, today, searchHistoryYears: config.searchHistoryYears });
+    const log = options.logger ?? createLogger(config.logLevel);
+    const registryRepository = createRegistryRepository(db);
+    // Look-ups are noted in memory and written in batches (see lookup-journal.ts).
+    const lookupJournal = createLookupJournal({
+      write: (entries) => registryRepository.appendLookups(entries),
+      flushMs: config.lookupLogFlushMs,
+      onError: (err) => log.error({ err }, 'could not write the look-up log; the entries are kept and tried again'),
+    });
+    const claims = createClaimService({
+      store,
+      hashDocument,
+      today,
+      searchHistoryYears: config.searchHistoryYears,
+      journal: lookupJournal,
+    });
     const registry = createRegistryService({
-      registry: createRegistryRepository(db),
+      registry: registryRepository,
+      journal: lookupJournal,
       hashDocument,
       today,
       timeZone: config.timezone,
@@ -115,7 +131,6 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       retentionYears: config.retentionYears,
       lookupRetentionDays: config.lookupRetentionDays,
     });
-    const log = options.logger ?? createLogger(config.logLevel);
     const storage = createObjectStore(config);
     // With REDIS_URL the API only produces jobs (`npm run worker` consumes them); without it the
     // same processor runs inside this process.
@@ -182,6 +197,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       today,
       claims,
       registry,
+      lookupJournal,
       tokens,
       companies: createCompanyService({ store, passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost }),
       storage,
@@ -198,6 +214,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         await tokens.close();
         await importQueue.close();
         await deliverer?.stop();
+        await lookupJournal.close();
         await db.close();
       },
     };

@@ -2,7 +2,6 @@ import type { Claim, ClaimStatus, DocumentType } from '../domain/claims/claim';
 import type { ClaimRepository, NewClaimRow, StatusChange, StatusUpdate, StoredClaim } from '../domain/claims/claim-repository';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../domain/clients/identity';
 import { RetryableConflict } from '../domain/errors';
-import type { LookupRecord } from '../domain/registry/registry';
 import { visibleClaim } from './claim-visibility';
 import { pgErrorCode, type Queryable } from './db';
 
@@ -172,24 +171,13 @@ export function createClaimRepository(db: Queryable): ClaimRepository {
       return rows.map(toClaim);
     },
 
-    /**
-     * The search and its look-up log entry (with the claims it returned) in one statement: the
-     * log costs no extra round trip.
-     */
-    async searchByPlate(plate: string, fromDate: string, log: LookupRecord): Promise<StoredClaim[]> {
+    /** A read-only statement: the caller notes the look-up in the look-up log. */
+    async searchByPlate(plate: string, fromDate: string): Promise<StoredClaim[]> {
       const rows = await db.query<ClaimRow>(
-        `WITH found AS (
-         ${CLAIM_SELECT}
+        `${CLAIM_SELECT}
           WHERE c.vehicle_registration = $1 AND c.claim_date >= $2::date AND ${visibleClaim('c')}
-         ), logged AS (
-           INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, vehicle_registration, result_count)
-           VALUES ($3, $4, $5, $6, $7, 'plate_search', $1, (SELECT count(*) FROM found))
-         ), logged_results AS (
-           INSERT INTO lookup_results (claim_id, lookup_id) SELECT f.id, $3 FROM found f
-         )
-         SELECT * FROM found
-          ORDER BY claim_date DESC, cursor_ts DESC, id DESC`,
-        [plate, fromDate, log.id, log.companyId, log.tokenId, log.userId, log.purpose],
+          ORDER BY c.claim_date DESC, c.created_at DESC, c.id DESC`,
+        [plate, fromDate],
       );
       return rows.map(toClaim);
     },

@@ -1,13 +1,5 @@
 import type { Claim } from '../domain/claims/claim';
-import type {
-  ClaimLookup,
-  Lookup,
-  LookupRecord,
-  MatchFacts,
-  Position,
-  RegistryRepository,
-  SubjectRecord,
-} from '../domain/registry/registry';
+import type { ClaimLookup, Lookup, MatchFacts, Position, RegistryRepository, SubjectRecord } from '../domain/registry/registry';
 import { visibleClaim } from './claim-visibility';
 import type { Db } from './db';
 
@@ -28,14 +20,11 @@ const CLAIM_JSON = `json_build_object(
     'is_at_fault', c.is_at_fault, 'vehicle_registration', c.vehicle_registration, 'source', c.source,
     'status', c.status, 'company_name', co.name, 'created_at', ${ts('c.created_at')})`;
 
-/** Parameters of a look-up log entry, in the order the statements below number them from `first`. */
-const logParams = (l: LookupRecord) => [l.id, l.companyId, l.tokenId, l.userId, l.purpose];
-
 export function createRegistryRepository(db: Db): RegistryRepository {
   return {
-    async matches(claimId, companyId, fromDate, timeZone, log) {
-      // One statement: the claim (the caller's own), the matches through two index scans (plate,
-      // client), the indicator counts, and the look-up log entry with the claims it returned.
+    async matches(claimId, companyId, fromDate, timeZone) {
+      // One read-only statement: the claim (the caller's own), the matches through two index scans
+      // (plate, client) and the indicator counts. The look-up is logged by the caller.
       const rows = await db.query<{
         claim_date: string;
         person_claims: number;
@@ -60,11 +49,6 @@ export function createRegistryRepository(db: Db): RegistryRepository {
              JOIN clients cl ON cl.id = c.client_id
              JOIN companies co ON co.id = c.company_id
             WHERE c.id <> t.id AND ${visibleClaim('c')}
-         ), logged AS (
-           INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, claim_id, result_count)
-           SELECT $5, $6, $7, $8, $9, 'matches', t.id, (SELECT count(*) FROM found) FROM target t
-         ), logged_results AS (
-           INSERT INTO lookup_results (claim_id, lookup_id) SELECT f.id, $5 FROM found f
          )
          SELECT to_char(t.claim_date, 'YYYY-MM-DD') AS claim_date,
                 (SELECT count(*) FROM claims c
@@ -80,7 +64,7 @@ export function createRegistryRepository(db: Db): RegistryRepository {
                                           ORDER BY f.claim_date DESC, f.created_at DESC, f.id DESC), '[]'::json)
                    FROM found f) AS matches
            FROM target t`,
-        [claimId, companyId, fromDate, timeZone, ...logParams(log)],
+        [claimId, companyId, fromDate, timeZone],
       );
       const r = rows[0];
       if (!r) return undefined;
@@ -97,10 +81,10 @@ export function createRegistryRepository(db: Db): RegistryRepository {
       return facts;
     },
 
-    async searchByPerson(documents, dateOfBirth, fromDate, log) {
+    async searchByPerson(documents, dateOfBirth, fromDate) {
       // The same statement runs whatever the documents resolve to: an unknown document, another
-      // date of birth and documents of two persons all find no person and return no row.
-      const rows = await db.query<{ claim: Claim }>(
+      // date of birth and documents of two persons all find no person and no claim.
+      const rows = await db.query<{ person_id: string | null; claims: Claim[] }>(
         `WITH docs AS (
            SELECT DISTINCT d.client_id
              FROM unnest($1::text[], $2::text[]) AS q(doc_type, number_hash)
@@ -117,16 +101,53 @@ export function createRegistryRepository(db: Db): RegistryRepository {
              JOIN clients cl ON cl.id = c.client_id
              JOIN companies co ON co.id = c.company_id
             WHERE c.claim_date >= $4::date AND ${visibleClaim('c')}
-         ), logged AS (
-           INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, client_id, result_count)
-           VALUES ($5, $6, $7, $8, $9, 'person_search', (SELECT id FROM person), (SELECT count(*) FROM found))
-         ), logged_results AS (
-           INSERT INTO lookup_results (claim_id, lookup_id) SELECT f.id, $5 FROM found f
          )
-         SELECT claim FROM found ORDER BY claim_date DESC, created_at DESC, id DESC`,
-        [documents.map((d) => d.type), documents.map((d) => d.hash), dateOfBirth, fromDate, ...logParams(log)],
+         SELECT (SELECT id FROM person) AS person_id,
+                (SELECT coalesce(json_agg(claim ORDER BY claim_date DESC, created_at DESC, id DESC), '[]'::json) FROM found) AS claims`,
+        [documents.map((d) => d.type), documents.map((d) => d.hash), dateOfBirth, fromDate],
       );
-      return rows.map((r) => r.claim);
+      const r = rows[0]!;
+      return { personId: r.person_id, claims: r.claims };
+    },
+
+    async appendLookups(entries) {
+      // One statement for the whole batch. A company deleted meanwhile takes its entries with it
+      // (as ON DELETE CASCADE would have), and a claim deleted meanwhile is not recorded as returned.
+      await db.query(
+        `WITH entry AS (
+           SELECT * FROM json_to_recordset($1::text::json) AS t(id uuid, company_id uuid, token_id uuid, user_id uuid,
+                  purpose text, kind text, vehicle_registration text, client_id uuid, claim_id uuid, result_count int,
+                  created_at timestamptz, claim_ids uuid[])
+            WHERE EXISTS (SELECT 1 FROM companies co WHERE co.id = t.company_id)
+         ), logged AS (
+           INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id,
+                                result_count, created_at)
+           SELECT id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id, result_count, created_at
+             FROM entry
+         )
+         INSERT INTO lookup_results (claim_id, lookup_id, created_at)
+         SELECT r.claim_id, e.id, e.created_at
+           FROM entry e CROSS JOIN LATERAL unnest(e.claim_ids) AS r(claim_id)
+          WHERE EXISTS (SELECT 1 FROM claims c WHERE c.id = r.claim_id)`,
+        [
+          JSON.stringify(
+            entries.map((e) => ({
+              id: e.id,
+              company_id: e.companyId,
+              token_id: e.tokenId,
+              user_id: e.userId,
+              purpose: e.purpose,
+              kind: e.kind,
+              vehicle_registration: e.vehicleRegistration,
+              client_id: e.clientId,
+              claim_id: e.claimId,
+              result_count: e.claimIds.length,
+              created_at: e.at,
+              claim_ids: e.claimIds,
+            })),
+          ),
+        ],
+      );
     },
 
     async listLookups(companyId, { after, limit }) {

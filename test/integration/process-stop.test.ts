@@ -103,7 +103,7 @@ describe.skipIf(dbKind() !== 'postgres')('SIGTERM to the API server', () => {
   afterAll(async () => ctx?.close());
 
   it('finishes the upload in flight and its import, answers it, then exits 0', async () => {
-    ctx = await createTestContext();
+    ctx ??= await createTestContext();
     const schema = (await ctx.deps.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
     const company = await ctx.newCompany('Stop');
     const port = await freePort();
@@ -149,6 +149,40 @@ describe.skipIf(dbKind() !== 'postgres')('SIGTERM to the API server', () => {
     expect(res.status, res.text).toBe(200);
     expect(JSON.parse(res.text)).toMatchObject({ imported: 2, failed: 0 });
     expect(await exitOf(server)).toEqual({ code: 0, signal: null });
+  }, 120_000);
+
+  it('writes the look-ups it has not written yet before it exits', async () => {
+    ctx ??= await createTestContext();
+    const schema = (await ctx.deps.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
+    const company = await ctx.newCompany('Looker');
+    const port = await freePort();
+    const server = startScript('start', {
+      DATABASE_URL: process.env.TEST_DATABASE_URL!,
+      DB_SEARCH_PATH: schema,
+      DB_POOL_SIZE: '3',
+      DOCUMENT_HASH_KEY: TEST_HASH_KEY,
+      SESSION_SECRET: 'test-session-secret-0123456789abcdef0123',
+      DATA_DIR: ctx.config.dataDir,
+      PORT: String(port),
+      // Far longer than the test: only the stop can write the entries.
+      LOOKUP_LOG_FLUSH_MS: '10000',
+    });
+    await ready(server, 'claims registry ready');
+    const plate = `STOP${randomBytes(3).toString('hex').toUpperCase()}`;
+    for (const purpose of ['first', 'second']) {
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/claims/search-by-plate`, {
+        method: 'POST',
+        headers: { ...company.auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ vehicle_registration: plate, purpose }),
+      });
+      expect(res.status).toBe(200);
+    }
+    const logged = () =>
+      ctx.deps.db.query<{ purpose: string }>('SELECT purpose FROM lookups WHERE company_id = $1 ORDER BY purpose', [company.id]);
+    expect(await logged()).toEqual([]);
+    server.kill('SIGTERM');
+    expect(await exitOf(server)).toEqual({ code: 0, signal: null });
+    expect(await logged()).toEqual([{ purpose: 'first' }, { purpose: 'second' }]);
   }, 120_000);
 });
 

@@ -136,6 +136,7 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
         headers: c.auth,
         payload: { vehicle_registration: p, purpose: `${days}` },
       });
+      await current.deps.lookupJournal.flush(); // the look-up log is written in batches
       await current.deps.db.query(`UPDATE lookups SET created_at = now() - make_interval(days => $2) WHERE purpose = $1`, [
         `${days}`,
         days,
@@ -261,6 +262,7 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     const service = (batch: number) =>
       createRegistryService({
         registry: createRegistryRepository(current.deps.db),
+        journal: current.deps.lookupJournal,
         hashDocument: () => 'unused',
         today,
         timeZone: 'UTC',

@@ -1,5 +1,4 @@
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../clients/identity';
-import type { LookupRecord } from '../registry/registry';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 
 /** A claim as stored: the public Claim plus its owner and its place in the newest-first order. */
@@ -39,7 +38,7 @@ export interface ClaimRepository {
     opts: { status?: ClaimStatus | undefined; after?: { ts: string; id: string } | undefined; limit: number },
   ): Promise<StoredClaim[]>;
   /** Also records the look-up (`log`) in the same statement. */
-  searchByPlate(plate: string, fromDate: string, log: LookupRecord): Promise<StoredClaim[]>;
+  searchByPlate(plate: string, fromDate: string): Promise<StoredClaim[]>;
   updateStatus(companyId: string, id: string, status: ClaimStatus, actor: StatusActor): Promise<StatusUpdate>;
   statusHistory(companyId: string, id: string): Promise<StatusChange[]>;
 }

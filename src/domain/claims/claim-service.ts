@@ -12,6 +12,7 @@ import type { ClaimRepository, ClaimStore, NewClaimRow, StoredClaim } from './cl
 import { messages, normalizePlate, validateClaimInput } from './claim';
 import { parsePurpose } from '../registry/registry';
 import { lookupRecordOf } from '../registry/registry-service';
+import type { LookupJournal } from '../registry/lookup-journal';
 
 export type ClaimServiceDeps = {
   store: ClaimStore;
@@ -19,6 +20,8 @@ export type ClaimServiceDeps = {
   /** Today's date in the service's time zone. */
   today: () => string;
   searchHistoryYears: number;
+  /** Where plate searches are noted for the look-up log. */
+  journal: Pick<LookupJournal, 'record'>;
 };
 
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
@@ -30,7 +33,7 @@ export function toPublic({ companyId: _c, cursor: _k, ...claim }: StoredClaim): 
   return claim;
 }
 
-export function createClaimService({ store, hashDocument, today, searchHistoryYears }: ClaimServiceDeps) {
+export function createClaimService({ store, hashDocument, today, searchHistoryYears, journal }: ClaimServiceDeps) {
   /** The first day of the search window, worked out once per day. */
   let window = { today: '', from: '' };
   const windowStart = (day: string): string => {
@@ -136,8 +139,8 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
 
   /**
    * `plate` is a string of at most 20 characters (the callers' input schemas check that); what
-   * is left after normalization must be letters and digits. Every search is recorded in the
-   * look-up log (who, when, the plate, how many, why).
+   * is left after normalization must be letters and digits. Every search is noted in the
+   * look-up log (who, when, the plate, which claims, why).
    */
   async function searchByPlate(principal: Principal, plate: string, purposeRaw?: string | null) {
     const errors: FieldErrors = {};
@@ -148,7 +151,15 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     const purpose = parsePurpose(purposeRaw, errors);
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const from = windowStart(today());
-    const claims = await store.claims.searchByPlate(normalized, from, lookupRecordOf(principal, purpose));
+    const claims = await store.claims.searchByPlate(normalized, from);
+    journal.record({
+      ...lookupRecordOf(principal, purpose),
+      kind: 'plate_search',
+      vehicleRegistration: normalized,
+      clientId: null,
+      claimId: null,
+      claimIds: claims.map((c) => c.id),
+    });
     return {
       data: claims.map(toPublic),
       meta: { total_claims: claims.length, query_period: `${searchHistoryYears} year${searchHistoryYears === 1 ? '' : 's'}` },

@@ -20,9 +20,12 @@ import {
   type PurgeCounts,
   type RegistryRepository,
 } from './registry';
+import type { LookupJournal } from './lookup-journal';
 
 export type RegistryServiceDeps = {
   registry: RegistryRepository;
+  /** Where look-ups are noted; the same journal as the plate search's. */
+  journal: LookupJournal;
   hashDocument: DocumentHasher;
   /** Today's date in the service's time zone. */
   today: () => string;
@@ -74,8 +77,16 @@ export function createRegistryService(deps: RegistryServiceDeps) {
   async function matches(principal: Principal, id: string, purposeRaw?: unknown): Promise<{ matches: Match[]; indicators: Indicator[] }> {
     const purpose = purposeOrThrow(purposeRaw);
     if (!isUuid(id)) throw notFound();
-    const facts = await registry.matches(id, principal.companyId, windowStart(), timeZone, lookupRecordOf(principal, purpose));
+    const facts = await registry.matches(id, principal.companyId, windowStart(), timeZone);
     if (!facts) throw notFound();
+    deps.journal.record({
+      ...lookupRecordOf(principal, purpose),
+      kind: 'matches',
+      vehicleRegistration: null,
+      clientId: null,
+      claimId: id,
+      claimIds: facts.matches.map((m) => m.id),
+    });
     return { matches: facts.matches, indicators: indicatorsOf(facts) };
   }
 
@@ -92,7 +103,15 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     const { value, errors } = validatePersonQuery(body);
     if (!value) throw validationError(errors);
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
-    const claims = await registry.searchByPerson(documents, value.dateOfBirth, windowStart(), lookupRecordOf(principal, value.purpose));
+    const { personId, claims } = await registry.searchByPerson(documents, value.dateOfBirth, windowStart());
+    deps.journal.record({
+      ...lookupRecordOf(principal, value.purpose),
+      kind: 'person_search',
+      vehicleRegistration: null,
+      clientId: personId,
+      claimId: null,
+      claimIds: claims.map((c) => c.id),
+    });
     return { data: claims, meta: { total_claims: claims.length, query_period: period } };
   }
 
@@ -100,6 +119,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     principal: Principal,
     opts: { cursor?: string | undefined; limit: number },
   ): Promise<{ data: Lookup[]; meta: { next_cursor: string | null } }> {
+    await deps.journal.flush();
     const rows = await registry.listLookups(principal.companyId, { after: positionOf(opts.cursor), limit: opts.limit + 1 });
     return page(rows, opts.limit);
   }
@@ -111,6 +131,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
   ): Promise<{ data: ClaimLookup[]; meta: { next_cursor: string | null } }> {
     if (!isUuid(id)) throw notFound();
     const after = positionOf(opts.cursor);
+    await deps.journal.flush();
     const rows = await registry.claimLookups(id, principal.companyId, { after, limit: opts.limit + 1 });
     if (!rows) throw notFound();
     return page(rows, opts.limit);
@@ -126,6 +147,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     const claimsBefore = minusYears(today(), deps.retentionYears);
     const lookupsBefore = new Date((deps.now?.() ?? new Date()).getTime() - deps.lookupRetentionDays * 86_400_000).toISOString();
     const total: PurgeCounts = { claims: 0, clients: 0, lookups: 0 };
+    await deps.journal.flush();
     for (;;) {
       const r = await registry.purgeClaimsBatch(claimsBefore, batchSize);
       total.claims += r.claims;
@@ -166,6 +188,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
       throw validationError(renamed);
     }
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
+    await deps.journal.flush();
     const found = await registry.subject(documents, value.dateOfBirth);
     return found ?? { person: null, claims: [], lookups: [] };
   }
