@@ -47,6 +47,8 @@ export function createMetrics(sources: MetricsSources = {}): Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
   });
+  /** Route templates and methods are bounded (unmatched URLs share one route), so this map is too. */
+  const requestSeries = new Map<string, { count: { inc(): void }; seconds: { observe(v: number): void } }>();
   const rowsProcessed = new Counter({
     name: 'claims_import_rows_processed_total',
     help: 'CSV rows of finished imports (imported and failed)',
@@ -108,9 +110,16 @@ export function createMetrics(sources: MetricsSources = {}): Metrics {
   return {
     registry,
     observeRequest(labels, seconds) {
-      const l = { method: labels.method, route: labels.route, status: String(labels.status) };
-      requests.inc(l);
-      requestSeconds.observe(l, seconds);
+      // The series of each (method, route, status) is looked up once, not hashed on every request.
+      const key = `${labels.method} ${labels.status} ${labels.route}`;
+      let series = requestSeries.get(key);
+      if (!series) {
+        const l = { method: labels.method, route: labels.route, status: String(labels.status) };
+        series = { count: requests.labels(l), seconds: requestSeconds.labels(l) };
+        requestSeries.set(key, series);
+      }
+      series.count.inc();
+      series.seconds.observe(seconds);
     },
     importFinished({ status, imported = 0, failed = 0, seconds }) {
       importSeconds.observe({ status }, seconds);

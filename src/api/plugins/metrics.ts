@@ -20,11 +20,13 @@ export const metricsPlugin = fp(
   async (app: FastifyInstance) => {
     const { metrics, config } = app.deps;
     app.decorate('metricsServer', undefined);
-    app.addHook('onResponse', async (request, reply) => {
+    // A plain callback hook: no promise per request.
+    app.addHook('onResponse', (request, reply, done) => {
       metrics.observeRequest(
         { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode },
         reply.elapsedTime / 1000,
       );
+      done();
     });
     if (config.metricsPort === undefined) return;
     app.addHook('onReady', async () => {
