@@ -39,9 +39,11 @@ try {
   label = 'search by person (a seeded person, right date of birth)';
   const hash = createDocumentHasher(key);
   const dob42 = new Date(Date.UTC(1940, 0, 1) + ((42 * 7919) % 25000) * 86_400_000).toISOString().slice(0, 10);
-  await repo.searchByPerson([{ type: 'national_id', hash: hash('NID000000042') }], dob42, from);
+  // The shim returns no rows, which the repository does not expect of this statement: only the plan matters here.
+  const planOnly = (p: Promise<unknown>) => p.catch(() => undefined);
+  await planOnly(repo.searchByPerson([{ type: 'national_id', hash: hash('NID000000042') }], dob42, from));
   label = 'search by person (unknown document)';
-  await repo.searchByPerson([{ type: 'national_id', hash: hash('NOBODY') }], '1940-01-01', from);
+  await planOnly(repo.searchByPerson([{ type: 'national_id', hash: hash('NOBODY') }], '1940-01-01', from));
   label = 'look-ups, first page';
   await repo.listLookups(company.company_id, { after: undefined, limit: 26 });
   const [mid] = await db.query<{ ts: string; id: string }>(
