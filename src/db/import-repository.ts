@@ -204,11 +204,18 @@ export function createImportRepository(db: Queryable) {
       return rows.map((r) => ({ id: r.id, companyId: r.company_id }));
     },
 
+    /**
+     * An import's claims were all created after the import itself: they are found through the
+     * company's claims by creation time (claims_company_created_idx), with no index of their own.
+     */
     async purgeClaims(id: string, companyId: string, batch: number): Promise<number> {
       const rows = await db.query<{ n: number }>(
         `WITH gone AS (
            DELETE FROM claims WHERE id IN (
-             SELECT c.id FROM claims c WHERE c.import_id = $1 AND c.company_id = $2 LIMIT $3
+             SELECT c.id FROM imports i
+               JOIN claims c ON c.company_id = i.company_id AND c.created_at >= i.created_at
+              WHERE i.id = $1 AND c.company_id = $2 AND c.import_id = $1
+              LIMIT $3
            ) RETURNING 1
          ) SELECT count(*)::int AS n FROM gone`,
         [id, companyId, batch],

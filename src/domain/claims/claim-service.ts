@@ -4,7 +4,7 @@ import { minusYears } from '../dates';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
 import { AppError, RetryableConflict, validationError, type FieldErrors } from '../errors';
-import type { DocumentHasher, IdentityOutcome } from '../clients/identity';
+import type { DocumentHasher, DocumentRef, IdentityOutcome } from '../clients/identity';
 import { planIdentities } from '../clients/identity';
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
@@ -37,7 +37,9 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     if (window.today !== day) window = { today: day, from: minusYears(day, searchHistoryYears) };
     return window.from;
   };
-  const refsOf = (input: ClaimInput) => input.client.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
+  /** A claim's identity documents as stored: type and keyed hash of the number (CPU work, no I/O). */
+  const documentsOf = (input: ClaimInput): DocumentRef[] =>
+    input.client.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
 
   /**
    * Resolves identities and stores the claims of a batch inside the caller's transaction, with a
@@ -46,7 +48,8 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
    * Concurrency is optimistic: the unique key on documents decides who created a person first,
    * and a batch that lost such a race throws RetryableConflict having written nothing (run it
    * again: it will then find the person). 50 parallel submissions of one new person thus create
-   * exactly one client. Inside a longer transaction, run it in a savepoint.
+   * exactly one client. Inside a longer transaction, run it in a savepoint. `documents` (one
+   * `documentsOf` per input) lets a caller hash the documents before its transaction starts.
    */
   async function storeBatch(
     tx: { claims: ClaimRepository },
@@ -54,8 +57,9 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     inputs: ClaimInput[],
     source: ClaimSource,
     importId: string | null,
+    documents: DocumentRef[][] = inputs.map(documentsOf),
   ): Promise<{ outcomes: IdentityOutcome[]; claims: (NewClaimRow | null)[]; createdAt: string | null }> {
-    const rows = inputs.map((input) => ({ ...input.client, documents: refsOf(input) }));
+    const rows = inputs.map((input, i) => ({ ...input.client, documents: documents[i]! }));
     const known = await tx.claims.findDocuments(rows.flatMap((r) => r.documents));
     const plan = planIdentities(rows, known);
     const claims = plan.outcomes.map((o, i): NewClaimRow | null =>
@@ -155,7 +159,7 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     };
   }
 
-  return { submit, get, list, updateStatus, searchByPlate, storeBatch };
+  return { submit, get, list, updateStatus, searchByPlate, storeBatch, documentsOf };
 }
 export type ClaimService = ReturnType<typeof createClaimService>;
 

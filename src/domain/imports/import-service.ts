@@ -7,7 +7,7 @@ import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
 import type { Principal } from '../principal';
 import { withRetries } from '../claims/claim-service';
-import { createChunkWriter, ledgerEntry, prepareChunk, type ClaimWriter, type PreparedChunk } from './chunk-writer';
+import { createChunkWriter, ledgerEntry, prepareChunk, type ClaimWriter, type DocumentsOf, type PreparedChunk } from './chunk-writer';
 import {
   checkFileName,
   createFileInspector,
@@ -81,6 +81,8 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   store: ImportStore<Tx>;
   /** Stores a chunk's valid rows set-based in the chunk's transaction (the single-claim identity rules). */
   writeClaims: ClaimWriter<Tx>;
+  /** A claim's identity documents as stored (hashed), worked out before a chunk's transaction. */
+  documentsOf: DocumentsOf;
   storage: ObjectStore;
   queue: ImportQueue;
   today: () => string;
@@ -277,7 +279,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     // one is read and validated; the reader waits (back-pressure) while a chunk waits to be written.
     let inflight: Promise<void> = Promise.resolve();
     const dispatch = async (rows: ImportRow[]) => {
-      const prepared = prepareChunk(chunkNo++, rows, day);
+      const prepared = await prepareChunk(chunkNo++, rows, day, deps.documentsOf);
       await inflight;
       inflight = write(prepared);
       inflight.catch(() => {}); // awaited below; this only keeps it from counting as unhandled meanwhile
@@ -380,12 +382,14 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
           let chunk: ImportRow[] = [];
           let no = 0;
           const check = async () => {
-            const prepared = prepareChunk(no++, chunk, day);
+            const prepared = await prepareChunk(no++, chunk, day, deps.documentsOf);
             chunk = [];
             const outcomes =
               prepared.inputs.length === 0
                 ? []
-                : await withRetries(() => tx.savepoint(() => deps.writeClaims(tx, principal.companyId, prepared.inputs, file.importId)));
+                : await withRetries(() =>
+                    tx.savepoint(() => deps.writeClaims(tx, principal.companyId, prepared.inputs, file.importId, prepared.documents)),
+                  );
             const entry = ledgerEntry(file.importId, prepared, outcomes, null);
             imported += entry.imported;
             for (const e of entry.errorsJson) errors.push(JSON.parse(e) as RowError);
