@@ -127,12 +127,31 @@ export function createImportRepository(db: Queryable) {
     },
 
     async lock(id: string) {
-      const rows = await db.query<{ status: ImportStatus; cancel_requested: boolean; company_id: string }>(
-        'SELECT status, cancel_requested_at IS NOT NULL AS cancel_requested, company_id FROM imports WHERE id = $1 FOR UPDATE',
+      const rows = await db.query<{
+        status: ImportStatus;
+        cancel_requested: boolean;
+        company_id: string;
+        last_chunk: number | null;
+        ledger_rows: number | null;
+      }>(
+        `SELECT i.status, i.cancel_requested_at IS NOT NULL AS cancel_requested, i.company_id, l.last_chunk, l.ledger_rows
+           FROM imports i
+           CROSS JOIN LATERAL (
+             SELECT max(c.chunk_no) AS last_chunk, sum(c.rows_done)::int AS ledger_rows FROM import_chunks c WHERE c.import_id = i.id
+           ) AS l
+          WHERE i.id = $1
+            FOR UPDATE OF i`,
         [id],
       );
       const r = rows[0];
-      return r && { status: r.status, cancelRequested: r.cancel_requested, companyId: r.company_id };
+      return (
+        r && {
+          status: r.status,
+          cancelRequested: r.cancel_requested,
+          companyId: r.company_id,
+          ledger: r.last_chunk === null ? undefined : { chunkNo: r.last_chunk, rowsDone: r.ledger_rows ?? 0 },
+        }
+      );
     },
 
     async transition(
@@ -180,14 +199,6 @@ export function createImportRepository(db: Queryable) {
       await db.query(
         `UPDATE imports SET cancel_requested_at = coalesce(cancel_requested_at, now()) WHERE id = $1 AND status = 'processing'`,
         [id],
-      );
-    },
-
-    async setProgress(id: string, rowsDone: number, cols: string[] | null): Promise<void> {
-      await db.query(
-        `UPDATE imports SET rows_done = $2, rows_total = GREATEST(rows_total, $2), columns = coalesce(columns, $3::text[])
-          WHERE id = $1 AND status = 'processing'`,
-        [id, rowsDone, cols],
       );
     },
 

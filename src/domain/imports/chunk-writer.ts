@@ -84,9 +84,10 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
   const { store, machine, writeClaims } = deps;
 
   /**
-   * One transaction: lock the import's row (a cancel asked meanwhile wins; a second run of the
-   * same import waits here), check the ledger is where this run expects it, store the claims,
-   * append the ledger entry, record the progress. Everything commits together or not at all.
+   * One transaction: lock the import's row and read where its ledger stands (one statement; a
+   * cancel asked meanwhile wins; a second run of the same import waits here), check the ledger is
+   * where this run expects it, store the claims, append the ledger entry with the progress (one
+   * statement). Everything commits together or not at all.
    */
   async function commit(
     run: { id: string; companyId: string },
@@ -102,16 +103,15 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
           await machine.transition(tx, run.id, 'cancelled');
           return { kind: 'stopped', status: 'cancelled' };
         }
-        const last = await tx.ledger.last(run.id);
+        const last = state.ledger;
         if ((last?.chunkNo ?? -1) !== chunk.no - 1 || (last?.rowsDone ?? 0) !== rowsBefore) return { kind: 'superseded' };
         const outcomes =
           chunk.inputs.length === 0
             ? []
             : await withRetries(() => tx.savepoint(() => writeClaims(tx, run.companyId, chunk.inputs, run.id, chunk.documents)));
         const entry = ledgerEntry(run.id, chunk, outcomes, columns);
-        await tx.ledger.append(entry);
         const rowsDone = rowsBefore + chunk.count;
-        await tx.imports.setProgress(run.id, rowsDone, columns);
+        await tx.ledger.append(entry, { rowsDone, columns });
         return { kind: 'written', rowsDone };
       }),
     );
