@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 
 import { minusYears } from '../dates';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
@@ -63,7 +63,7 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     const known = await tx.claims.findDocuments(rows.flatMap((r) => r.documents));
     const plan = planIdentities(rows, known);
     const claims = plan.outcomes.map((o, i): NewClaimRow | null =>
-      o.ok ? { ...inputs[i]!, id: randomUUID(), clientId: o.client.id, companyId: principal.companyId, source, importId } : null,
+      o.ok ? { ...inputs[i]!, id: uuidv7(), clientId: o.client.id, companyId: principal.companyId, source, importId } : null,
     );
     const { createdAt } = await tx.claims.insertResolved(
       plan,
