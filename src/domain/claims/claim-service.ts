@@ -1,8 +1,6 @@
-import { v7 as uuidv7 } from 'uuid';
-
 import { minusYears } from '../dates';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
-import { isUuid } from '../ids';
+import { isUuid, newId } from '../ids';
 import { AppError, RetryableConflict, validationError, type FieldErrors } from '../errors';
 import type { DocumentHasher, DocumentRef, IdentityOutcome } from '../clients/identity';
 import { planIdentities } from '../clients/identity';
@@ -59,12 +57,34 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     importId: string | null,
     documents: DocumentRef[][] = inputs.map(documentsOf),
   ): Promise<{ outcomes: IdentityOutcome[]; claims: (NewClaimRow | null)[]; createdAt: string | null }> {
-    const rows = inputs.map((input, i) => ({ ...input.client, documents: documents[i]! }));
+    // Plain object literals, no spreads: this runs for every row of an import, inside its chunk's transaction.
+    const rows = inputs.map(({ client: c }, i) => ({
+      firstName: c.firstName,
+      lastName: c.lastName,
+      dateOfBirth: c.dateOfBirth,
+      documents: documents[i]!,
+    }));
     const known = await tx.claims.findDocuments(rows.flatMap((r) => r.documents));
     const plan = planIdentities(rows, known);
-    const claims = plan.outcomes.map((o, i): NewClaimRow | null =>
-      o.ok ? { ...inputs[i]!, id: uuidv7(), clientId: o.client.id, companyId: principal.companyId, source, importId } : null,
-    );
+    const claims = plan.outcomes.map((o, i): NewClaimRow | null => {
+      if (!o.ok) return null;
+      const c = inputs[i]!;
+      return {
+        client: c.client,
+        claimDate: c.claimDate,
+        claimType: c.claimType,
+        amount: c.amount,
+        currency: c.currency,
+        isAtFault: c.isAtFault,
+        vehicleRegistration: c.vehicleRegistration,
+        status: c.status,
+        id: newId(),
+        clientId: o.client.id,
+        companyId: principal.companyId,
+        source,
+        importId,
+      };
+    });
     const { createdAt } = await tx.claims.insertResolved(
       plan,
       claims.filter((c): c is NewClaimRow => c !== null),

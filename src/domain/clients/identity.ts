@@ -1,9 +1,8 @@
 import { createHmac } from 'node:crypto';
 
-import { v7 as uuidv7 } from 'uuid';
-
 import type { DocumentType } from '../claims/claim';
 import { messages } from '../claims/claim';
+import { newId as timeOrderedId } from '../ids';
 
 /**
  * Document numbers are stored only as a keyed hash: matching works on the hash, and a copied
@@ -66,7 +65,7 @@ export type IdentityPlan = {
  * time-ordered ids (UUIDv7), as claims do: rows written together land on neighbouring index pages,
  * which makes large imports cheaper to write than random ids would.
  */
-export function planIdentities(rows: IdentityRow[], known: KnownDocument[], newId: () => string = uuidv7): IdentityPlan {
+export function planIdentities(rows: IdentityRow[], known: KnownDocument[], newId: () => string = timeOrderedId): IdentityPlan {
   const owner = new Map<string, string>();
   const clients = new Map<string, ResolvedClient>();
   for (const doc of known) {
