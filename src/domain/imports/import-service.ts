@@ -96,6 +96,8 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
 };
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** Rows read between two turns of the event loop. */
+const ROWS_PER_TURN = 250;
 
 export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps<Tx>) {
   const { store, storage, queue, today, limits } = deps;
@@ -287,8 +289,13 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     };
     try {
       let chunk: ImportRow[] = [];
+      let read = 0;
       for await (const row of readImportRows(source, { onHeader: (c) => (columns = c) })) {
         if (stopped !== undefined) break;
+        // Parsed rows arrive without a turn of the event loop while the parser has input buffered
+        // (several 64 KB blocks: 50 ms and more); the chunk being written, and every other
+        // request of this process, would wait that long for their answers.
+        if (++read % ROWS_PER_TURN === 0) await yieldToEventLoop();
         if (skip > 0) {
           skip--;
           continue;
