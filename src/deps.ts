@@ -139,8 +139,9 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       : createInProcessImportQueue({ concurrency: config.workerConcurrency, attempts: config.importAttempts, log });
     const imports = createImportService({
       store,
-      writeClaims: async (tx, companyId, inputs, importId) =>
-        (await claims.storeBatch(tx, { companyId }, inputs, 'bulk_import', importId)).outcomes,
+      writeClaims: async (tx, companyId, inputs, importId, documents) =>
+        (await claims.storeBatch(tx, { companyId }, inputs, 'bulk_import', importId, documents)).outcomes,
+      documentsOf: claims.documentsOf,
       storage,
       queue: importQueue satisfies ImportQueue,
       today,

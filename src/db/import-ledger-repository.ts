@@ -21,10 +21,14 @@ export function createImportLedgerRepository(db: Queryable) {
       return rows.length > 0;
     },
 
-    async append(e: ChunkEntry): Promise<void> {
+    async append(e: ChunkEntry, progress: { rowsDone: number; columns: string[] | null }): Promise<void> {
       await db.query(
-        `INSERT INTO import_chunks (import_id, chunk_no, first_row, last_row, rows_done, imported, failed, errors, failed_rows)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb, $9::text::jsonb)`,
+        `WITH entry AS (
+           INSERT INTO import_chunks (import_id, chunk_no, first_row, last_row, rows_done, imported, failed, errors, failed_rows)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb, $9::text::jsonb)
+         )
+         UPDATE imports SET rows_done = $10, rows_total = GREATEST(rows_total, $10), columns = coalesce(columns, $11::text[])
+          WHERE id = $1 AND status = 'processing'`,
         [
           e.importId,
           e.chunkNo,
@@ -35,6 +39,8 @@ export function createImportLedgerRepository(db: Queryable) {
           e.failed,
           `[${e.errorsJson.join(',')}]`,
           `[${e.failedRowsJson.join(',')}]`,
+          progress.rowsDone,
+          progress.columns,
         ],
       );
     },

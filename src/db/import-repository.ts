@@ -127,12 +127,31 @@ export function createImportRepository(db: Queryable) {
     },
 
     async lock(id: string) {
-      const rows = await db.query<{ status: ImportStatus; cancel_requested: boolean; company_id: string }>(
-        'SELECT status, cancel_requested_at IS NOT NULL AS cancel_requested, company_id FROM imports WHERE id = $1 FOR UPDATE',
+      const rows = await db.query<{
+        status: ImportStatus;
+        cancel_requested: boolean;
+        company_id: string;
+        last_chunk: number | null;
+        ledger_rows: number | null;
+      }>(
+        `SELECT i.status, i.cancel_requested_at IS NOT NULL AS cancel_requested, i.company_id, l.last_chunk, l.ledger_rows
+           FROM imports i
+           CROSS JOIN LATERAL (
+             SELECT max(c.chunk_no) AS last_chunk, sum(c.rows_done)::int AS ledger_rows FROM import_chunks c WHERE c.import_id = i.id
+           ) AS l
+          WHERE i.id = $1
+            FOR UPDATE OF i`,
         [id],
       );
       const r = rows[0];
-      return r && { status: r.status, cancelRequested: r.cancel_requested, companyId: r.company_id };
+      return (
+        r && {
+          status: r.status,
+          cancelRequested: r.cancel_requested,
+          companyId: r.company_id,
+          ledger: r.last_chunk === null ? undefined : { chunkNo: r.last_chunk, rowsDone: r.ledger_rows ?? 0 },
+        }
+      );
     },
 
     async transition(
@@ -183,14 +202,6 @@ export function createImportRepository(db: Queryable) {
       );
     },
 
-    async setProgress(id: string, rowsDone: number, cols: string[] | null): Promise<void> {
-      await db.query(
-        `UPDATE imports SET rows_done = $2, rows_total = GREATEST(rows_total, $2), columns = coalesce(columns, $3::text[])
-          WHERE id = $1 AND status = 'processing'`,
-        [id, rowsDone, cols],
-      );
-    },
-
     async delete(id: string): Promise<void> {
       await db.query('DELETE FROM imports WHERE id = $1', [id]);
     },
@@ -204,11 +215,18 @@ export function createImportRepository(db: Queryable) {
       return rows.map((r) => ({ id: r.id, companyId: r.company_id }));
     },
 
+    /**
+     * An import's claims were all created after the import itself: they are found through the
+     * company's claims by creation time (claims_company_created_idx), with no index of their own.
+     */
     async purgeClaims(id: string, companyId: string, batch: number): Promise<number> {
       const rows = await db.query<{ n: number }>(
         `WITH gone AS (
            DELETE FROM claims WHERE id IN (
-             SELECT c.id FROM claims c WHERE c.import_id = $1 AND c.company_id = $2 LIMIT $3
+             SELECT c.id FROM imports i
+               JOIN claims c ON c.company_id = i.company_id AND c.created_at >= i.created_at
+              WHERE i.id = $1 AND c.company_id = $2 AND c.import_id = $1
+              LIMIT $3
            ) RETURNING 1
          ) SELECT count(*)::int AS n FROM gone`,
         [id, companyId, batch],

@@ -1,10 +1,8 @@
-import { randomUUID } from 'node:crypto';
-
 import { minusYears } from '../dates';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
-import { isUuid } from '../ids';
+import { isUuid, newId } from '../ids';
 import { AppError, RetryableConflict, validationError, type FieldErrors } from '../errors';
-import type { DocumentHasher, IdentityOutcome } from '../clients/identity';
+import type { DocumentHasher, DocumentRef, IdentityOutcome } from '../clients/identity';
 import { planIdentities } from '../clients/identity';
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
@@ -40,7 +38,9 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     if (window.today !== day) window = { today: day, from: minusYears(day, searchHistoryYears) };
     return window.from;
   };
-  const refsOf = (input: ClaimInput) => input.client.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
+  /** A claim's identity documents as stored: type and keyed hash of the number (CPU work, no I/O). */
+  const documentsOf = (input: ClaimInput): DocumentRef[] =>
+    input.client.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
 
   /**
    * Resolves identities and stores the claims of a batch inside the caller's transaction, with a
@@ -49,7 +49,8 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
    * Concurrency is optimistic: the unique key on documents decides who created a person first,
    * and a batch that lost such a race throws RetryableConflict having written nothing (run it
    * again: it will then find the person). 50 parallel submissions of one new person thus create
-   * exactly one client. Inside a longer transaction, run it in a savepoint.
+   * exactly one client. Inside a longer transaction, run it in a savepoint. `documents` (one
+   * `documentsOf` per input) lets a caller hash the documents before its transaction starts.
    */
   async function storeBatch(
     tx: { claims: ClaimRepository },
@@ -57,13 +58,36 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     inputs: ClaimInput[],
     source: ClaimSource,
     importId: string | null,
+    documents: DocumentRef[][] = inputs.map(documentsOf),
   ): Promise<{ outcomes: IdentityOutcome[]; claims: (NewClaimRow | null)[]; createdAt: string | null }> {
-    const rows = inputs.map((input) => ({ ...input.client, documents: refsOf(input) }));
+    // Plain object literals, no spreads: this runs for every row of an import, inside its chunk's transaction.
+    const rows = inputs.map(({ client: c }, i) => ({
+      firstName: c.firstName,
+      lastName: c.lastName,
+      dateOfBirth: c.dateOfBirth,
+      documents: documents[i]!,
+    }));
     const known = await tx.claims.findDocuments(rows.flatMap((r) => r.documents));
     const plan = planIdentities(rows, known);
-    const claims = plan.outcomes.map((o, i): NewClaimRow | null =>
-      o.ok ? { ...inputs[i]!, id: randomUUID(), clientId: o.client.id, companyId: principal.companyId, source, importId } : null,
-    );
+    const claims = plan.outcomes.map((o, i): NewClaimRow | null => {
+      if (!o.ok) return null;
+      const c = inputs[i]!;
+      return {
+        client: c.client,
+        claimDate: c.claimDate,
+        claimType: c.claimType,
+        amount: c.amount,
+        currency: c.currency,
+        isAtFault: c.isAtFault,
+        vehicleRegistration: c.vehicleRegistration,
+        status: c.status,
+        id: newId(),
+        clientId: o.client.id,
+        companyId: principal.companyId,
+        source,
+        importId,
+      };
+    });
     const { createdAt } = await tx.claims.insertResolved(
       plan,
       claims.filter((c): c is NewClaimRow => c !== null),
@@ -166,7 +190,7 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     };
   }
 
-  return { submit, get, list, updateStatus, searchByPlate, storeBatch };
+  return { submit, get, list, updateStatus, searchByPlate, storeBatch, documentsOf };
 }
 export type ClaimService = ReturnType<typeof createClaimService>;
 

@@ -1,7 +1,7 @@
 import type { ClaimInput } from '../claims/claim';
 import { validateClaimInput } from '../claims/claim';
 import { withRetries } from '../claims/claim-service';
-import type { IdentityOutcome } from '../clients/identity';
+import type { DocumentRef, IdentityOutcome } from '../clients/identity';
 import { toColumnErrors, type Column, type ImportRow } from './csv-file';
 import type { ImportStateMachine } from './import-status';
 import type { ChunkEntry, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
@@ -13,35 +13,59 @@ import type { ChunkEntry, ImportStatus, ImportStore, ImportTx, RowError } from '
 
 /**
  * Stores the valid rows of a chunk set-based, inside the chunk's transaction, resolving
- * identities in row order against the stored persons; one outcome per input. Throws
- * RetryableConflict, having written nothing, when it lost a race for a new person.
+ * identities in row order against the stored persons; one outcome per input. `documents` are the
+ * inputs' documents as stored (hashed), one list per input. Throws RetryableConflict, having
+ * written nothing, when it lost a race for a new person.
  */
-export type ClaimWriter<Tx> = (tx: Tx, companyId: string, inputs: ClaimInput[], importId: string) => Promise<IdentityOutcome[]>;
+export type ClaimWriter<Tx> = (
+  tx: Tx,
+  companyId: string,
+  inputs: ClaimInput[],
+  importId: string,
+  documents: DocumentRef[][],
+) => Promise<IdentityOutcome[]>;
 
-/** A validated chunk: the rows to store, and one slot per row, in row order, to report it. */
+/** A claim's identity documents as stored (the keyed hash): CPU work done before the chunk's transaction. */
+export type DocumentsOf = (input: ClaimInput) => DocumentRef[];
+
+/** A validated chunk: the rows to store with their hashed documents, and one slot per row, in row order, to report it. */
 export type PreparedChunk = {
   no: number;
   firstRow: number;
   lastRow: number;
   count: number;
   inputs: ClaimInput[];
+  documents: DocumentRef[][];
   slots: ({ row: number; index: number; cells: string[] } | (RowError & { cells: string[] }))[];
 };
 
-/** Row validation is the single-claim validation, called (`validateClaimInput`). */
-export function prepareChunk(no: number, rows: ImportRow[], today: string): PreparedChunk {
+/** Rows validated (and hashed) between two turns of the event loop: other requests wait at most that long. */
+const ROWS_PER_SLICE = 250;
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Row validation is the single-claim validation, called (`validateClaimInput`); the documents are
+ * hashed here too, so that the chunk's transaction holds only the database work. The work is cut
+ * into slices that let the event loop answer other requests in between.
+ */
+export async function prepareChunk(no: number, rows: ImportRow[], today: string, documentsOf: DocumentsOf): Promise<PreparedChunk> {
   const inputs: ClaimInput[] = [];
+  const documents: DocumentRef[][] = [];
   const slots: PreparedChunk['slots'] = [];
-  for (const r of rows) {
+  for (let i = 0; i < rows.length; i++) {
+    if (i > 0 && i % ROWS_PER_SLICE === 0) await yieldToEventLoop();
+    const r = rows[i]!;
     if ('errors' in r) {
       slots.push({ row: r.row, messages: toColumnErrors(r.errors), cells: r.cells });
       continue;
     }
     const { value, errors } = validateClaimInput(r.body, today);
-    if (value) slots.push({ row: r.row, index: inputs.push(value) - 1, cells: r.cells });
-    else slots.push({ row: r.row, messages: toColumnErrors(errors), cells: r.cells });
+    if (value) {
+      documents.push(documentsOf(value));
+      slots.push({ row: r.row, index: inputs.push(value) - 1, cells: r.cells });
+    } else slots.push({ row: r.row, messages: toColumnErrors(errors), cells: r.cells });
   }
-  return { no, firstRow: rows[0]?.row ?? 0, lastRow: rows.at(-1)?.row ?? 0, count: rows.length, inputs, slots };
+  return { no, firstRow: rows[0]?.row ?? 0, lastRow: rows.at(-1)?.row ?? 0, count: rows.length, inputs, documents, slots };
 }
 
 /** What committing a chunk came to. */
@@ -60,9 +84,10 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
   const { store, machine, writeClaims } = deps;
 
   /**
-   * One transaction: lock the import's row (a cancel asked meanwhile wins; a second run of the
-   * same import waits here), check the ledger is where this run expects it, store the claims,
-   * append the ledger entry, record the progress. Everything commits together or not at all.
+   * One transaction: lock the import's row and read where its ledger stands (one statement; a
+   * cancel asked meanwhile wins; a second run of the same import waits here), check the ledger is
+   * where this run expects it, store the claims, append the ledger entry with the progress (one
+   * statement). Everything commits together or not at all.
    */
   async function commit(
     run: { id: string; companyId: string },
@@ -78,16 +103,15 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
           await machine.transition(tx, run.id, 'cancelled');
           return { kind: 'stopped', status: 'cancelled' };
         }
-        const last = await tx.ledger.last(run.id);
+        const last = state.ledger;
         if ((last?.chunkNo ?? -1) !== chunk.no - 1 || (last?.rowsDone ?? 0) !== rowsBefore) return { kind: 'superseded' };
         const outcomes =
           chunk.inputs.length === 0
             ? []
-            : await withRetries(() => tx.savepoint(() => writeClaims(tx, run.companyId, chunk.inputs, run.id)));
+            : await withRetries(() => tx.savepoint(() => writeClaims(tx, run.companyId, chunk.inputs, run.id, chunk.documents)));
         const entry = ledgerEntry(run.id, chunk, outcomes, columns);
-        await tx.ledger.append(entry);
         const rowsDone = rowsBefore + chunk.count;
-        await tx.imports.setProgress(run.id, rowsDone, columns);
+        await tx.ledger.append(entry, { rowsDone, columns });
         return { kind: 'written', rowsDone };
       }),
     );

@@ -7,7 +7,7 @@ import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
 import type { Principal } from '../principal';
 import { withRetries } from '../claims/claim-service';
-import { createChunkWriter, ledgerEntry, prepareChunk, type ClaimWriter, type PreparedChunk } from './chunk-writer';
+import { createChunkWriter, ledgerEntry, prepareChunk, type ClaimWriter, type DocumentsOf, type PreparedChunk } from './chunk-writer';
 import {
   checkFileName,
   createFileInspector,
@@ -81,6 +81,8 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   store: ImportStore<Tx>;
   /** Stores a chunk's valid rows set-based in the chunk's transaction (the single-claim identity rules). */
   writeClaims: ClaimWriter<Tx>;
+  /** A claim's identity documents as stored (hashed), worked out before a chunk's transaction. */
+  documentsOf: DocumentsOf;
   storage: ObjectStore;
   queue: ImportQueue;
   today: () => string;
@@ -94,6 +96,8 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
 };
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** Rows read between two turns of the event loop. */
+const ROWS_PER_TURN = 250;
 
 export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps<Tx>) {
   const { store, storage, queue, today, limits } = deps;
@@ -277,7 +281,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     // one is read and validated; the reader waits (back-pressure) while a chunk waits to be written.
     let inflight: Promise<void> = Promise.resolve();
     const dispatch = async (rows: ImportRow[]) => {
-      const prepared = prepareChunk(chunkNo++, rows, day);
+      const prepared = await prepareChunk(chunkNo++, rows, day, deps.documentsOf);
       await inflight;
       inflight = write(prepared);
       inflight.catch(() => {}); // awaited below; this only keeps it from counting as unhandled meanwhile
@@ -285,8 +289,13 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     };
     try {
       let chunk: ImportRow[] = [];
+      let read = 0;
       for await (const row of readImportRows(source, { onHeader: (c) => (columns = c) })) {
         if (stopped !== undefined) break;
+        // Parsed rows arrive without a turn of the event loop while the parser has input buffered
+        // (several 64 KB blocks: 50 ms and more); the chunk being written, and every other
+        // request of this process, would wait that long for their answers.
+        if (++read % ROWS_PER_TURN === 0) await yieldToEventLoop();
         if (skip > 0) {
           skip--;
           continue;
@@ -380,12 +389,14 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
           let chunk: ImportRow[] = [];
           let no = 0;
           const check = async () => {
-            const prepared = prepareChunk(no++, chunk, day);
+            const prepared = await prepareChunk(no++, chunk, day, deps.documentsOf);
             chunk = [];
             const outcomes =
               prepared.inputs.length === 0
                 ? []
-                : await withRetries(() => tx.savepoint(() => deps.writeClaims(tx, principal.companyId, prepared.inputs, file.importId)));
+                : await withRetries(() =>
+                    tx.savepoint(() => deps.writeClaims(tx, principal.companyId, prepared.inputs, file.importId, prepared.documents)),
+                  );
             const entry = ledgerEntry(file.importId, prepared, outcomes, null);
             imported += entry.imported;
             for (const e of entry.errorsJson) errors.push(JSON.parse(e) as RowError);

@@ -50,15 +50,22 @@ export interface ImportRepositoryPort {
   findForCompany(companyId: string, id: string): Promise<ImportRecord | undefined>;
   listByCompany(companyId: string, opts: { after?: { ts: string; id: string } | undefined; limit: number }): Promise<ImportRecord[]>;
   listUnfinishedIds(): Promise<string[]>;
-  /** Locks the import's row for the rest of the transaction; its status and whether a cancel was asked. */
-  lock(id: string): Promise<{ status: ImportStatus; cancelRequested: boolean; companyId: string } | undefined>;
+  /**
+   * Locks the import's row for the rest of the transaction; its status, whether a cancel was asked,
+   * and where its ledger stands (the last committed chunk and the rows done up to it, if any).
+   */
+  lock(
+    id: string,
+  ): Promise<
+    | { status: ImportStatus; cancelRequested: boolean; companyId: string; ledger: { chunkNo: number; rowsDone: number } | undefined }
+    | undefined
+  >;
   /**
    * Moves the import from one of `from` to `to`, appends the change to its history, and returns
    * the import as it now is; undefined when its status was not one of `from` (nothing written).
    */
   transition(id: string, from: readonly ImportStatus[], to: ImportStatus, patch: TransitionPatch): Promise<ImportRecord | undefined>;
   requestCancel(id: string): Promise<void>;
-  setProgress(id: string, rowsDone: number, columns: string[] | null): Promise<void>;
   delete(id: string): Promise<void>;
   /** Failed or cancelled imports whose claims are not all removed yet. */
   listToPurge(limit: number): Promise<{ id: string; companyId: string }[]>;
@@ -86,7 +93,8 @@ export interface LedgerPort {
   /** The last committed chunk and the rows done up to it, or undefined before the first. */
   last(importId: string): Promise<{ chunkNo: number; rowsDone: number } | undefined>;
   has(importId: string, chunkNo: number): Promise<boolean>;
-  append(entry: ChunkEntry): Promise<void>;
+  /** Appends the entry and, in the same statement, records the import's progress (rows done, the file's columns). */
+  append(entry: ChunkEntry, progress: { rowsDone: number; columns: string[] | null }): Promise<void>;
   /** The failed rows' cells in row order, a page at a time (for the failed rows' file). */
   failedRows(
     importId: string,
