@@ -1,11 +1,9 @@
-import { randomUUID } from 'node:crypto';
-
 import type { Claim } from '../claims/claim';
 import type { DocumentHasher } from '../clients/identity';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { minusYears } from '../dates';
 import { AppError, validationError, type FieldErrors } from '../errors';
-import { isUuid } from '../ids';
+import { isUuid, newId } from '../ids';
 import type { Principal } from '../principal';
 import {
   indicatorsOf,
@@ -41,9 +39,12 @@ export type RegistryServiceDeps = {
 export const MAX_PURGE_BATCH = 10_000;
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
 
-/** The look-up log entry of a cross-company read by this principal. */
+/**
+ * The look-up log entry of a cross-company read by this principal. Its id is time-ordered, so the
+ * log's primary key and the index of its results grow at one end instead of at random places.
+ */
 export function lookupRecordOf(principal: Principal, purpose: string | null): LookupRecord {
-  return { id: randomUUID(), companyId: principal.companyId, tokenId: principal.tokenId, userId: principal.userId, purpose };
+  return { id: newId(), companyId: principal.companyId, tokenId: principal.tokenId, userId: principal.userId, purpose };
 }
 
 /** The optional purpose of a look-up, or a 422 naming the field. */
