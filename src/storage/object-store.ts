@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
-import { Client } from 'minio';
+import type { Client } from 'minio';
 
 import type { Config } from '../config';
 
@@ -128,20 +128,28 @@ export function createLocalObjectStore(root: string): ObjectStore {
 const PART_SIZE = 5 * 1024 * 1024;
 
 export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore {
-  const client = new Client({
-    endPoint: s3.endPoint,
-    ...(s3.port ? { port: s3.port } : {}),
-    useSSL: s3.useSSL,
-    accessKey: s3.accessKey,
-    secretKey: s3.secretKey,
-    region: s3.region,
-    pathStyle: true,
-  });
+  // The minio client (and what it pulls in: ~28 MB of resident memory) is loaded on first use,
+  // so that a process storing files in a local folder never carries it.
+  let clientLoad: Promise<Client> | undefined;
+  const getClient = () =>
+    (clientLoad ??= import('minio').then(
+      ({ Client: MinioClient }) =>
+        new MinioClient({
+          endPoint: s3.endPoint,
+          ...(s3.port ? { port: s3.port } : {}),
+          useSSL: s3.useSSL,
+          accessKey: s3.accessKey,
+          secretKey: s3.secretKey,
+          region: s3.region,
+          pathStyle: true,
+        }),
+    ));
   const { bucket } = s3;
   const headers = { 'Content-Type': 'text/csv' };
   let bucketReady: Promise<void> | undefined;
   const ensureBucket = () => {
     bucketReady ??= (async () => {
+      const client = await getClient();
       if (!(await client.bucketExists(bucket))) {
         try {
           await client.makeBucket(bucket, s3.region);
@@ -164,6 +172,7 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
    * first lists the bucket's incomplete uploads, which not every S3-compatible server offers.
    */
   async function upload(key: string, source: Readable, maxBytes: number, state: { uploadId?: string }): Promise<number> {
+    const client = await getClient();
     let size = 0;
     let parts: Buffer[] = [];
     let buffered = 0;
@@ -211,13 +220,15 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
         return { size: await withDeadline(work, timeoutMs, (err) => source.destroy(err)) };
       } catch (err) {
         source.destroy();
-        if (state.uploadId) await client.abortMultipartUpload(bucket, key, state.uploadId).catch(() => {});
-        await client.removeObject(bucket, key).catch(() => {});
+        const client = await getClient().catch(() => undefined);
+        if (client && state.uploadId) await client.abortMultipartUpload(bucket, key, state.uploadId).catch(() => {});
+        await client?.removeObject(bucket, key).catch(() => {});
         throw err;
       }
     },
     async getStream(key) {
       checkKey(key);
+      const client = await getClient();
       try {
         return await client.getObject(bucket, key);
       } catch (err) {
@@ -228,7 +239,7 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
     },
     async delete(key) {
       checkKey(key);
-      await client.removeObject(bucket, key);
+      await (await getClient()).removeObject(bucket, key);
     },
   };
 }

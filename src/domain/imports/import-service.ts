@@ -283,6 +283,9 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     const dispatch = async (rows: ImportRow[]) => {
       const prepared = await prepareChunk(chunkNo++, rows, day, deps.documentsOf);
       await inflight;
+      // Requests that waited for the chunk just written go first: their next statements queue
+      // ahead of this chunk's (embedded, PGlite runs one statement at a time, on this thread).
+      await yieldToEventLoop();
       inflight = write(prepared);
       inflight.catch(() => {}); // awaited below; this only keeps it from counting as unhandled meanwhile
       await yieldToEventLoop();
