@@ -117,36 +117,38 @@ export function createRegistryRepository(db: Db): RegistryRepository {
       // written yet, and in exchange the log's write holds a connection for less time.
       await db.transaction(async (tx) => {
         await tx.query('SET LOCAL synchronous_commit = off');
-        // Typed arrays, one per column, unnested side by side: no JSON to build or to parse.
-        const results = entries.flatMap((e) => e.claimIds.map((claimId) => ({ claimId, lookupId: e.id, at: e.at })));
         await tx.query(
-          `WITH logged AS (
-             INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id,
-                                  result_count, created_at)
-             SELECT t.*
-               FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::uuid[],
-                           $9::uuid[], $10::int[], $11::timestamptz[])
-                    AS t(id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id, result_count,
-                         created_at)
-              WHERE EXISTS (SELECT 1 FROM companies co WHERE co.id = t.company_id)
-           )
-           INSERT INTO lookup_results (claim_id, lookup_id, created_at)
-           SELECT * FROM unnest($12::uuid[], $13::uuid[], $14::timestamptz[])`,
+          `WITH entry AS (
+           SELECT * FROM json_to_recordset($1::text::json) AS t(id uuid, company_id uuid, token_id uuid, user_id uuid,
+                  purpose text, kind text, vehicle_registration text, client_id uuid, claim_id uuid, result_count int,
+                  created_at timestamptz, claim_ids uuid[])
+            WHERE EXISTS (SELECT 1 FROM companies co WHERE co.id = t.company_id)
+         ), logged AS (
+           INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id,
+                                result_count, created_at)
+           SELECT id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id, result_count, created_at
+             FROM entry
+         )
+         INSERT INTO lookup_results (claim_id, lookup_id, created_at)
+         SELECT r.claim_id, e.id, e.created_at
+           FROM entry e CROSS JOIN LATERAL unnest(e.claim_ids) AS r(claim_id)`,
           [
-            entries.map((e) => e.id),
-            entries.map((e) => e.companyId),
-            entries.map((e) => e.tokenId),
-            entries.map((e) => e.userId),
-            entries.map((e) => e.purpose),
-            entries.map((e) => e.kind),
-            entries.map((e) => e.vehicleRegistration),
-            entries.map((e) => e.clientId),
-            entries.map((e) => e.claimId),
-            entries.map((e) => e.claimIds.length),
-            entries.map((e) => e.at),
-            results.map((r) => r.claimId),
-            results.map((r) => r.lookupId),
-            results.map((r) => r.at),
+            JSON.stringify(
+              entries.map((e) => ({
+                id: e.id,
+                company_id: e.companyId,
+                token_id: e.tokenId,
+                user_id: e.userId,
+                purpose: e.purpose,
+                kind: e.kind,
+                vehicle_registration: e.vehicleRegistration,
+                client_id: e.clientId,
+                claim_id: e.claimId,
+                result_count: e.claimIds.length,
+                created_at: e.at,
+                claim_ids: e.claimIds,
+              })),
+            ),
           ],
         );
       });
