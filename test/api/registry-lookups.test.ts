@@ -156,6 +156,14 @@ describe('look-up log: GET /api/v1/lookups and GET /api/v1/claims/{id}/lookups',
     expect(rows).toEqual([{ user_id: c.member.id, token_id: null }]);
   });
 
+  it('keeps a purpose exactly as written, quotes, braces, commas, backslashes and NULL included', async () => {
+    const c = await ctx.newCompany();
+    const purposes = ['He said "check", {again}', 'C:\\claims\\2026, row 7', 'NULL', '  ünïcödé ✓ '];
+    for (const purpose of purposes) expect((await plateSearch(ctx, c, { vehicle_registration: newPlate(), purpose })).statusCode).toBe(200);
+    const listed = (await get(ctx, c, '/api/v1/lookups')).json().data.map((l: { purpose: string }) => l.purpose);
+    expect([...listed].sort()).toEqual(purposes.map((p) => p.trim()).sort());
+  });
+
   it('a purpose that is not text is a 422 naming purpose', async () => {
     const c = await ctx.newCompany();
     const res = await plateSearch(ctx, c, { vehicle_registration: newPlate(), purpose: 12 });
