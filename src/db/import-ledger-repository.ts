@@ -16,11 +16,6 @@ export function createImportLedgerRepository(db: Queryable) {
       return r && { chunkNo: r.chunk_no, rowsDone: r.rows_done };
     },
 
-    async has(importId: string, chunkNo: number): Promise<boolean> {
-      const rows = await db.query('SELECT 1 FROM import_chunks WHERE import_id = $1 AND chunk_no = $2', [importId, chunkNo]);
-      return rows.length > 0;
-    },
-
     async append(e: ChunkEntry, progress: { rowsDone: number; columns: string[] | null }): Promise<void> {
       await db.query(
         `WITH entry AS (

@@ -164,6 +164,24 @@ describe('look-up log: GET /api/v1/lookups and GET /api/v1/claims/{id}/lookups',
     expect([...listed].sort()).toEqual(purposes.map((p) => p.trim()).sort());
   });
 
+  it('every cursor-paged list refuses a limit outside 1-100 and a foreign cursor with a 422 naming the field', async () => {
+    const c = await ctx.newCompany();
+    const claim = await submitClaim(ctx, c, { vehicle_registration: newPlate() });
+    for (const path of ['/api/v1/lookups', `/api/v1/claims/${claim.id}/lookups`, '/api/v1/imports']) {
+      for (const [query, field] of [
+        ['?limit=0', 'limit'],
+        ['?limit=101', 'limit'],
+        ['?limit=ten', 'limit'],
+        ['?cursor=not-a-cursor', 'cursor'],
+      ] as const) {
+        const res = await get(ctx, c, `${path}${query}`);
+        expect(res.statusCode, `${path}${query}`).toBe(422);
+        expect(Object.keys(res.json().errors), `${path}${query}`).toEqual([field]);
+      }
+      expect((await get(ctx, c, `${path}?limit=100`)).statusCode, path).toBe(200);
+    }
+  });
+
   it('a purpose that is not text is a 422 naming purpose', async () => {
     const c = await ctx.newCompany();
     const res = await plateSearch(ctx, c, { vehicle_registration: newPlate(), purpose: 12 });

@@ -102,10 +102,10 @@ describe.skipIf(dbKind() !== 'postgres')('SIGTERM to the API server', () => {
   let ctx: TestContext;
   afterAll(async () => ctx?.close());
 
-  it('finishes the upload in flight and its import, answers it, then exits 0', async () => {
+  /** `npm start` on this test's PostgreSQL schema, ready to answer on `port`. */
+  async function startServer(env: Record<string, string> = {}) {
     ctx ??= await createTestContext();
     const schema = (await ctx.deps.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
-    const company = await ctx.newCompany('Stop');
     const port = await freePort();
     const server = startScript('start', {
       DATABASE_URL: process.env.TEST_DATABASE_URL!,
@@ -115,8 +115,15 @@ describe.skipIf(dbKind() !== 'postgres')('SIGTERM to the API server', () => {
       SESSION_SECRET: 'test-session-secret-0123456789abcdef0123',
       DATA_DIR: ctx.config.dataDir,
       PORT: String(port),
+      ...env,
     });
     await ready(server, 'claims registry ready');
+    return { server, port };
+  }
+
+  it('finishes the upload in flight and its import, answers it, then exits 0', async () => {
+    const { server, port } = await startServer();
+    const company = await ctx.newCompany('Stop');
 
     const body = await multipart(csv([validRow(), validRow()]));
     const half = Math.floor(body.payload.length / 2);
@@ -152,22 +159,9 @@ describe.skipIf(dbKind() !== 'postgres')('SIGTERM to the API server', () => {
   }, 120_000);
 
   it('writes the look-ups it has not written yet before it exits', async () => {
-    ctx ??= await createTestContext();
-    const schema = (await ctx.deps.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
+    // Far longer than the test: only the stop can write the entries.
+    const { server, port } = await startServer({ LOOKUP_LOG_FLUSH_MS: '10000' });
     const company = await ctx.newCompany('Looker');
-    const port = await freePort();
-    const server = startScript('start', {
-      DATABASE_URL: process.env.TEST_DATABASE_URL!,
-      DB_SEARCH_PATH: schema,
-      DB_POOL_SIZE: '3',
-      DOCUMENT_HASH_KEY: TEST_HASH_KEY,
-      SESSION_SECRET: 'test-session-secret-0123456789abcdef0123',
-      DATA_DIR: ctx.config.dataDir,
-      PORT: String(port),
-      // Far longer than the test: only the stop can write the entries.
-      LOOKUP_LOG_FLUSH_MS: '10000',
-    });
-    await ready(server, 'claims registry ready');
     const plate = `STOP${randomBytes(3).toString('hex').toUpperCase()}`;
     for (const purpose of ['first', 'second']) {
       const res = await fetch(`http://127.0.0.1:${port}/api/v1/claims/search-by-plate`, {

@@ -1,16 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 
 import { claimIdParams } from '../schemas/claims';
-import { commonErrors, errorBody } from '../schemas/common';
-import {
-  claimLookupPage,
-  lookupPage,
-  matchesQuery,
-  matchesResult,
-  pageQuery,
-  searchByPersonBody,
-  searchByPersonResult,
-} from '../schemas/registry';
+import { commonErrors, errorBody, pageQuery } from '../schemas/common';
+import { claimLookupPage, lookupPage, matchesQuery, matchesResult, searchByPersonBody, searchByPersonResult } from '../schemas/registry';
 
 const notFound = { 404: { description: "Unknown claim id, not a UUID, or another company's claim", ...errorBody } } as const;
 const security = [{ bearerAuth: [] }];

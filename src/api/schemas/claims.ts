@@ -1,4 +1,5 @@
 import { CLAIM_SOURCES, CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS } from '../../domain/claims/claim';
+import { pageMeta, pageQuery } from './common';
 
 const isoDate = { type: 'string', maxLength: 10, examples: ['2026-03-14'] } as const;
 
@@ -159,8 +160,7 @@ export const listClaimsQuery = {
   type: 'object',
   properties: {
     status: { type: 'string', enum: CLAIM_STATUSES },
-    cursor: { type: 'string', maxLength: 200, description: 'next_cursor of the previous page' },
-    limit: { type: 'integer', minimum: 1, maximum: 100, default: 25 },
+    ...pageQuery.properties,
   },
 } as const;
 
@@ -168,7 +168,7 @@ export const claimPage = {
   type: 'object',
   properties: {
     data: { type: 'array', items: { $ref: 'Claim#' } },
-    meta: { type: 'object', properties: { next_cursor: { type: ['string', 'null'] } }, required: ['next_cursor'] },
+    meta: pageMeta,
   },
   required: ['data', 'meta'],
 } as const;

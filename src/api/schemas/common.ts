@@ -65,3 +65,15 @@ export const preferHeader = {
     },
   },
 } as const;
+
+/** The query of every cursor-paged list: `cursor` (the previous page's next_cursor) and `limit`. */
+export const pageQuery = {
+  type: 'object',
+  properties: {
+    cursor: { type: 'string', maxLength: 200, description: 'next_cursor of the previous page' },
+    limit: { type: 'integer', minimum: 1, maximum: 100, default: 25 },
+  },
+} as const;
+
+/** The `meta` of every cursor-paged list: where the next page starts (null on the last). */
+export const pageMeta = { type: 'object', properties: { next_cursor: { type: ['string', 'null'] } }, required: ['next_cursor'] } as const;

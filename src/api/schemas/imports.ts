@@ -1,4 +1,5 @@
 import { IMPORT_STATUSES } from '../../db/import-repository';
+import { pageMeta, pageQuery } from './common';
 
 const messagesByColumn = {
   type: 'object',
@@ -79,7 +80,7 @@ export const importPage = {
   type: 'object',
   properties: {
     data: { type: 'array', items: importListItem },
-    meta: { type: 'object', properties: { next_cursor: { type: ['string', 'null'] } }, required: ['next_cursor'] },
+    meta: pageMeta,
   },
   required: ['data', 'meta'],
 } as const;
@@ -90,13 +91,7 @@ export const importIdParams = {
   properties: { id: { type: 'string', maxLength: 64, description: 'Import UUID' } },
 } as const;
 
-export const listImportsQuery = {
-  type: 'object',
-  properties: {
-    cursor: { type: 'string', maxLength: 200, description: 'next_cursor of the previous page' },
-    limit: { type: 'integer', minimum: 1, maximum: 100, default: 25 },
-  },
-} as const;
+export const listImportsQuery = pageQuery;
 
 /** For the OpenAPI document: the multipart body (validated by the handler, which streams it). */
 export const importBodyDoc = {

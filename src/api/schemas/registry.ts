@@ -1,5 +1,6 @@
 import { LOOKUP_KINDS, PURPOSE_MAX_LENGTH } from '../../domain/registry/registry';
 import { claimSchema, idDocuments, searchResult } from './claims';
+import { pageMeta } from './common';
 
 const purpose = {
   type: ['string', 'null'],
@@ -67,14 +68,6 @@ export const searchByPersonBody = {
 
 export const searchByPersonResult = searchResult;
 
-export const pageQuery = {
-  type: 'object',
-  properties: {
-    cursor: { type: 'string', maxLength: 200, description: 'next_cursor of the previous page' },
-    limit: { type: 'integer', minimum: 1, maximum: 100, default: 25 },
-  },
-} as const;
-
 export const lookupPage = {
   type: 'object',
   properties: {
@@ -94,7 +87,7 @@ export const lookupPage = {
         required: ['id', 'kind', 'vehicle_registration', 'claim_id', 'result_count', 'purpose', 'created_at'],
       },
     },
-    meta: { type: 'object', properties: { next_cursor: { type: ['string', 'null'] } }, required: ['next_cursor'] },
+    meta: pageMeta,
   },
   required: ['data', 'meta'],
 } as const;
@@ -114,7 +107,7 @@ export const claimLookupPage = {
         required: ['company_name', 'kind', 'created_at'],
       },
     },
-    meta: { type: 'object', properties: { next_cursor: { type: ['string', 'null'] } }, required: ['next_cursor'] },
+    meta: pageMeta,
   },
   required: ['data', 'meta'],
 } as const;

@@ -41,7 +41,8 @@ export type PreparedChunk = {
 
 /** Rows validated (and hashed) between two turns of the event loop: other requests wait at most that long. */
 const ROWS_PER_SLICE = 250;
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** One turn of the event loop: what other requests were waiting for runs first. */
+export const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Row validation is the single-claim validation, called (`validateClaimInput`); the documents are

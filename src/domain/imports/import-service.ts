@@ -7,7 +7,15 @@ import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
 import type { Principal } from '../principal';
 import { withRetries } from '../claims/claim-service';
-import { createChunkWriter, ledgerEntry, prepareChunk, type ClaimWriter, type DocumentsOf, type PreparedChunk } from './chunk-writer';
+import {
+  createChunkWriter,
+  ledgerEntry,
+  prepareChunk,
+  yieldToEventLoop,
+  type ClaimWriter,
+  type DocumentsOf,
+  type PreparedChunk,
+} from './chunk-writer';
 import {
   checkFileName,
   createFileInspector,
@@ -95,7 +103,6 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   purgeBatch?: number;
 };
 
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 /** Rows read between two turns of the event loop. */
 const ROWS_PER_TURN = 250;
 

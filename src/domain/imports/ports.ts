@@ -92,7 +92,6 @@ export type ChunkEntry = {
 export interface LedgerPort {
   /** The last committed chunk and the rows done up to it, or undefined before the first. */
   last(importId: string): Promise<{ chunkNo: number; rowsDone: number } | undefined>;
-  has(importId: string, chunkNo: number): Promise<boolean>;
   /** Appends the entry and, in the same statement, records the import's progress (rows done, the file's columns). */
   append(entry: ChunkEntry, progress: { rowsDone: number; columns: string[] | null }): Promise<void>;
   /** The failed rows' cells in row order, a page at a time (for the failed rows' file). */
