@@ -56,7 +56,7 @@ try {
     await repo.listLookups(company.company_id, { after: mid, limit: 26 });
   }
   const [looked] = await db.query<{ claim_id: string; company_id: string }>(
-    `SELECT r.claim_id, c.company_id FROM lookup_results r JOIN claims c ON c.id = r.claim_id LIMIT 1`,
+    `SELECT c.id AS claim_id, c.company_id FROM lookups l JOIN claims c ON c.id = l.claim_ids[1] LIMIT 1`,
   );
   if (looked) {
     label = 'who looked at a claim';

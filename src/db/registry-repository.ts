@@ -20,6 +20,23 @@ const CLAIM_JSON = `json_build_object(
     'is_at_fault', c.is_at_fault, 'vehicle_registration', c.vehicle_registration, 'source', c.source,
     'status', c.status, 'company_name', co.name, 'created_at', ${ts('c.created_at')})`;
 
+/**
+ * The look-ups that returned claim \`claim\` (an alias with id, vehicle_registration, client_id),
+ * newest first, at most \`limit\`, those meeting \`where\` (on alias l). Every look-up that can
+ * have returned a claim shares its plate or its person: each of the two indexes gives its
+ * candidates newest first (a look-up found through both is taken from the first), and the
+ * look-up's claim_ids decide exactly.
+ */
+const RETURNED_BY = (claim: string, where: string, limit: string) => `
+  (SELECT l.* FROM lookups l
+    WHERE l.plate_key = ${claim}.vehicle_registration AND ${claim}.id = ANY (l.claim_ids) AND ${where}
+    ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit})
+  UNION ALL
+  (SELECT l.* FROM lookups l
+    WHERE l.client_key = ${claim}.client_id AND l.plate_key IS DISTINCT FROM ${claim}.vehicle_registration
+      AND ${claim}.id = ANY (l.claim_ids) AND ${where}
+    ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit})`;
+
 export function createRegistryRepository(db: Db): RegistryRepository {
   return {
     async matches(claimId, companyId, fromDate, timeZone) {
@@ -120,18 +137,18 @@ export function createRegistryRepository(db: Db): RegistryRepository {
         await tx.query(
           `WITH entry AS (
            SELECT * FROM json_to_recordset($1::text::json) AS t(id uuid, company_id uuid, token_id uuid, user_id uuid,
-                  purpose text, kind text, vehicle_registration text, client_id uuid, claim_id uuid, result_count int,
+                  purpose text, kind text, vehicle_registration text, client_id uuid, claim_id uuid,
                   created_at timestamptz, claim_ids uuid[])
             WHERE EXISTS (SELECT 1 FROM companies co WHERE co.id = t.company_id)
-         ), logged AS (
-           INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id,
-                                result_count, created_at)
-           SELECT id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id, result_count, created_at
-             FROM entry
          )
-         INSERT INTO lookup_results (claim_id, lookup_id, created_at)
-         SELECT r.claim_id, e.id, e.created_at
-           FROM entry e CROSS JOIN LATERAL unnest(e.claim_ids) AS r(claim_id)`,
+         INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id,
+                              result_count, created_at, claim_ids, plate_key, client_key)
+         SELECT e.id, e.company_id, e.token_id, e.user_id, e.purpose, e.kind, e.vehicle_registration, e.client_id, e.claim_id,
+                cardinality(e.claim_ids), e.created_at, e.claim_ids,
+                CASE e.kind WHEN 'matches' THEN asked.vehicle_registration ELSE e.vehicle_registration END,
+                CASE e.kind WHEN 'matches' THEN asked.client_id ELSE e.client_id END
+           FROM entry e
+           LEFT JOIN claims asked ON e.kind = 'matches' AND asked.id = e.claim_id`,
           [
             JSON.stringify(
               entries.map((e) => ({
@@ -144,7 +161,6 @@ export function createRegistryRepository(db: Db): RegistryRepository {
                 vehicle_registration: e.vehicleRegistration,
                 client_id: e.clientId,
                 claim_id: e.claimId,
-                result_count: e.claimIds.length,
                 created_at: e.at,
                 claim_ids: e.claimIds,
               })),
@@ -178,19 +194,16 @@ export function createRegistryRepository(db: Db): RegistryRepository {
         lookup_id: string | null;
       }>(
         `WITH own AS (
-           SELECT c.id FROM claims c WHERE c.id = $1 AND c.company_id = $2 AND ${visibleClaim('c')}
+           SELECT c.id, c.vehicle_registration, c.client_id FROM claims c WHERE c.id = $1 AND c.company_id = $2 AND ${visibleClaim('c')}
          )
          SELECT x.company_name, x.kind, x.created_at, x.position_ts, x.lookup_id
            FROM own
            LEFT JOIN LATERAL (
-             SELECT co.name AS company_name, l.kind, ${ts('r.created_at')} AS created_at,
-                    ${position('r.created_at')} AS position_ts, r.lookup_id
-               FROM lookup_results r
-               JOIN lookups l ON l.id = r.lookup_id
+             SELECT co.name AS company_name, l.kind, ${ts('l.created_at')} AS created_at,
+                    ${position('l.created_at')} AS position_ts, l.id AS lookup_id
+               FROM (${RETURNED_BY('own', '($3::timestamptz IS NULL OR (l.created_at, l.id) < ($3::timestamptz, $4::uuid))', '$5')}) l
                JOIN companies co ON co.id = l.company_id
-              WHERE r.claim_id = own.id
-                AND ($3::timestamptz IS NULL OR (r.created_at, r.lookup_id) < ($3::timestamptz, $4::uuid))
-              ORDER BY r.created_at DESC, r.lookup_id DESC
+              ORDER BY l.created_at DESC, l.id DESC
               LIMIT $5
            ) x ON true`,
         [claimId, companyId, after?.ts ?? null, after?.id ?? null, limit],
@@ -211,12 +224,21 @@ export function createRegistryRepository(db: Db): RegistryRepository {
         const deleted = await tx.query<{ claims: number; lookups: number; client_ids: string[] | null }>(
           `WITH batch AS (
              SELECT id, client_id FROM claims WHERE claim_date < $1::date LIMIT $2 FOR UPDATE SKIP LOCKED
-           ), results AS (
-             DELETE FROM lookup_results r USING batch b WHERE r.claim_id = b.id RETURNING 1
+           ), ids AS (
+             SELECT array_agg(id) AS ids FROM batch
            ), asked AS (
+             -- The matches look-ups of these claims.
              DELETE FROM lookups l USING batch b WHERE l.claim_id = b.id RETURNING l.id
-           ), asked_results AS (
-             DELETE FROM lookup_results r USING asked a WHERE r.lookup_id = a.id RETURNING 1
+           ), unlinked AS (
+             -- The other look-ups that returned them no longer name them (found by their plate or person).
+             UPDATE lookups l
+                SET claim_ids = ARRAY(SELECT x FROM unnest(l.claim_ids) AS x WHERE x <> ALL (ids.ids))
+               FROM ids
+              WHERE l.id IN (SELECT l2.id FROM batch b JOIN claims c ON c.id = b.id
+                               JOIN lookups l2 ON (l2.plate_key = c.vehicle_registration OR l2.client_key = c.client_id)
+                                              AND c.id = ANY (l2.claim_ids)
+                              WHERE l2.claim_id IS NULL OR l2.claim_id <> ALL (ids.ids))
+             RETURNING 1
            ), gone AS (
              DELETE FROM claims c USING batch b WHERE c.id = b.id RETURNING c.client_id
            )
@@ -249,8 +271,6 @@ export function createRegistryRepository(db: Db): RegistryRepository {
         const rows = await tx.query<{ n: number }>(
           `WITH batch AS (
              SELECT id FROM lookups WHERE created_at < $1::timestamptz ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
-           ), results AS (
-             DELETE FROM lookup_results r USING batch b WHERE r.lookup_id = b.id RETURNING 1
            ), gone AS (
              DELETE FROM lookups l USING batch b WHERE l.id = b.id RETURNING 1
            )
@@ -295,13 +315,12 @@ export function createRegistryRepository(db: Db): RegistryRepository {
         [person.id],
       );
       const lookups = await db.query<SubjectRecord['lookups'][number]>(
-        `SELECT co.name AS company_name, l.kind, r.claim_id, ${ts('r.created_at')} AS created_at
+        `SELECT co.name AS company_name, l.kind, c.id AS claim_id, ${ts('l.created_at')} AS created_at
            FROM claims c
-           JOIN lookup_results r ON r.claim_id = c.id
-           JOIN lookups l ON l.id = r.lookup_id
+           CROSS JOIN LATERAL (${RETURNED_BY('c', 'true', 'ALL')}) l
            JOIN companies co ON co.id = l.company_id
           WHERE c.client_id = $1
-          ORDER BY r.created_at DESC, r.lookup_id DESC`,
+          ORDER BY l.created_at DESC, l.id DESC, c.id`,
         [person.id],
       );
       return { person, claims: claims.map((r) => r.claim), lookups };

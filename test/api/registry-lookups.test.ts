@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { companyWithPeople, signedIn } from '../web/web-client';
-import { addDays, createTestContext, submitClaim, type Company, type TestContext } from '../harness';
+import { addDays, claimBody, createTestContext, submitClaim, type Company, type TestContext } from '../harness';
 
 const newPlate = () => `L${randomBytes(4).toString('hex').toUpperCase().slice(0, 7)}`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -88,6 +88,38 @@ describe('look-up log: GET /api/v1/lookups and GET /api/v1/claims/{id}/lookups',
       ],
       meta: { next_cursor: null },
     });
+  });
+
+  it('who looked at a claim: exactly the look-ups that returned it, by plate, by person and through matches', async () => {
+    const [owner, looker, other] = [await ctx.newCompany('Owner'), await ctx.newCompany('Looker'), await ctx.newCompany('Other')];
+    const plate = newPlate();
+    const passport = `P${randomBytes(6).toString('hex').toUpperCase()}`;
+    const person = { date_of_birth: '1979-03-14', id_documents: [{ type: 'passport', number: passport }] };
+    // Before the claim exists: a search of its plate returns nothing, so it did not look at it.
+    expect((await plateSearch(ctx, looker, { vehicle_registration: plate, purpose: 'before' })).json().data).toEqual([]);
+    const claim = await submitClaim(ctx, owner, { vehicle_registration: plate, claim_date: addDays(today(), -3) });
+    const ofPerson = async (company: Company) => {
+      const payload = claimBody({ vehicle_registration: newPlate() }, person);
+      const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload });
+      expect(res.statusCode, res.body).toBe(201);
+      return res.json().data;
+    };
+    const mine = await ofPerson(owner);
+    // The person's claim at another company, on another plate: its matches return `mine` through the person only.
+    const theirs = await ofPerson(looker);
+    expect((await get(ctx, looker, `/api/v1/claims/${theirs.id}/matches`)).json().data.matches).toHaveLength(1);
+    const byPerson = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-person', headers: other.auth, payload: person });
+    expect(byPerson.json().data).toHaveLength(2);
+    expect((await plateSearch(ctx, other, { vehicle_registration: plate })).json().data).toHaveLength(1);
+
+    const whoLooked = async (id: string) => (await get(ctx, owner, `/api/v1/claims/${id}/lookups`)).json().data;
+    expect(await whoLooked(claim.id)).toEqual([
+      { company_name: other.name, kind: 'plate_search', created_at: expect.stringMatching(RFC3339) },
+    ]);
+    expect(await whoLooked(mine.id)).toEqual([
+      { company_name: other.name, kind: 'person_search', created_at: expect.stringMatching(RFC3339) },
+      { company_name: looker.name, kind: 'matches', created_at: expect.stringMatching(RFC3339) },
+    ]);
   });
 
   it('a plate search with a purpose over 200 characters is a 422 naming purpose, and nothing is recorded', async () => {

@@ -232,6 +232,11 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     expect((await list(c)).map((l: { purpose: string | null }) => l.purpose)).toEqual([null, '729']);
     const who = await inject({ method: 'GET', url: `/api/v1/claims/${yNew.id}/lookups`, headers: a.auth });
     expect(who.json().data).toEqual([expect.objectContaining({ company_name: b.name, kind: 'plate_search' })]);
+    // B's search that returned xOld is kept (it is B's look-up) but no longer names the expired claim.
+    const naming = await current.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM lookups WHERE $1::uuid = ANY (claim_ids)', [
+      xOld.id,
+    ]);
+    expect(naming[0]!.n).toBe(0);
   });
 
   it('subject:export prints the person, every claim with its company, and the look-ups that returned them; never the document number', () => {
