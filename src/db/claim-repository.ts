@@ -8,29 +8,36 @@ import { pgErrorCode, type Queryable } from './db';
 const CREATED_AT = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 const CURSOR_TS = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
-/** Explicit column list: the API shape, never internal columns. */
-const CLAIM_SELECT = `
+/**
+ * Explicit column list: the API shape, never internal columns; with `internal`, also the owner and
+ * the paging position (CLAIM_SELECT), which a cross-company search neither needs nor returns
+ * (PUBLIC_CLAIM_SELECT).
+ */
+const claimSelect = (internal: boolean) => `
   SELECT c.id, c.claim_date, c.claim_type, c.amount::text AS amount, c.currency, c.is_at_fault,
          c.vehicle_registration, c.source, c.status, co.name AS company_name,
-         ${CREATED_AT} AS created_at, ${CURSOR_TS} AS cursor_ts, c.company_id,
+         ${CREATED_AT} AS created_at,${internal ? ` ${CURSOR_TS} AS cursor_ts, c.company_id,` : ''}
          cl.id AS client_id, cl.first_name, cl.last_name, cl.date_of_birth,
          ARRAY(SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id ORDER BY d.doc_type)::text[] AS document_types
     FROM claims c
     JOIN clients cl ON cl.id = c.client_id
     JOIN companies co ON co.id = c.company_id`;
+const CLAIM_SELECT = claimSelect(true);
+const PUBLIC_CLAIM_SELECT = claimSelect(false);
 
-/** A row of CLAIM_SELECT: the Claim's own columns, the client flattened, and what paging needs. */
-type ClaimRow = Omit<Claim, 'client'> & {
-  cursor_ts: string;
-  company_id: string;
+/** A row of PUBLIC_CLAIM_SELECT: the Claim's own columns and the client flattened. */
+type PublicClaimRow = Omit<Claim, 'client'> & {
   client_id: string;
   first_name: string;
   last_name: string;
   date_of_birth: string;
   document_types: DocumentType[];
 };
+/** A row of CLAIM_SELECT: also the owner and what paging needs. */
+type ClaimRow = PublicClaimRow & { cursor_ts: string; company_id: string };
 
-function toClaim(r: ClaimRow): StoredClaim {
+/** A row as the API shows a claim: built as one literal (no copy without the internal fields). */
+function toPublicClaim(r: PublicClaimRow): Claim {
   return {
     id: r.id,
     client: {
@@ -50,9 +57,14 @@ function toClaim(r: ClaimRow): StoredClaim {
     status: r.status,
     company_name: r.company_name,
     created_at: r.created_at,
-    companyId: r.company_id,
-    cursor: { ts: r.cursor_ts, id: r.id },
   };
+}
+
+function toClaim(r: ClaimRow): StoredClaim {
+  const claim = toPublicClaim(r) as StoredClaim;
+  claim.companyId = r.company_id;
+  claim.cursor = { ts: r.cursor_ts, id: r.id };
+  return claim;
 }
 
 export function createClaimRepository(db: Queryable): ClaimRepository {
@@ -177,14 +189,14 @@ export function createClaimRepository(db: Queryable): ClaimRepository {
     },
 
     /** A read-only statement: the caller notes the look-up in the look-up log. */
-    async searchByPlate(plate: string, fromDate: string): Promise<StoredClaim[]> {
-      const rows = await db.query<ClaimRow>(
-        `${CLAIM_SELECT}
+    async searchByPlate(plate: string, fromDate: string): Promise<Claim[]> {
+      const rows = await db.query<PublicClaimRow>(
+        `${PUBLIC_CLAIM_SELECT}
           WHERE c.vehicle_registration = $1 AND c.claim_date >= $2::date AND ${visibleClaim('c')}
           ORDER BY c.claim_date DESC, c.created_at DESC, c.id DESC`,
         [plate, fromDate],
       );
-      return rows.map(toClaim);
+      return rows.map(toPublicClaim);
     },
 
     /**

@@ -135,37 +135,22 @@ export function createRegistryRepository(db: Db): RegistryRepository {
       await db.transaction(async (tx) => {
         await tx.query('SET LOCAL synchronous_commit = off');
         await tx.query(
+          // The entries as they are (camelCase keys, the time in epoch milliseconds): no copy per entry.
           `WITH entry AS (
-           SELECT * FROM json_to_recordset($1::text::json) AS t(id uuid, company_id uuid, token_id uuid, user_id uuid,
-                  purpose text, kind text, vehicle_registration text, client_id uuid, claim_id uuid,
-                  created_at timestamptz, claim_ids uuid[])
-            WHERE EXISTS (SELECT 1 FROM companies co WHERE co.id = t.company_id)
+           SELECT * FROM json_to_recordset($1::text::json) AS t(id uuid, "companyId" uuid, "tokenId" uuid, "userId" uuid,
+                  purpose text, kind text, "vehicleRegistration" text, "clientId" uuid, "claimId" uuid,
+                  at bigint, "claimIds" uuid[])
+            WHERE EXISTS (SELECT 1 FROM companies co WHERE co.id = t."companyId")
          )
          INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id,
                               result_count, created_at, claim_ids, plate_key, client_key)
-         SELECT e.id, e.company_id, e.token_id, e.user_id, e.purpose, e.kind, e.vehicle_registration, e.client_id, e.claim_id,
-                cardinality(e.claim_ids), e.created_at, e.claim_ids,
-                CASE e.kind WHEN 'matches' THEN asked.vehicle_registration ELSE e.vehicle_registration END,
-                CASE e.kind WHEN 'matches' THEN asked.client_id ELSE e.client_id END
+         SELECT e.id, e."companyId", e."tokenId", e."userId", e.purpose, e.kind, e."vehicleRegistration", e."clientId", e."claimId",
+                cardinality(e."claimIds"), to_timestamp(e.at / 1000.0), e."claimIds",
+                CASE e.kind WHEN 'matches' THEN asked.vehicle_registration ELSE e."vehicleRegistration" END,
+                CASE e.kind WHEN 'matches' THEN asked.client_id ELSE e."clientId" END
            FROM entry e
-           LEFT JOIN claims asked ON e.kind = 'matches' AND asked.id = e.claim_id`,
-          [
-            JSON.stringify(
-              entries.map((e) => ({
-                id: e.id,
-                company_id: e.companyId,
-                token_id: e.tokenId,
-                user_id: e.userId,
-                purpose: e.purpose,
-                kind: e.kind,
-                vehicle_registration: e.vehicleRegistration,
-                client_id: e.clientId,
-                claim_id: e.claimId,
-                created_at: e.at,
-                claim_ids: e.claimIds,
-              })),
-            ),
-          ],
+           LEFT JOIN claims asked ON e.kind = 'matches' AND asked.id = e."claimId"`,
+          [JSON.stringify(entries)],
         );
       });
     },

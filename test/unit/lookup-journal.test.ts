@@ -24,14 +24,14 @@ const ids = (batches: LookupEntry[][]) => batches.map((b) => b.map((e) => e.id))
 describe('look-up journal', () => {
   it('writes what was noted in one batch after flushMs, each entry stamped with the time of its look-up', async () => {
     const written: LookupEntry[][] = [];
-    const times = [new Date('2026-01-01T10:00:00.000Z'), new Date('2026-01-01T10:00:00.005Z')];
+    const times = [Date.parse('2026-01-01T10:00:00.000Z'), Date.parse('2026-01-01T10:00:00.005Z')];
     const journal = createLookupJournal({ write: async (b) => void written.push(b), flushMs: 20, now: () => times.shift()! });
     journal.record(entry(1));
     journal.record(entry(2));
     expect(written).toEqual([]);
     await new Promise((r) => setTimeout(r, 60));
     expect(ids(written)).toEqual([['id-1', 'id-2']]);
-    expect(written[0]!.map((e) => e.at)).toEqual(['2026-01-01T10:00:00.000Z', '2026-01-01T10:00:00.005Z']);
+    expect(written[0]!.map((e) => new Date(e.at).toISOString())).toEqual(['2026-01-01T10:00:00.000Z', '2026-01-01T10:00:00.005Z']);
   });
 
   it('writes at once when a full batch is waiting, and splits a backlog into batches of at most maxBatch', async () => {

@@ -38,7 +38,8 @@ export interface ClaimRepository {
     opts: { status?: ClaimStatus | undefined; after?: { ts: string; id: string } | undefined; limit: number },
   ): Promise<StoredClaim[]>;
   /** Also records the look-up (`log`) in the same statement. */
-  searchByPlate(plate: string, fromDate: string): Promise<StoredClaim[]>;
+  /** Claims in the API's shape only (what every company may see of them). */
+  searchByPlate(plate: string, fromDate: string): Promise<Claim[]>;
   updateStatus(companyId: string, id: string, status: ClaimStatus, actor: StatusActor): Promise<StatusUpdate>;
   statusHistory(companyId: string, id: string): Promise<StatusChange[]>;
 }

@@ -185,7 +185,7 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
       claimIds: claims.map((c) => c.id),
     });
     return {
-      data: claims.map(toPublic),
+      data: claims,
       meta: { total_claims: claims.length, query_period: `${searchHistoryYears} year${searchHistoryYears === 1 ? '' : 's'}` },
     };
   }

@@ -22,8 +22,8 @@ export type LookupEntry = LookupRecord & {
   claimId: string | null;
   /** The claims the look-up returned (their count is the entry's result count). */
   claimIds: string[];
-  /** When the look-up read (ISO 8601). */
-  at: string;
+  /** When the look-up read (milliseconds since the epoch). */
+  at: number;
 };
 
 export type LookupJournalOptions = {
@@ -31,7 +31,8 @@ export type LookupJournalOptions = {
   flushMs: number;
   maxBatch?: number;
   maxBacklog?: number;
-  now?: () => Date;
+  /** The time, in milliseconds since the epoch. */
+  now?: () => number;
   /** Told when a batch could not be written (it is kept and tried again). */
   onError?: (err: unknown) => void;
 };
@@ -44,7 +45,7 @@ export function createLookupJournal({
   flushMs,
   maxBatch = 2000,
   maxBacklog = 50_000,
-  now = () => new Date(),
+  now = Date.now,
   onError,
 }: LookupJournalOptions) {
   let pending: LookupEntry[] = [];
@@ -61,10 +62,16 @@ export function createLookupJournal({
     timer.unref();
   };
 
-  /** Notes a look-up; throws the 503 AppError when too many entries could not be written. */
+  /**
+   * Notes a look-up; throws the 503 AppError when too many entries could not be written. The
+   * journal takes the entry object over (stamping its time on it) rather than copying it: this
+   * runs on every search.
+   */
   function record(entry: Omit<LookupEntry, 'at'>): void {
     if (failed.length + pending.length + inFlight >= maxBacklog) throw lookupLogUnavailable();
-    pending.push({ ...entry, at: now().toISOString() });
+    const noted = entry as LookupEntry;
+    noted.at = now();
+    pending.push(noted);
     if (pending.length >= maxBatch) void flush();
     else schedule(flushMs);
   }
