@@ -90,10 +90,12 @@ export function createRegistryRepository(db: Db): RegistryRepository {
         personClaims: r.person_claims,
         plateCompanies: r.plate_companies,
         clientSince: r.client_since,
-        matches: r.matches.map((m) => ({
-          ...m.claim,
-          matched_on: [...(m.on_plate ? (['vehicle_registration'] as const) : []), ...(m.on_client ? (['client'] as const) : [])],
-        })),
+        // The parsed claim itself gets its matched_on (no copy of it).
+        matches: r.matches.map((m) =>
+          Object.assign(m.claim, {
+            matched_on: [...(m.on_plate ? (['vehicle_registration'] as const) : []), ...(m.on_client ? (['client'] as const) : [])],
+          }),
+        ),
       };
       return facts;
     },
@@ -166,7 +168,16 @@ export function createRegistryRepository(db: Db): RegistryRepository {
           LIMIT $4`,
         [companyId, after?.ts ?? null, after?.id ?? null, limit],
       );
-      return rows.map(({ position_ts, ...l }) => ({ ...l, position: { ts: position_ts, id: l.id } }));
+      return rows.map((l) => ({
+        id: l.id,
+        kind: l.kind,
+        vehicle_registration: l.vehicle_registration,
+        claim_id: l.claim_id,
+        result_count: l.result_count,
+        purpose: l.purpose,
+        created_at: l.created_at,
+        position: { ts: l.position_ts, id: l.id },
+      }));
     },
 
     async claimLookups(claimId, companyId, { after, limit }) {

@@ -62,7 +62,7 @@ export function createStore(db: Db) {
     /** Runs fn in a transaction. Deadlocks and serialization failures surface as RetryableConflict. */
     async transaction<T>(fn: (tx: Repositories & { savepoint: Savepoint }) => Promise<T>): Promise<T> {
       try {
-        return await db.transaction((q) => fn({ ...repositories(q), savepoint: savepointOn(q) }));
+        return await db.transaction((q) => fn(Object.assign(repositories(q), { savepoint: savepointOn(q) })));
       } catch (err) {
         const code = pgErrorCode(err);
         if (code === '40P01' || code === '40001') throw new RetryableConflict(`database conflict ${code}`);

@@ -9,7 +9,7 @@ import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 import type { ClaimRepository, ClaimStore, NewClaimRow, StoredClaim } from './claim-repository';
 import { messages, normalizePlate, validateClaimInput } from './claim';
 import { parsePurpose } from '../registry/registry';
-import { lookupRecordOf } from '../registry/registry-service';
+import { lookupOf } from '../registry/registry-service';
 import type { LookupJournal } from '../registry/lookup-journal';
 
 export type ClaimServiceDeps = {
@@ -176,14 +176,15 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const from = windowStart(today());
     const claims = await store.claims.searchByPlate(normalized, from);
-    journal.record({
-      ...lookupRecordOf(principal, purpose),
-      kind: 'plate_search',
-      vehicleRegistration: normalized,
-      clientId: null,
-      claimId: null,
-      claimIds: claims.map((c) => c.id),
-    });
+    journal.record(
+      lookupOf(
+        principal,
+        purpose,
+        'plate_search',
+        { vehicleRegistration: normalized },
+        claims.map((c) => c.id),
+      ),
+    );
     return {
       data: claims,
       meta: { total_claims: claims.length, query_period: `${searchHistoryYears} year${searchHistoryYears === 1 ? '' : 's'}` },

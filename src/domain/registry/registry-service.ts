@@ -12,13 +12,13 @@ import {
   type ClaimLookup,
   type Indicator,
   type Lookup,
-  type LookupRecord,
+  type LookupKind,
   type Match,
   type Position,
   type PurgeCounts,
   type RegistryRepository,
 } from './registry';
-import type { LookupJournal } from './lookup-journal';
+import type { LookupEntry, LookupJournal } from './lookup-journal';
 
 export type RegistryServiceDeps = {
   registry: RegistryRepository;
@@ -40,11 +40,30 @@ export const MAX_PURGE_BATCH = 10_000;
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
 
 /**
- * The look-up log entry of a cross-company read by this principal. Its id is time-ordered, so the
- * log's primary key and the index of its results grow at one end instead of at random places.
+ * The look-up log entry of a cross-company read by this principal, as one object literal: this is
+ * on the path of every search, and an object spread with properties added after it costs several
+ * microseconds in V8. Its id is time-ordered, so the log's primary key grows at one end instead
+ * of at random places.
  */
-export function lookupRecordOf(principal: Principal, purpose: string | null): LookupRecord {
-  return { id: newId(), companyId: principal.companyId, tokenId: principal.tokenId, userId: principal.userId, purpose };
+export function lookupOf(
+  principal: Principal,
+  purpose: string | null,
+  kind: LookupKind,
+  subject: { vehicleRegistration?: string; clientId?: string | null; claimId?: string },
+  claimIds: string[],
+): Omit<LookupEntry, 'at'> {
+  return {
+    id: newId(),
+    companyId: principal.companyId,
+    tokenId: principal.tokenId,
+    userId: principal.userId,
+    purpose,
+    kind,
+    vehicleRegistration: subject.vehicleRegistration ?? null,
+    clientId: subject.clientId ?? null,
+    claimId: subject.claimId ?? null,
+    claimIds,
+  };
 }
 
 /** The optional purpose of a look-up, or a 422 naming the field. */
@@ -80,14 +99,15 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     if (!isUuid(id)) throw notFound();
     const facts = await registry.matches(id, principal.companyId, windowStart(), timeZone);
     if (!facts) throw notFound();
-    deps.journal.record({
-      ...lookupRecordOf(principal, purpose),
-      kind: 'matches',
-      vehicleRegistration: null,
-      clientId: null,
-      claimId: id,
-      claimIds: facts.matches.map((m) => m.id),
-    });
+    deps.journal.record(
+      lookupOf(
+        principal,
+        purpose,
+        'matches',
+        { claimId: id },
+        facts.matches.map((m) => m.id),
+      ),
+    );
     return { matches: facts.matches, indicators: indicatorsOf(facts) };
   }
 
@@ -105,14 +125,15 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     if (!value) throw validationError(errors);
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
     const { personId, claims } = await registry.searchByPerson(documents, value.dateOfBirth, windowStart());
-    deps.journal.record({
-      ...lookupRecordOf(principal, value.purpose),
-      kind: 'person_search',
-      vehicleRegistration: null,
-      clientId: personId,
-      claimId: null,
-      claimIds: claims.map((c) => c.id),
-    });
+    deps.journal.record(
+      lookupOf(
+        principal,
+        value.purpose,
+        'person_search',
+        { clientId: personId },
+        claims.map((c) => c.id),
+      ),
+    );
     return { data: claims, meta: { total_claims: claims.length, query_period: period } };
   }
 
