@@ -1,5 +1,7 @@
 import { AppError } from '../errors';
-import type { LookupKind, LookupRecord } from './registry';
+import type { LookupEntry } from './registry';
+
+export type { LookupEntry };
 
 /**
  * The look-up log without a write on the look-up's own path. A look-up notes its entry here (in
@@ -15,16 +17,6 @@ import type { LookupKind, LookupRecord } from './registry';
  * A batch that cannot be written is kept and tried again; if `maxBacklog` entries are waiting, new
  * look-ups are refused (503) rather than answered without a record.
  */
-export type LookupEntry = LookupRecord & {
-  kind: LookupKind;
-  vehicleRegistration: string | null;
-  clientId: string | null;
-  claimId: string | null;
-  /** The claims the look-up returned (their count is the entry's result count). */
-  claimIds: string[];
-  /** When the look-up read (milliseconds since the epoch). */
-  at: number;
-};
 
 export type LookupJournalOptions = {
   write: (entries: LookupEntry[]) => Promise<void>;

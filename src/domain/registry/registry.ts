@@ -1,7 +1,6 @@
 import { DOCUMENT_TYPES, LIMITS, messages, normalizeDocumentNumber, type Claim, type DocumentType } from '../claims/claim';
 import { isIsoDate } from '../dates';
 import { addFieldError, type FieldErrors } from '../errors';
-import type { LookupEntry } from './lookup-journal';
 
 export const LOOKUP_KINDS = ['plate_search', 'person_search', 'matches'] as const;
 export type LookupKind = (typeof LOOKUP_KINDS)[number];
@@ -14,6 +13,18 @@ export type LookupRecord = {
   tokenId: string | null;
   userId: string | null;
   purpose: string | null;
+};
+
+/** A look-up log entry as the journal notes it and the repository writes it. */
+export type LookupEntry = LookupRecord & {
+  kind: LookupKind;
+  vehicleRegistration: string | null;
+  clientId: string | null;
+  claimId: string | null;
+  /** The claims the look-up returned (their count is the entry's result count). */
+  claimIds: string[];
+  /** When the look-up read (milliseconds since the epoch). */
+  at: number;
 };
 
 /** A look-up as GET /lookups lists it. */
