@@ -1,7 +1,7 @@
 import type { ClaimInput } from '../claims/claim';
 import { validateClaimInput } from '../claims/claim';
 import { withRetries } from '../claims/claim-service';
-import type { DocumentRef, IdentityOutcome } from '../clients/identity';
+import type { DocumentRef, IdentityOutcome, KnownDocument } from '../clients/identity';
 import { toColumnErrors, type Column, type ImportRow } from './csv-file';
 import type { ImportStateMachine } from './import-status';
 import type { ChunkEntry, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
@@ -12,18 +12,27 @@ import type { ChunkEntry, ImportStatus, ImportStore, ImportTx, RowError } from '
  */
 
 /**
- * Stores the valid rows of a chunk set-based, inside the chunk's transaction, resolving
- * identities in row order against the stored persons; one outcome per input. `documents` are the
- * inputs' documents as stored (hashed), one list per input. Throws RetryableConflict, having
- * written nothing, when it lost a race for a new person.
+ * Stores the valid rows of a chunk set-based, inside the chunk's transaction, in two steps: look
+ * up the stored persons of the chunk's documents (one statement), then resolve identities in row
+ * order against them and write (one statement). `documents` are the inputs' documents as stored
+ * (hashed), one list per input. The write throws RetryableConflict, having written nothing, when
+ * it lost a race for a new person (the caller runs the chunk again: it then finds the person).
  */
-export type ClaimWriter<Tx> = (
-  tx: Tx,
-  companyId: string,
-  inputs: ClaimInput[],
-  importId: string,
-  documents: DocumentRef[][],
-) => Promise<IdentityOutcome[]>;
+export type ClaimWriter<Tx> = {
+  lookup(tx: Tx, documents: DocumentRef[][]): Promise<KnownDocument[]>;
+  /**
+   * Resolves the identities (one outcome per input) and sends the write statement at once;
+   * `written` settles when it is done, so that the caller can send its own statements behind it.
+   */
+  write(
+    tx: Tx,
+    companyId: string,
+    inputs: ClaimInput[],
+    importId: string,
+    documents: DocumentRef[][],
+    known: KnownDocument[],
+  ): { outcomes: IdentityOutcome[]; written: Promise<unknown> };
+};
 
 /** A claim's identity documents as stored (the keyed hash): CPU work done before the chunk's transaction. */
 export type DocumentsOf = (input: ClaimInput) => DocumentRef[];
@@ -88,7 +97,9 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
    * One transaction: lock the import's row and read where its ledger stands (one statement; a
    * cancel asked meanwhile wins; a second run of the same import waits here), check the ledger is
    * where this run expects it, store the claims, append the ledger entry with the progress (one
-   * statement). Everything commits together or not at all.
+   * statement). Everything commits together or not at all. The statements go out in pairs, each
+   * pair on one round trip: the lock with the documents' look-up, the claims' write with the
+   * ledger entry. A chunk that lost a race for a new person is rolled back whole and run again.
    */
   async function commit(
     run: { id: string; companyId: string },
@@ -96,9 +107,13 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
     rowsBefore: number,
     columns: Column[] | null,
   ): Promise<ChunkResult> {
+    const rowsDone = rowsBefore + chunk.count;
     return withRetries(() =>
       store.transaction(async (tx): Promise<ChunkResult> => {
-        const state = await tx.imports.lock(run.id);
+        const locked = tx.imports.lock(run.id);
+        const found = chunk.inputs.length === 0 ? undefined : writeClaims.lookup(tx, chunk.documents);
+        // Both are awaited together: a rejection of either is seen (and the transaction rolls back).
+        const [state, known] = await Promise.all([locked, found]);
         if (!state || state.status !== 'processing') return { kind: 'stopped', status: state?.status };
         if (state.cancelRequested) {
           await machine.transition(tx, run.id, 'cancelled');
@@ -106,13 +121,12 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
         }
         const last = state.ledger;
         if ((last?.chunkNo ?? -1) !== chunk.no - 1 || (last?.rowsDone ?? 0) !== rowsBefore) return { kind: 'superseded' };
-        const outcomes =
-          chunk.inputs.length === 0
-            ? []
-            : await withRetries(() => tx.savepoint(() => writeClaims(tx, run.companyId, chunk.inputs, run.id, chunk.documents)));
+        const { outcomes, written } =
+          known === undefined
+            ? { outcomes: [], written: undefined }
+            : writeClaims.write(tx, run.companyId, chunk.inputs, run.id, chunk.documents, known);
         const entry = ledgerEntry(run.id, chunk, outcomes, columns);
-        const rowsDone = rowsBefore + chunk.count;
-        await tx.ledger.append(entry, { rowsDone, columns });
+        await Promise.all([written, tx.ledger.append(entry, { rowsDone, columns })]);
         return { kind: 'written', rowsDone };
       }),
     );

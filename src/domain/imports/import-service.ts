@@ -405,7 +405,19 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
               prepared.inputs.length === 0
                 ? []
                 : await withRetries(() =>
-                    tx.savepoint(() => deps.writeClaims(tx, principal.companyId, prepared.inputs, file.importId, prepared.documents)),
+                    tx.savepoint(async () => {
+                      const known = await deps.writeClaims.lookup(tx, prepared.documents);
+                      const { outcomes, written } = deps.writeClaims.write(
+                        tx,
+                        principal.companyId,
+                        prepared.inputs,
+                        file.importId,
+                        prepared.documents,
+                        known,
+                      );
+                      await written;
+                      return outcomes;
+                    }),
                   );
             const entry = ledgerEntry(file.importId, prepared, outcomes, null);
             imported += entry.imported;
