@@ -1,7 +1,7 @@
 import type { ClaimInput } from '../claims/claim';
 import { validateClaimInput } from '../claims/claim';
 import { withRetries } from '../claims/claim-service';
-import { documentKey, type DocumentRef, type IdentityOutcome, type KnownDocument } from '../clients/identity';
+import type { DocumentRef, IdentityOutcome, KnownDocument } from '../clients/identity';
 import { toColumnErrors, type Column, type ImportRow } from './csv-file';
 import type { ImportStateMachine } from './import-status';
 import type { ChunkEntry, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
@@ -101,37 +101,21 @@ export function lookAhead(lookupOutside: (documents: DocumentRef[][]) => Promise
   return {
     async settle(previous) {
       const early = await found;
-      if (!early) return undefined;
-      const wanted = new Set<string>();
-      for (const docs of documents) for (const d of docs) wanted.add(documentKey(d));
-      const byKey = new Map<string, KnownDocument>();
-      for (const d of early) byKey.set(documentKey(d), d);
-      // The previous chunk's view is at least as recent: a document's owner never changes, and a
-      // person's documents only grow.
-      for (const d of previous) {
-        const key = documentKey(d);
-        if (wanted.has(key)) byKey.set(key, d);
-      }
-      return [...byKey.values()];
+      // The previous chunk's documents go first: planIdentities keeps the first view of a person
+      // it is given, and that one is the more recent (a document's owner never changes, and a
+      // person's documents only grow). Documents this chunk does not have are ignored by it.
+      return early && previous.concat(early);
     },
   };
 }
 
-/** The documents of the rows a chunk wrote, each with its person as the chunk left it (for the next chunk's look-ahead). */
+/** The documents of the rows a chunk wrote, each with its person (for the next chunk's look-ahead). */
 function knownAfter(documents: DocumentRef[][], outcomes: IdentityOutcome[]): KnownDocument[] {
-  const latest = new Map<string, KnownDocument['client']>();
-  for (const o of outcomes) {
-    if (o.ok) {
-      const c = o.client;
-      latest.set(c.id, { firstName: c.firstName, lastName: c.lastName, dateOfBirth: c.dateOfBirth, documentTypes: c.documentTypes });
-    }
-  }
   const known: KnownDocument[] = [];
-  outcomes.forEach((o, i) => {
-    if (!o.ok) return;
-    const client = latest.get(o.client.id)!;
-    for (const d of documents[i]!) known.push({ type: d.type, hash: d.hash, clientId: o.client.id, client });
-  });
+  for (let i = 0; i < outcomes.length; i++) {
+    const o = outcomes[i]!;
+    if (o.ok) for (const d of documents[i]!) known.push({ type: d.type, hash: d.hash, clientId: o.client.id, client: o.client });
+  }
   return known;
 }
 

@@ -297,6 +297,9 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     let inflight: Promise<void> = Promise.resolve();
     const dispatch = async (rows: ImportRow[]) => {
       const prepared = await prepareChunk(chunkNo++, rows, day, deps.documentsOf);
+      // The parsed rows are done with (the prepared chunk keeps what it needs): they go now
+      // rather than after the wait below, while they are still young for the garbage collector.
+      rows.length = 0;
       // Every chunk before the one in flight has committed: this chunk's documents are looked up
       // now, while that one is being written.
       const { lookupOutside } = deps.writeClaims;
