@@ -69,7 +69,7 @@ export function planIdentities(rows: IdentityRow[], known: KnownDocument[], newI
   const owners = new Map<DocumentType, Map<string, string>>();
   const ownersOf = (type: DocumentType) => {
     let m = owners.get(type);
-    if (!m) owners.set(type, (m = new Map()));
+    if (!m) owners.set(type, (m = new Map<string, string>()));
     return m;
   };
   const clients = new Map<string, ResolvedClient>();
