@@ -139,8 +139,15 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       : createInProcessImportQueue({ concurrency: config.workerConcurrency, attempts: config.importAttempts, log });
     const imports = createImportService({
       store,
-      writeClaims: async (tx, companyId, inputs, importId, documents) =>
-        (await claims.storeBatch(tx, { companyId }, inputs, 'bulk_import', importId, documents)).outcomes,
+      writeClaims: {
+        lookup: (tx, documents) => tx.claims.findDocuments(documents.flat()),
+        // PostgreSQL runs it beside the chunk being written; PGlite has one connection.
+        ...(db.kind === 'postgres' ? { lookupOutside: (documents) => store.claims.findDocuments(documents.flat()) } : {}),
+        write: (tx, companyId, inputs, importId, documents, known) => {
+          const { plan, written } = claims.planBatch({ companyId }, inputs, 'bulk_import', importId, documents, known);
+          return { outcomes: plan.outcomes, written: tx.claims.insertResolved(plan, written) };
+        },
+      },
       documentsOf: claims.documentsOf,
       storage,
       queue: importQueue satisfies ImportQueue,

@@ -103,7 +103,8 @@ export function createClaimRepository(db: Queryable): ClaimRepository {
     /**
      * Writes new clients, new documents and the claims in one statement, which is atomic on its
      * own. A document another transaction created since the look-up violates the documents'
-     * unique key: the statement writes nothing and RetryableConflict is thrown (look up again).
+     * unique key, a person removed since (retention) a foreign key: the statement writes nothing
+     * and RetryableConflict is thrown (look up again).
      * All claims of one statement share created_at (the transaction time).
      */
     async insertResolved(
@@ -157,6 +158,8 @@ export function createClaimRepository(db: Queryable): ClaimRepository {
         .catch((err: unknown) => {
           const code = pgErrorCode(err);
           if (code === '23505') throw new RetryableConflict('identity document created concurrently');
+          // A person found by the look-up was removed since (retention): look up again.
+          if (code === '23503') throw new RetryableConflict('person removed concurrently');
           if (code === '40P01') throw new RetryableConflict('deadlock');
           throw err;
         });

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { ImportProgress } from '../../src/domain/imports/import-service';
-import { createTestContext, type TestContext } from '../harness';
+import { claimBody, createTestContext, type TestContext } from '../harness';
 import { csv, docNumber, futureDate, plate, postImport, validRow, waitForImport, type CsvRow } from '../import-helpers';
 
 /**
@@ -134,6 +134,55 @@ describe('chunk commits with a ledger', () => {
     // A third run changes nothing.
     expect(await ctx.deps.imports.process(id)).toMatchObject({ status: 'completed', imported: 4, alreadyDone: true });
     expect(await storedClaims(id)).toBe(4);
+  });
+
+  it('resolves persons across chunks in file order: a person created by one chunk is found by the next ones', async () => {
+    const company = await ctx.newCompany('Across chunks');
+    const a = { id_number: docNumber(), date_of_birth: '1966-01-01' };
+    const b = { id_number: docNumber(), date_of_birth: '1967-01-01' };
+    // Chunks of 2: [A, B], [A, A with another date of birth], [B, A].
+    const rows = [validRow(a), validRow(b), validRow(a), validRow({ ...a, date_of_birth: '1966-01-02' }), validRow(b), validRow(a)];
+    const id = await recordImport(company, csv(rows));
+    const outcome = await ctx.deps.imports.process(id);
+    expect(outcome).toMatchObject({ status: 'completed', imported: 5, failed: 1 });
+    expect((await getImport(company, id)).summary.errors).toEqual([
+      { row: 5, messages: { date_of_birth: [expect.stringContaining('date of birth')] } },
+    ]);
+    const [counts] = await ctx.deps.db.query<{ claims: number; clients: number }>(
+      'SELECT count(*)::int AS claims, count(DISTINCT client_id)::int AS clients FROM claims WHERE import_id = $1',
+      [id],
+    );
+    expect(counts).toEqual({ claims: 5, clients: 2 });
+  });
+
+  it('finds a person that an API submission created while the chunk before was being written', async () => {
+    const company = await ctx.newCompany('Created meanwhile');
+    const late = { id_number: docNumber(), date_of_birth: '1972-03-04' };
+    // Chunks of 2: the person of rows 4 and 5 is created through the API once the first chunk has
+    // committed, when the second chunk's documents may already have been looked up.
+    const rows = [validRow(), validRow(), validRow(late), validRow(late)];
+    const id = await recordImport(company, csv(rows));
+    let submitted = false;
+    const outcome = await ctx.deps.imports.process(id, {
+      onProgress: async () => {
+        if (submitted) return;
+        submitted = true;
+        const res = await ctx.app.inject({
+          method: 'POST',
+          url: '/api/v1/claims',
+          headers: company.auth,
+          payload: claimBody({}, { date_of_birth: late.date_of_birth, id_documents: [{ type: 'passport', number: late.id_number }] }),
+        });
+        expect(res.statusCode, res.body).toBe(201);
+      },
+    });
+    expect(outcome).toMatchObject({ status: 'completed', imported: 4, failed: 0 });
+    const [counts] = await ctx.deps.db.query<{ claims: number; clients: number }>(
+      'SELECT count(*)::int AS claims, count(DISTINCT client_id)::int AS clients FROM claims WHERE company_id = $1',
+      [company.id],
+    );
+    // Rows 2 and 3 are two persons; the submission and rows 4 and 5 are one.
+    expect(counts).toEqual({ claims: 5, clients: 3 });
   });
 
   it('removes the claims of an import that failed for good, and shows none of them', async () => {

@@ -45,7 +45,7 @@ describe.skipIf(!enabled)('a worker killed in the middle of an import', () => {
   function startWorker(extraEnv: Record<string, string> = {}): ChildProcess {
     fs.mkdirSync(path.dirname(logFile), { recursive: true });
     const log = fs.openSync(logFile, 'a');
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main-worker.ts'], {
+    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', 'src/main-worker.ts'], {
       cwd: root,
       stdio: ['ignore', log, log],
       env: {

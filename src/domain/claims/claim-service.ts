@@ -2,7 +2,7 @@ import { minusYears } from '../dates';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid, newId } from '../ids';
 import { AppError, RetryableConflict, validationError, type FieldErrors } from '../errors';
-import type { DocumentHasher, DocumentRef, IdentityOutcome } from '../clients/identity';
+import type { DocumentHasher, DocumentRef, IdentityOutcome, IdentityPlan, KnownDocument } from '../clients/identity';
 import { planIdentities } from '../clients/identity';
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
@@ -60,6 +60,26 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     importId: string | null,
     documents: DocumentRef[][] = inputs.map(documentsOf),
   ): Promise<{ outcomes: IdentityOutcome[]; claims: (NewClaimRow | null)[]; createdAt: string | null }> {
+    const known = await tx.claims.findDocuments(documents.flat());
+    const { plan, claims, written } = planBatch(principal, inputs, source, importId, documents, known);
+    const { createdAt } = await tx.claims.insertResolved(plan, written);
+    return { outcomes: plan.outcomes, claims, createdAt };
+  }
+
+  /**
+   * The CPU half of storeBatch: resolves the identities of a batch in row order against `known`
+   * (its documents as looked up with `findDocuments`) and builds the claim rows to write with
+   * `insertResolved`: `claims` has one entry per input (null for a row that failed), `written`
+   * the rows to write.
+   */
+  function planBatch(
+    principal: Pick<Principal, 'companyId'>,
+    inputs: ClaimInput[],
+    source: ClaimSource,
+    importId: string | null,
+    documents: DocumentRef[][],
+    known: KnownDocument[],
+  ): { plan: IdentityPlan; claims: (NewClaimRow | null)[]; written: NewClaimRow[] } {
     // Plain object literals, no spreads: this runs for every row of an import, inside its chunk's transaction.
     const rows = inputs.map(({ client: c }, i) => ({
       firstName: c.firstName,
@@ -67,12 +87,12 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
       dateOfBirth: c.dateOfBirth,
       documents: documents[i]!,
     }));
-    const known = await tx.claims.findDocuments(rows.flatMap((r) => r.documents));
     const plan = planIdentities(rows, known);
+    const written: NewClaimRow[] = [];
     const claims = plan.outcomes.map((o, i): NewClaimRow | null => {
       if (!o.ok) return null;
       const c = inputs[i]!;
-      return {
+      const row: NewClaimRow = {
         client: c.client,
         claimDate: c.claimDate,
         claimType: c.claimType,
@@ -87,12 +107,10 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
         source,
         importId,
       };
+      written.push(row);
+      return row;
     });
-    const { createdAt } = await tx.claims.insertResolved(
-      plan,
-      claims.filter((c): c is NewClaimRow => c !== null),
-    );
-    return { outcomes: plan.outcomes, claims, createdAt };
+    return { plan, claims, written };
   }
 
   async function submit(principal: Principal, body: unknown, source: ClaimSource = 'api'): Promise<Claim> {
@@ -191,7 +209,7 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     };
   }
 
-  return { submit, get, list, updateStatus, searchByPlate, storeBatch, documentsOf };
+  return { submit, get, list, updateStatus, searchByPlate, storeBatch, planBatch, documentsOf };
 }
 export type ClaimService = ReturnType<typeof createClaimService>;
 

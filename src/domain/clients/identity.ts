@@ -20,7 +20,6 @@ export function keyFingerprint(key: string): string {
 }
 
 export type DocumentRef = { type: DocumentType; hash: string };
-export const documentKey = (d: DocumentRef): string => `${d.type}:${d.hash}`;
 
 /** What the database knows about a document that was looked up. */
 export type KnownDocument = DocumentRef & {
@@ -73,20 +72,25 @@ export type IdentityPlan = {
  * which makes large imports cheaper to write than random ids would.
  */
 export function planIdentities(rows: IdentityRow[], known: KnownDocument[], newId: () => string = timeOrderedId): IdentityPlan {
-  const owner = new Map<string, string>();
+  // The owner of each document, by type and then by hash (no key string to build per document).
+  const owners = new Map<DocumentType, Map<string, string>>();
+  const ownersOf = (type: DocumentType) => {
+    let m = owners.get(type);
+    if (!m) owners.set(type, (m = new Map<string, string>()));
+    return m;
+  };
   const clients = new Map<string, ResolvedClient>();
   for (const doc of known) {
-    owner.set(documentKey(doc), doc.clientId);
+    ownersOf(doc.type).set(doc.hash, doc.clientId);
     if (!clients.has(doc.clientId)) clients.set(doc.clientId, resolvedClient(doc.clientId, doc.client, [...doc.client.documentTypes]));
   }
   const plan: IdentityPlan = { outcomes: [], newClients: [], newDocuments: [] };
 
   for (const row of rows) {
-    const keys = row.documents.map(documentKey);
     let matched: string | undefined;
     let ofDifferentClients = false;
-    for (const key of keys) {
-      const id = owner.get(key);
+    for (const doc of row.documents) {
+      const id = owners.get(doc.type)?.get(doc.hash);
       if (id === undefined) continue;
       if (matched === undefined) matched = id;
       else if (matched !== id) ofDifferentClients = true;
@@ -107,10 +111,10 @@ export function planIdentities(rows: IdentityRow[], known: KnownDocument[], newI
       clients.set(client.id, client);
       plan.newClients.push({ id: client.id, firstName: row.firstName, lastName: row.lastName, dateOfBirth: row.dateOfBirth });
     }
-    for (const [i, doc] of row.documents.entries()) {
-      const key = keys[i]!;
-      if (owner.has(key)) continue;
-      owner.set(key, client.id);
+    for (const doc of row.documents) {
+      const byHash = ownersOf(doc.type);
+      if (byHash.has(doc.hash)) continue;
+      byHash.set(doc.hash, client.id);
       plan.newDocuments.push({ type: doc.type, hash: doc.hash, clientId: client.id });
       if (!client.documentTypes.includes(doc.type)) client.documentTypes.push(doc.type);
     }

@@ -1,7 +1,7 @@
 import type { ClaimInput } from '../claims/claim';
 import { validateClaimInput } from '../claims/claim';
 import { withRetries } from '../claims/claim-service';
-import type { DocumentRef, IdentityOutcome } from '../clients/identity';
+import type { DocumentRef, IdentityOutcome, KnownDocument } from '../clients/identity';
 import { toColumnErrors, type Column, type ImportRow } from './csv-file';
 import type { ImportStateMachine } from './import-status';
 import type { ChunkEntry, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
@@ -12,18 +12,33 @@ import type { ChunkEntry, ImportStatus, ImportStore, ImportTx, RowError } from '
  */
 
 /**
- * Stores the valid rows of a chunk set-based, inside the chunk's transaction, resolving
- * identities in row order against the stored persons; one outcome per input. `documents` are the
- * inputs' documents as stored (hashed), one list per input. Throws RetryableConflict, having
- * written nothing, when it lost a race for a new person.
+ * Stores the valid rows of a chunk set-based, inside the chunk's transaction, in two steps: look
+ * up the stored persons of the chunk's documents (one statement), then resolve identities in row
+ * order against them and write (one statement). `documents` are the inputs' documents as stored
+ * (hashed), one list per input. The write throws RetryableConflict, having written nothing, when
+ * it lost a race for a new person (the caller runs the chunk again: it then finds the person).
  */
-export type ClaimWriter<Tx> = (
-  tx: Tx,
-  companyId: string,
-  inputs: ClaimInput[],
-  importId: string,
-  documents: DocumentRef[][],
-) => Promise<IdentityOutcome[]>;
+export type ClaimWriter<Tx> = {
+  lookup(tx: Tx, documents: DocumentRef[][]): Promise<KnownDocument[]>;
+  /**
+   * The same look-up outside any transaction, on a connection of its own, so that it can run
+   * while the previous chunk is being written (see `lookAhead`). Absent where statements cannot
+   * run side by side (embedded PGlite).
+   */
+  lookupOutside?: (documents: DocumentRef[][]) => Promise<KnownDocument[]>;
+  /**
+   * Resolves the identities (one outcome per input) and sends the write statement at once;
+   * `written` settles when it is done, so that the caller can send its own statements behind it.
+   */
+  write(
+    tx: Tx,
+    companyId: string,
+    inputs: ClaimInput[],
+    importId: string,
+    documents: DocumentRef[][],
+    known: KnownDocument[],
+  ): { outcomes: IdentityOutcome[]; written: Promise<unknown> };
+};
 
 /** A claim's identity documents as stored (the keyed hash): CPU work done before the chunk's transaction. */
 export type DocumentsOf = (input: ClaimInput) => DocumentRef[];
@@ -69,9 +84,45 @@ export async function prepareChunk(no: number, rows: ImportRow[], today: string,
   return { no, firstRow: rows[0]?.row ?? 0, lastRow: rows.at(-1)?.row ?? 0, count: rows.length, inputs, documents, slots };
 }
 
+/**
+ * A chunk's documents looked up ahead of its transaction, while the chunk before it is being
+ * written (its statement then costs the import no time): the stored persons as they were once
+ * every chunk before that one had committed. The chunk in flight meanwhile is accounted for when
+ * its outcome is known (`settle`): the documents of the rows it wrote, with their persons as they
+ * now stand, complete the look-up. A person created by anyone else in between makes the chunk's
+ * write lose the race on the documents' unique key: it is then run again with the look-up inside
+ * its transaction, as without the look-ahead.
+ */
+export type LookAhead = { settle(previous: KnownDocument[]): Promise<KnownDocument[] | undefined> };
+
+export function lookAhead(lookupOutside: (documents: DocumentRef[][]) => Promise<KnownDocument[]>, documents: DocumentRef[][]): LookAhead {
+  // A failed look-ahead only means the look-up runs inside the transaction, as without it.
+  const found = lookupOutside(documents).catch(() => undefined);
+  return {
+    async settle(previous) {
+      const early = await found;
+      // The previous chunk's documents go first: planIdentities keeps the first view of a person
+      // it is given, and that one is the more recent (a document's owner never changes, and a
+      // person's documents only grow). Documents this chunk does not have are ignored by it.
+      return early && previous.concat(early);
+    },
+  };
+}
+
+/** The documents of the rows a chunk wrote, each with its person (for the next chunk's look-ahead). */
+function knownAfter(documents: DocumentRef[][], outcomes: IdentityOutcome[]): KnownDocument[] {
+  const known: KnownDocument[] = [];
+  for (let i = 0; i < outcomes.length; i++) {
+    const o = outcomes[i]!;
+    if (o.ok) for (const d of documents[i]!) known.push({ type: d.type, hash: d.hash, clientId: o.client.id, client: o.client });
+  }
+  return known;
+}
+
 /** What committing a chunk came to. */
 export type ChunkResult =
-  | { kind: 'written'; rowsDone: number }
+  /** `known`: the documents of the rows written, with their persons (for the next chunk's look-ahead). */
+  | { kind: 'written'; rowsDone: number; known: KnownDocument[] }
   /** The import is no longer processing (cancelled, failed meanwhile): stop. */
   | { kind: 'stopped'; status: ImportStatus | undefined }
   /** Another run of the same import is ahead of this one (the ledger has this chunk already). */
@@ -88,17 +139,26 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
    * One transaction: lock the import's row and read where its ledger stands (one statement; a
    * cancel asked meanwhile wins; a second run of the same import waits here), check the ledger is
    * where this run expects it, store the claims, append the ledger entry with the progress (one
-   * statement). Everything commits together or not at all.
+   * statement). Everything commits together or not at all. The statements go out in pairs, each
+   * pair on one round trip: the lock with the documents' look-up, the claims' write with the
+   * ledger entry. A chunk that lost a race for a new person is rolled back whole and run again.
+   * `ahead`: the documents already looked up (`lookAhead`), used on the first attempt only.
    */
   async function commit(
     run: { id: string; companyId: string },
     chunk: PreparedChunk,
     rowsBefore: number,
     columns: Column[] | null,
+    ahead?: KnownDocument[],
   ): Promise<ChunkResult> {
+    const rowsDone = rowsBefore + chunk.count;
+    let attempt = 0;
     return withRetries(() =>
       store.transaction(async (tx): Promise<ChunkResult> => {
-        const state = await tx.imports.lock(run.id);
+        const locked = tx.imports.lock(run.id);
+        const found = chunk.inputs.length === 0 ? undefined : ahead && attempt++ === 0 ? ahead : writeClaims.lookup(tx, chunk.documents);
+        // Both are awaited together: a rejection of either is seen (and the transaction rolls back).
+        const [state, known] = await Promise.all([locked, found]);
         if (!state || state.status !== 'processing') return { kind: 'stopped', status: state?.status };
         if (state.cancelRequested) {
           await machine.transition(tx, run.id, 'cancelled');
@@ -106,14 +166,17 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
         }
         const last = state.ledger;
         if ((last?.chunkNo ?? -1) !== chunk.no - 1 || (last?.rowsDone ?? 0) !== rowsBefore) return { kind: 'superseded' };
-        const outcomes =
-          chunk.inputs.length === 0
-            ? []
-            : await withRetries(() => tx.savepoint(() => writeClaims(tx, run.companyId, chunk.inputs, run.id, chunk.documents)));
+        const { outcomes, written } =
+          known === undefined
+            ? { outcomes: [], written: undefined }
+            : writeClaims.write(tx, run.companyId, chunk.inputs, run.id, chunk.documents, known);
         const entry = ledgerEntry(run.id, chunk, outcomes, columns);
-        const rowsDone = rowsBefore + chunk.count;
-        await tx.ledger.append(entry, { rowsDone, columns });
-        return { kind: 'written', rowsDone };
+        const appended = tx.ledger.append(entry, { rowsDone, columns });
+        // After a failed write the entry fails too (the transaction is aborted): the write's error is the one to see.
+        appended.catch(() => {});
+        await written;
+        await appended;
+        return { kind: 'written', rowsDone, known: knownAfter(chunk.documents, outcomes) };
       }),
     );
   }

@@ -5,15 +5,18 @@ import { ObjectNotFound, ObjectTooLarge, StorageTimeout, type ObjectStore } from
 import { AppError, validationError } from '../errors';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
+import type { KnownDocument } from '../clients/identity';
 import type { Principal } from '../principal';
 import { withRetries } from '../claims/claim-service';
 import {
   createChunkWriter,
   ledgerEntry,
+  lookAhead,
   prepareChunk,
   yieldToEventLoop,
   type ClaimWriter,
   type DocumentsOf,
+  type LookAhead,
   type PreparedChunk,
 } from './chunk-writer';
 import {
@@ -271,15 +274,20 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     let skip = rowsDone; // rows already committed by an earlier run
     let stopped: ImportStatus | undefined;
 
-    const write = async (chunk: PreparedChunk) => {
+    // The documents of the rows the last committed chunk wrote (see lookAhead).
+    let lastKnown: KnownDocument[] = [];
+    const write = async (chunk: PreparedChunk, ahead: LookAhead | undefined) => {
       if (stopped !== undefined) return;
-      const result = await writer.commit(run, chunk, rowsDone, columns);
+      const known = await ahead?.settle(lastKnown);
+      lastKnown = [];
+      const result = await writer.commit(run, chunk, rowsDone, columns, known);
       if (result.kind === 'superseded') throw new ImportBusy();
       if (result.kind === 'stopped') {
         stopped = result.status ?? 'failed';
         return;
       }
       rowsDone = result.rowsDone;
+      lastKnown = result.known;
       deps.afterChunkCommit?.(chunk.no);
       await onProgress?.({ rows_done: rowsDone, rows_total: Math.max(run.rowsTotal, rowsDone) });
     };
@@ -289,11 +297,18 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     let inflight: Promise<void> = Promise.resolve();
     const dispatch = async (rows: ImportRow[]) => {
       const prepared = await prepareChunk(chunkNo++, rows, day, deps.documentsOf);
+      // The parsed rows are done with (the prepared chunk keeps what it needs): they go now
+      // rather than after the wait below, while they are still young for the garbage collector.
+      rows.length = 0;
+      // Every chunk before the one in flight has committed: this chunk's documents are looked up
+      // now, while that one is being written.
+      const { lookupOutside } = deps.writeClaims;
+      const ahead = lookupOutside && prepared.inputs.length > 0 ? lookAhead(lookupOutside, prepared.documents) : undefined;
       await inflight;
       // Requests that waited for the chunk just written go first: their next statements queue
       // ahead of this chunk's (embedded, PGlite runs one statement at a time, on this thread).
       await yieldToEventLoop();
-      inflight = write(prepared);
+      inflight = write(prepared, ahead);
       inflight.catch(() => {}); // awaited below; this only keeps it from counting as unhandled meanwhile
       await yieldToEventLoop();
     };
@@ -405,7 +420,19 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
               prepared.inputs.length === 0
                 ? []
                 : await withRetries(() =>
-                    tx.savepoint(() => deps.writeClaims(tx, principal.companyId, prepared.inputs, file.importId, prepared.documents)),
+                    tx.savepoint(async () => {
+                      const known = await deps.writeClaims.lookup(tx, prepared.documents);
+                      const { outcomes, written } = deps.writeClaims.write(
+                        tx,
+                        principal.companyId,
+                        prepared.inputs,
+                        file.importId,
+                        prepared.documents,
+                        known,
+                      );
+                      await written;
+                      return outcomes;
+                    }),
                   );
             const entry = ledgerEntry(file.importId, prepared, outcomes, null);
             imported += entry.imported;
