@@ -39,11 +39,6 @@ export default tseslint.config(
     rules: { '@typescript-eslint/unbound-method': 'off' },
   },
   {
-    // Plain JavaScript (the embedded database's worker thread, src/db/pglite-worker.mjs) has no types to check.
-    files: ['**/*.mjs'],
-    ...tseslint.configs.disableTypeChecked,
-  },
-  {
     files: ['src/domain/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', outwardFromDomain] },
   },

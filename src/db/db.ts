@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
 
+import type { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
 import lockfile from 'proper-lockfile';
 
@@ -144,131 +144,38 @@ const PGLITE_SETTINGS = ['shared_buffers=16MB'];
 /**
  * PGlite is single-process: two processes on one folder corrupt it. The folder is locked while
  * open, and a second opener is refused with a clear message.
- *
- * PGlite runs in a worker thread of its own (pglite-worker.mjs): PostgreSQL compiled to
- * WebAssembly executes each statement on the thread that calls it, and an import chunk's
- * statements take tens of milliseconds. On the server's thread they held every other request, and
- * the import's own reading, validation and hashing of the next chunk, for that long; in the worker
- * they run on the other core meanwhile. One statement is sent at a time, as PGlite runs them: a
- * transaction holds the database until it ends, and other statements wait for it.
  */
 async function openPglite(dataDir: string | undefined): Promise<Db> {
   let release: (() => Promise<void>) | undefined;
   if (dataDir) release = await lockDataDir(dataDir);
-  try {
-    const conn = await startPgliteWorker(dataDir);
-    const queue = exclusiveQueue();
-    const pool = poolCounter(1);
-    const direct: Queryable = {
-      query: <T>(text: string, params: readonly unknown[] = []) => conn.send<T>('query', text, params),
-      exec: async (script: string) => void (await conn.send('exec', script)),
-    };
-    return {
-      kind: 'pglite',
-      query: (text, params) => pool.track(() => queue.run(() => direct.query(text, params))),
-      exec: (script) => pool.track(() => queue.run(() => direct.exec(script))),
-      transaction: (fn) =>
-        pool.track(() =>
-          queue.run(async () => {
-            await direct.exec('BEGIN');
-            try {
-              const result = await fn(direct);
-              await direct.exec('COMMIT');
-              return result;
-            } catch (err) {
-              // The transaction's error is the one to report; a failed ROLLBACK adds nothing to it.
-              await direct.exec('ROLLBACK').catch(() => {});
-              throw err;
-            }
-          }),
-        ),
-      poolStats: pool.stats,
-      close: once(async () => {
-        await queue.run(() => conn.close());
-        await release?.();
-      }),
-    };
-  } catch (err) {
-    await release?.();
-    throw err;
-  }
-}
-
-/** Runs the given functions one at a time, in the order they were given (a database with one connection). */
-function exclusiveQueue() {
-  let tail: Promise<unknown> = Promise.resolve();
-  return {
-    run<T>(work: () => Promise<T>): Promise<T> {
-      const result = tail.then(work);
-      tail = result.catch(() => {});
-      return result;
-    },
-  };
-}
-
-type WorkerReply = { id: number; rows?: unknown[]; error?: Record<string, unknown> & { message: string } };
-
-/** A PostgreSQL error as the worker describes it, with its fields (`code`, `constraint`…) as PGlite gives them. */
-function errorFrom(reply: NonNullable<WorkerReply['error']>): Error {
-  const { message, ...fields } = reply;
-  return Object.assign(new Error(message), fields);
-}
-
-/**
- * Starts the worker and waits until PGlite is ready in it. `send` resolves with the statement's
- * rows or rejects with its error. The worker keeps the process alive only while a statement is
- * under way (as PGlite in this thread did not at all). A worker that stops unexpectedly fails every
- * statement under way and to come as a lost connection.
- */
-async function startPgliteWorker(dataDir: string | undefined) {
-  const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), {
-    workerData: { dataDir, settings: PGLITE_SETTINGS },
-    // Plain JavaScript: the worker needs neither the TypeScript loader nor the process's flags.
-    execArgv: [],
+  // Loaded only in embedded mode: a PostgreSQL process does not carry PGlite's ~44 MB.
+  const { PGlite } = await import('@electric-sql/pglite');
+  const pg = new PGlite({
+    ...(dataDir ? { dataDir } : {}),
+    parsers: { [DATE_OID]: (v: string) => v },
+    startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((setting) => ['-c', setting])],
   });
-  const pending = new Map<number, { resolve: (rows: unknown[]) => void; reject: (err: Error) => void }>();
-  let nextId = 1;
-  let lost: Error | undefined;
-  const settle = (reply: WorkerReply) => {
-    const waiter = pending.get(reply.id);
-    if (!waiter) return;
-    pending.delete(reply.id);
-    if (pending.size === 0) worker.unref();
-    if (reply.error) waiter.reject(errorFrom(reply.error));
-    else waiter.resolve(reply.rows ?? []);
-  };
-  const fail = (err: Error) => {
-    lost ??= Object.assign(new Error('The embedded database stopped'), { code: 'CONNECTION_ENDED', cause: err });
-    for (const id of [...pending.keys()]) settle({ id, error: { message: lost.message, code: 'CONNECTION_ENDED' } });
-  };
-  worker.on('message', settle);
-  worker.on('error', fail);
-  worker.on('exit', (code) => fail(new Error(`exit code ${code}`)));
-  const call = (id: number, message: object | undefined) =>
-    new Promise<unknown[]>((resolve, reject) => {
-      if (lost) return reject(lost);
-      pending.set(id, { resolve, reject });
-      worker.ref();
-      if (message) worker.postMessage(message);
-    });
-  try {
-    await call(0, undefined); // the worker's first message: ready, or why it could not start
-  } catch (err) {
-    await worker.terminate();
-    throw err;
-  }
+  await pg.waitReady;
+  const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
+    async query<T>(text: string, params: readonly unknown[] = []) {
+      return (await q.query<T>(text, params as unknown[])).rows;
+    },
+    async exec(script: string) {
+      await q.exec(script);
+    },
+  });
+  const root = wrap(pg);
+  const pool = poolCounter(1);
   return {
-    send<T>(op: 'query' | 'exec', text: string, params: readonly unknown[] = []): Promise<T[]> {
-      const id = nextId++;
-      return call(id, { id, op, text, params }) as Promise<T[]>;
-    },
-    async close() {
-      const id = nextId++;
-      await call(id, { id, op: 'close' }).catch(() => {});
-      // Used after close: a bug of the caller, as with PGlite in this thread (no connection code).
-      lost ??= new Error('The embedded database is closed');
-      await worker.terminate();
-    },
+    kind: 'pglite',
+    query: (text, params) => pool.track(() => root.query(text, params)),
+    exec: (script) => pool.track(() => root.exec(script)),
+    transaction: (fn) => pool.track(() => pg.transaction((tx) => fn(wrap(tx)))),
+    poolStats: pool.stats,
+    close: once(async () => {
+      await pg.close();
+      await release?.();
+    }),
   };
 }
 
