@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
 import { AppError } from '../../src/domain/errors';
-import { createLookupJournal, type LookupEntry } from '../../src/domain/registry/lookup-journal';
+import { createLookupJournal } from '../../src/domain/registry/lookup-journal';
+import type { LookupEntry } from '../../src/domain/registry/registry';
 
 /**
  * The look-up log's batching: entries are written in order, together, and none is dropped when a

@@ -37,7 +37,6 @@ export interface ClaimRepository {
     companyId: string,
     opts: { status?: ClaimStatus | undefined; after?: { ts: string; id: string } | undefined; limit: number },
   ): Promise<StoredClaim[]>;
-  /** Also records the look-up (`log`) in the same statement. */
   /** Claims in the API's shape only (what every company may see of them). */
   searchByPlate(plate: string, fromDate: string): Promise<Claim[]>;
   updateStatus(companyId: string, id: string, status: ClaimStatus, actor: StatusActor): Promise<StatusUpdate>;

@@ -1,14 +1,12 @@
 import { AppError } from '../errors';
 import type { LookupEntry } from './registry';
 
-export type { LookupEntry };
-
 /**
  * The look-up log without a write on the look-up's own path. A look-up notes its entry here (in
  * memory, at the moment of the read) and answers; the noted entries are written together, in
  * one statement, every `flushMs` or as soon as `maxBatch` are waiting. That keeps a search a
- * read-only statement: the log then costs a look-up a few per cent of its throughput instead of
- * a committed write per request.
+ * read-only statement: the log then costs a search about a tenth of its throughput (README,
+ * Performance) instead of a committed write per request.
  *
  * What that trades: entries noted in the last `flushMs` before a process is killed (SIGKILL, a
  * power cut) are not written; a clean stop writes them (`close`). Reads of the log in this process

@@ -12,13 +12,14 @@ import {
   type ClaimLookup,
   type Indicator,
   type Lookup,
+  type LookupEntry,
   type LookupKind,
   type Match,
   type Position,
   type PurgeCounts,
   type RegistryRepository,
 } from './registry';
-import type { LookupEntry, LookupJournal } from './lookup-journal';
+import type { LookupJournal } from './lookup-journal';
 
 export type RegistryServiceDeps = {
   registry: RegistryRepository;
