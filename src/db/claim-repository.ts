@@ -67,6 +67,22 @@ function toClaim(r: ClaimRow): StoredClaim {
   return claim;
 }
 
+/**
+ * An array literal (`{a,b,NULL}`) of values that never need quoting: ids, ISO dates, canonical
+ * amounts, hex hashes and fixed codes, as validated before they get here. A value that would
+ * need quoting is refused rather than sent wrong.
+ */
+function literal<T>(items: readonly T[], pick: (item: T) => string | null): string {
+  let out = '{';
+  for (let i = 0; i < items.length; i++) {
+    const v = pick(items[i]!);
+    if (v !== null && !SAFE_ELEMENT.test(v)) throw new Error('a value that needs quoting in an array literal');
+    out += (i === 0 ? '' : ',') + (v ?? 'NULL');
+  }
+  return out + '}';
+}
+const SAFE_ELEMENT = /^(?![Nn][Uu][Ll][Ll]$)[0-9A-Za-z_.-]+$/;
+
 export function createClaimRepository(db: Queryable): ClaimRepository {
   return {
     async findDocuments(refs: DocumentRef[]): Promise<KnownDocument[]> {
@@ -111,48 +127,53 @@ export function createClaimRepository(db: Queryable): ClaimRepository {
       plan: Pick<IdentityPlan, 'newClients' | 'newDocuments'>,
       claims: NewClaimRow[],
     ): Promise<{ createdAt: string | null }> {
-      // Typed arrays, one per column, unnested side by side: no JSON to build or to parse.
+      // One parameter per column, zipped back into rows (ROWS FROM, unnest): array literals for
+      // the columns whose values never need quoting (ids, dates, amounts, codes; the driver's
+      // per-element escaping took 6% of an import's CPU), JSON arrays for the free texts (names,
+      // plates).
       const rows = await db
         .query<{ created_at: string | null }>(
           `WITH new_clients AS (
            INSERT INTO clients (id, first_name, last_name, date_of_birth)
-           SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::date[])
+           SELECT * FROM ROWS FROM (unnest($1::text::uuid[]), json_array_elements_text($2::text::json),
+                                    json_array_elements_text($3::text::json), unnest($4::text::date[]))
          ), new_documents AS (
            INSERT INTO identity_documents (doc_type, number_hash, client_id)
-           SELECT * FROM unnest($5::text[], $6::text[], $7::uuid[]) AS t(doc_type, number_hash, client_id)
+           SELECT * FROM unnest($5::text::text[], $6::text::text[], $7::text::uuid[]) AS t(doc_type, number_hash, client_id)
             ORDER BY doc_type, number_hash
          ), new_claims AS (
            INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, currency, is_at_fault,
                                vehicle_registration, source, status, import_id)
-           SELECT id, company_id, client_id, claim_date, claim_type, amount, 'EUR', is_at_fault::boolean,
+           SELECT id, company_id, client_id, claim_date, claim_type, amount, 'EUR', is_at_fault,
                   vehicle_registration, source, status, import_id
-             FROM unnest($8::uuid[], $9::uuid[], $10::uuid[], $11::date[], $12::text[], $13::numeric[], $14::text[],
-                         $15::text[], $16::text[], $17::text[], $18::uuid[])
+             FROM ROWS FROM (unnest($8::text::uuid[]), unnest($9::text::uuid[]), unnest($10::text::uuid[]),
+                             unnest($11::text::date[]), unnest($12::text::text[]), unnest($13::text::numeric[]),
+                             unnest($14::text::boolean[]), json_array_elements_text($15::text::json),
+                             unnest($16::text::text[]), unnest($17::text::text[]), unnest($18::text::uuid[]))
                   AS t(id, company_id, client_id, claim_date, claim_type, amount, is_at_fault, vehicle_registration, source,
                        status, import_id)
            RETURNING created_at
          )
          SELECT (SELECT ${CREATED_AT} FROM new_claims c LIMIT 1) AS created_at`,
           [
-            plan.newClients.map((c) => c.id),
-            plan.newClients.map((c) => c.firstName),
-            plan.newClients.map((c) => c.lastName),
-            plan.newClients.map((c) => c.dateOfBirth),
-            plan.newDocuments.map((d) => d.type),
-            plan.newDocuments.map((d) => d.hash),
-            plan.newDocuments.map((d) => d.clientId),
-            claims.map((c) => c.id),
-            claims.map((c) => c.companyId),
-            claims.map((c) => c.clientId),
-            claims.map((c) => c.claimDate),
-            claims.map((c) => c.claimType),
-            claims.map((c) => c.amount),
-            // As text: the driver sends a boolean array as a single boolean.
-            claims.map((c) => (c.isAtFault === null ? null : String(c.isAtFault))),
-            claims.map((c) => c.vehicleRegistration),
-            claims.map((c) => c.source),
-            claims.map((c) => c.status),
-            claims.map((c) => c.importId),
+            literal(plan.newClients, (c) => c.id),
+            JSON.stringify(plan.newClients.map((c) => c.firstName)),
+            JSON.stringify(plan.newClients.map((c) => c.lastName)),
+            literal(plan.newClients, (c) => c.dateOfBirth),
+            literal(plan.newDocuments, (d) => d.type),
+            literal(plan.newDocuments, (d) => d.hash),
+            literal(plan.newDocuments, (d) => d.clientId),
+            literal(claims, (c) => c.id),
+            literal(claims, (c) => c.companyId),
+            literal(claims, (c) => c.clientId),
+            literal(claims, (c) => c.claimDate),
+            literal(claims, (c) => c.claimType),
+            literal(claims, (c) => c.amount),
+            literal(claims, (c) => (c.isAtFault === null ? null : c.isAtFault ? 't' : 'f')),
+            JSON.stringify(claims.map((c) => c.vehicleRegistration)),
+            literal(claims, (c) => c.source),
+            literal(claims, (c) => c.status),
+            literal(claims, (c) => c.importId),
           ],
         )
         .catch((err: unknown) => {

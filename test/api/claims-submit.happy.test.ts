@@ -209,6 +209,16 @@ describe('POST /api/v1/claims', () => {
     expect(data.client.last_name).toBe('Ångström-Šimkūnaitė');
   });
 
+  it('keeps names exactly as written, quotes, commas, braces, backslashes and NULL included', async () => {
+    const company = await ctx.newCompany();
+    const first = `O'Brien, "Jr" {x} \\ [1]`;
+    const last = 'NULL';
+    const { data } = await submit(company, body({}, { first_name: first, last_name: last }));
+    expect(data.client).toMatchObject({ first_name: first, last_name: last });
+    const res = await ctx.app.inject({ method: 'GET', url: `/api/v1/claims/${data.id}`, headers: company.auth });
+    expect(res.json().data.client).toMatchObject({ first_name: first, last_name: last });
+  });
+
   it('ignores fields it does not know', async () => {
     const company = await ctx.newCompany();
     const { data } = await submit(company, { ...body({ note: 'x', source: 'bulk_import', id: 'mine' }), company_name: 'Other' });
