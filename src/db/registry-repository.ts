@@ -1,5 +1,13 @@
 import type { Claim } from '../domain/claims/claim';
-import type { ClaimLookup, Lookup, MatchFacts, Position, RegistryRepository, SubjectRecord } from '../domain/registry/registry';
+import type {
+  ClaimLookup,
+  Lookup,
+  LookupEntry,
+  MatchFacts,
+  Position,
+  RegistryRepository,
+  SubjectRecord,
+} from '../domain/registry/registry';
 import { visibleClaim } from './claim-visibility';
 import type { Db } from './db';
 
@@ -36,6 +44,53 @@ const RETURNED_BY = (claim: string, where: string, limit: string) => `
     WHERE l.client_key = ${claim}.client_id AND l.plate_key IS DISTINCT FROM ${claim}.vehicle_registration
       AND ${claim}.id = ANY (l.claim_ids) AND ${where}
     ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit})`;
+
+/**
+ * A batch of look-up entries as one text per column (appendLookups): ids, numbers and the fixed
+ * kinds joined by commas (none of them can hold one; "-" stands for null), each entry's claim ids
+ * as an array literal joined by ";", and the free texts (purpose, plate) as JSON arrays.
+ */
+function lookupColumns(entries: LookupEntry[]): string[] {
+  const n = entries.length;
+  const id = new Array<string>(n),
+    company = new Array<string>(n),
+    token = new Array<string>(n),
+    user = new Array<string>(n);
+  const purpose = new Array<string | null>(n),
+    kind = new Array<string>(n),
+    plate = new Array<string | null>(n);
+  const client = new Array<string>(n),
+    claim = new Array<string>(n),
+    at = new Array<number>(n),
+    claimIds = new Array<string>(n);
+  for (let i = 0; i < n; i++) {
+    const e = entries[i]!;
+    id[i] = e.id;
+    company[i] = e.companyId;
+    token[i] = e.tokenId ?? '-';
+    user[i] = e.userId ?? '-';
+    purpose[i] = e.purpose;
+    kind[i] = e.kind;
+    plate[i] = e.vehicleRegistration;
+    client[i] = e.clientId ?? '-';
+    claim[i] = e.claimId ?? '-';
+    at[i] = e.at;
+    claimIds[i] = `{${e.claimIds.join(',')}}`;
+  }
+  return [
+    id.join(','),
+    company.join(','),
+    token.join(','),
+    user.join(','),
+    JSON.stringify(purpose),
+    kind.join(','),
+    JSON.stringify(plate),
+    client.join(','),
+    claim.join(','),
+    at.join(','),
+    claimIds.join(';'),
+  ];
+}
 
 export function createRegistryRepository(db: Db): RegistryRepository {
   return {
@@ -134,25 +189,32 @@ export function createRegistryRepository(db: Db): RegistryRepository {
       // ON DELETE CASCADE would have). Its commit does not wait for the disk: a database crash may
       // lose the last fraction of a second of the log, as a killed server loses what it had not
       // written yet, and in exchange the log's write holds a connection for less time.
+      const c = lookupColumns(entries);
       await db.transaction(async (tx) => {
         await tx.query('SET LOCAL synchronous_commit = off');
         await tx.query(
-          // The entries as they are (camelCase keys, the time in epoch milliseconds): no copy per entry.
+          // One parameter per column, zipped back into rows by ROWS FROM: parsing these lists costs
+          // the database less than a JSON object per entry (measured: ~7 µs an entry).
           `WITH entry AS (
-           SELECT * FROM json_to_recordset($1::text::json) AS t(id uuid, "companyId" uuid, "tokenId" uuid, "userId" uuid,
-                  purpose text, kind text, "vehicleRegistration" text, "clientId" uuid, "claimId" uuid,
-                  at bigint, "claimIds" uuid[])
-            WHERE EXISTS (SELECT 1 FROM companies co WHERE co.id = t."companyId")
+           SELECT * FROM ROWS FROM (
+                  unnest(string_to_array($1, ',')::uuid[]), unnest(string_to_array($2, ',')::uuid[]),
+                  unnest(string_to_array($3, ',', '-')::uuid[]), unnest(string_to_array($4, ',', '-')::uuid[]),
+                  json_array_elements_text($5::text::json), unnest(string_to_array($6, ',')),
+                  json_array_elements_text($7::text::json), unnest(string_to_array($8, ',', '-')::uuid[]),
+                  unnest(string_to_array($9, ',', '-')::uuid[]), unnest(string_to_array($10, ',')::bigint[]),
+                  unnest(string_to_array($11, ';')))
+             AS t(id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id, at, claim_ids)
+            WHERE EXISTS (SELECT 1 FROM companies co WHERE co.id = t.company_id)
          )
          INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id,
                               result_count, created_at, claim_ids, plate_key, client_key)
-         SELECT e.id, e."companyId", e."tokenId", e."userId", e.purpose, e.kind, e."vehicleRegistration", e."clientId", e."claimId",
-                cardinality(e."claimIds"), to_timestamp(e.at / 1000.0), e."claimIds",
-                CASE e.kind WHEN 'matches' THEN asked.vehicle_registration ELSE e."vehicleRegistration" END,
-                CASE e.kind WHEN 'matches' THEN asked.client_id ELSE e."clientId" END
+         SELECT e.id, e.company_id, e.token_id, e.user_id, e.purpose, e.kind, e.vehicle_registration, e.client_id, e.claim_id,
+                cardinality(e.claim_ids::uuid[]), to_timestamp(e.at / 1000.0), e.claim_ids::uuid[],
+                CASE e.kind WHEN 'matches' THEN asked.vehicle_registration ELSE e.vehicle_registration END,
+                CASE e.kind WHEN 'matches' THEN asked.client_id ELSE e.client_id END
            FROM entry e
-           LEFT JOIN claims asked ON e.kind = 'matches' AND asked.id = e."claimId"`,
-          [JSON.stringify(entries)],
+           LEFT JOIN claims asked ON e.kind = 'matches' AND asked.id = e.claim_id`,
+          c,
         );
       });
     },
