@@ -51,4 +51,38 @@ describe('Settings › Webhooks', () => {
     expect(res.body).toContain('value="http://claims.example.com/hooks"');
     expect(await ctx.deps.webhooks.listEndpoints(c.id)).toEqual([]);
   });
+
+  it('deletes an endpoint after a confirmation: its pending deliveries are not sent; another company cannot delete it', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.member.email);
+    await web.get('/settings/webhooks');
+    await web.post('/settings/webhooks', { url: 'https://gone-hooks.example.net/registry' });
+    const [endpoint] = await ctx.deps.webhooks.listEndpoints(c.id);
+    await ctx.deps.store.transaction((tx) => enqueueWebhookEvent(tx, { companyId: c.id, type: 'import.completed', payload: {} }));
+    expect(await ctx.deps.webhooks.listDeliveries(c.id)).toHaveLength(1);
+    expect((await web.get('/settings/webhooks')).body).toContain(`href="/settings/webhooks/${endpoint!.id}/delete"`);
+
+    // Another company's people get a 404, on the page and on the form, and the endpoint stays.
+    const other = await companyWithPeople(ctx, 'Other');
+    const otherWeb = await signedIn(ctx, other.member.email);
+    await otherWeb.get('/settings/webhooks');
+    expect((await otherWeb.get(`/settings/webhooks/${endpoint!.id}/delete`)).statusCode).toBe(404);
+    expect((await otherWeb.post(`/settings/webhooks/${endpoint!.id}/delete`)).statusCode).toBe(404);
+    // Without the form's CSRF token nothing is deleted either.
+    expect((await web.post(`/settings/webhooks/${endpoint!.id}/delete`, {}, { csrf: null })).statusCode).toBe(403);
+    expect(await ctx.deps.webhooks.listEndpoints(c.id)).toHaveLength(1);
+
+    const confirm = await web.get(`/settings/webhooks/${endpoint!.id}/delete`);
+    expect(confirm.statusCode).toBe(200);
+    expect(confirm.body).toContain('https://gone-hooks.example.net/registry');
+    const deleted = await web.post(`/settings/webhooks/${endpoint!.id}/delete`);
+    expect(deleted.statusCode).toBe(303);
+    expect(deleted.headers.location).toBe('/settings/webhooks?deleted=1');
+    const after = await web.get('/settings/webhooks?deleted=1');
+    expect(after.body).toContain('The webhook was deleted.');
+    expect(after.body).not.toContain('gone-hooks.example.net');
+    expect(await ctx.deps.webhooks.listEndpoints(c.id)).toEqual([]);
+    expect(await ctx.deps.webhooks.listDeliveries(c.id)).toEqual([]);
+    expect((await web.post(`/settings/webhooks/${endpoint!.id}/delete`)).statusCode).toBe(404);
+  });
 });

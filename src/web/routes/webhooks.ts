@@ -1,25 +1,29 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 import { AppError } from '../../domain/errors';
+import { webhookMessages } from '../../domain/webhooks/webhook-service';
 import { companyUser, requireCompanyUser } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 
 /**
  * Settings › Webhooks: the company's endpoints, Create (the signing secret is shown once, on the
- * page that answers the form), and the recent deliveries with their outcomes.
+ * page that answers the form), Delete (after a confirmation page), and the recent deliveries with
+ * their outcomes.
  */
 export async function webhookRoutes(app: FastifyInstance) {
   const { webhooks } = app.deps;
 
   async function listPage(companyId: string, extra: Record<string, unknown> = {}) {
     const [endpoints, deliveries] = await Promise.all([webhooks.listEndpoints(companyId), webhooks.listDeliveries(companyId, 50)]);
-    return { title: 'Webhooks', endpoints, deliveries, url: '', error: null, ...extra };
+    return { title: 'Webhooks', endpoints, deliveries, url: '', error: null, notice: null, ...extra };
   }
 
-  app.get('/settings/webhooks', { preHandler: requireCompanyUser }, async (request, reply) =>
-    renderPage(reply, 'webhooks', await listPage(companyUser(request).companyId)),
-  );
+  app.get('/settings/webhooks', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const deleted = text(request.query as FormBody, 'deleted') === '1';
+    const notice = deleted ? 'The webhook was deleted. No more deliveries are sent to it.' : null;
+    return renderPage(reply, 'webhooks', await listPage(companyUser(request).companyId, { notice }));
+  });
 
   app.post('/settings/webhooks', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
     const user = companyUser(request);
@@ -32,5 +36,24 @@ export async function webhookRoutes(app: FastifyInstance) {
       if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
       return renderPage(reply, 'webhooks', await listPage(user.companyId, { url, error: err.message }), 422);
     }
+  });
+
+  /** The company's endpoint with this id, or a 404 (another company's endpoint is not found either). */
+  async function endpointOf(request: FastifyRequest) {
+    const { id } = request.params as { id: string };
+    const endpoint = (await webhooks.listEndpoints(companyUser(request).companyId)).find((e) => e.id === id);
+    if (!endpoint) throw new AppError('NOT_FOUND', webhookMessages.notFound);
+    return endpoint;
+  }
+
+  app.get('/settings/webhooks/:id/delete', { preHandler: requireCompanyUser }, async (request, reply) =>
+    renderPage(reply, 'webhook-delete', { title: 'Delete webhook', webhook: await endpointOf(request) }),
+  );
+
+  app.post('/settings/webhooks/:id/delete', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    await webhooks.deleteEndpoint(companyUser(request).companyId, id);
+    request.log.info({ webhookId: id }, 'webhook deleted');
+    return reply.redirect('/settings/webhooks?deleted=1', 303);
   });
 }
