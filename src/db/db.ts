@@ -213,6 +213,9 @@ const CONNECTION_FAULTS = new Set([
   '53300',
 ]);
 
+/** Seconds a client is asked to wait after the database was unreachable (API and dashboard). */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
 /** True when `err` says the database connection was lost or refused (PostgreSQL class 08 included). */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const code = pgErrorCode(err);

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/db';
 import { AppError } from '../domain/errors';
 import { RoleError, wantsJson } from './context';
 import { renderPage } from './render';
@@ -27,6 +28,22 @@ export async function webErrorHandler(err: FastifyError | AppError | RoleError, 
   if (err instanceof AppError && APP_ERROR_PAGES[err.code]) {
     const [status, title] = APP_ERROR_PAGES[err.code]!;
     return show(request, reply, status, title, err.message);
+  }
+  // A lost database (a restart, a failover, a network cut), or another service a page needs: what
+  // it is, a 503 that says to try again shortly, not "something went wrong".
+  const databaseDown = isDatabaseUnavailable(err);
+  if (databaseDown || (err instanceof AppError && err.code === 'UNAVAILABLE')) {
+    if (databaseDown) request.log.warn({ err }, 'database unavailable');
+    reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+    return show(
+      request,
+      reply,
+      503,
+      'Temporarily unavailable',
+      databaseDown
+        ? 'The registry cannot reach its database right now. Nothing was changed; please try again in a moment.'
+        : (err as AppError).message,
+    );
   }
   const fe = err as FastifyError;
   if (typeof fe.code === 'string' && fe.code.startsWith('FST_CSRF_')) {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { claimBody, createTestContext, dbKind, type Company, type TestContext } from '../harness';
 import { startTcpProxy } from '../tcp-proxy';
+import { companyWithPeople, signedIn } from '../web/web-client';
 
 /**
  * A lost or refused database connection is a fault of the service's surroundings, not a bug: the
@@ -74,4 +75,25 @@ describe.skipIf(dbKind() !== 'postgres')('the database connection is lost or ref
     // At least one of them hit the fault (the cut came before any could finish its round trips).
     expect(results.some((r) => r.statusCode === 503)).toBe(true);
   });
+  it('shows a signed-in dashboard user a 503 page that says to try again, not a server error', async () => {
+    const people = await companyWithPeople(ctx, 'Faults web');
+    const web = await signedIn(ctx, people.member.email);
+    expect((await web.get('/claims')).statusCode).toBe(200);
+
+    proxy.cut();
+    let page;
+    try {
+      page = await web.get('/claims');
+    } finally {
+      proxy.restore();
+    }
+    expect(page.statusCode, page.body).toBe(503);
+    expect(Number(page.headers['retry-after'])).toBeGreaterThan(0);
+    expect(page.headers['content-type']).toMatch(/^text\/html/u);
+    expect(page.body).toContain('cannot reach its database');
+    expect(page.body).not.toContain('Something went wrong');
+    expect(page.body).not.toMatch(/ECONN|CONNECTION_|at .*\.ts/u);
+    // Back to normal once the database answers again (the driver reconnects with a back-off).
+    await expect.poll(async () => (await web.get('/claims')).statusCode, { timeout: 45_000, interval: 500 }).toBe(200);
+  }, 90_000);
 });

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
-import { isDatabaseUnavailable } from '../../db/db';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../db/db';
 import { messages } from '../../domain/claims/claim';
 import { AppError, type ErrorCode, type FieldErrors } from '../../domain/errors';
 
@@ -150,9 +150,6 @@ export const errorHandlerPlugin = fp(
   },
   { name: 'error-handler' },
 );
-
-/** Seconds a client is asked to wait after the database was unreachable. */
-export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 /**
  * A lost or refused database connection (a restart, a failover, a network cut) is answered as
