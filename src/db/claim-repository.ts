@@ -3,6 +3,7 @@ import type { ClaimRepository, NewClaimRow, StatusChange, StatusUpdate, StoredCl
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../domain/clients/identity';
 import { RetryableConflict } from '../domain/errors';
 import { visibleClaim } from './claim-visibility';
+import { arrayLiteral, jsonArray } from './columns';
 import { pgErrorCode, type Queryable } from './db';
 
 const CREATED_AT = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
@@ -67,22 +68,6 @@ function toClaim(r: ClaimRow): StoredClaim {
   return claim;
 }
 
-/**
- * An array literal (`{a,b,NULL}`) of values that never need quoting: ids, ISO dates, canonical
- * amounts, hex hashes and fixed codes, as validated before they get here. A value that would
- * need quoting is refused rather than sent wrong.
- */
-function literal<T>(items: readonly T[], pick: (item: T) => string | null): string {
-  let out = '{';
-  for (let i = 0; i < items.length; i++) {
-    const v = pick(items[i]!);
-    if (v !== null && !SAFE_ELEMENT.test(v)) throw new Error('a value that needs quoting in an array literal');
-    out += (i === 0 ? '' : ',') + (v ?? 'NULL');
-  }
-  return out + '}';
-}
-const SAFE_ELEMENT = /^(?![Nn][Uu][Ll][Ll]$)[0-9A-Za-z_.-]+$/;
-
 export function createClaimRepository(db: Queryable): ClaimRepository {
   return {
     async findDocuments(refs: DocumentRef[]): Promise<KnownDocument[]> {
@@ -127,10 +112,8 @@ export function createClaimRepository(db: Queryable): ClaimRepository {
       plan: Pick<IdentityPlan, 'newClients' | 'newDocuments'>,
       claims: NewClaimRow[],
     ): Promise<{ createdAt: string | null }> {
-      // One parameter per column, zipped back into rows (ROWS FROM, unnest): array literals for
-      // the columns whose values never need quoting (ids, dates, amounts, codes; the driver's
-      // per-element escaping took 6% of an import's CPU), JSON arrays for the free texts (names,
-      // plates).
+      // One parameter per column (columns.ts): array literals for ids, dates, amounts and codes,
+      // JSON arrays for the free texts (names, plates).
       const rows = await db
         .query<{ created_at: string | null }>(
           `WITH new_clients AS (
@@ -156,24 +139,24 @@ export function createClaimRepository(db: Queryable): ClaimRepository {
          )
          SELECT (SELECT ${CREATED_AT} FROM new_claims c LIMIT 1) AS created_at`,
           [
-            literal(plan.newClients, (c) => c.id),
-            JSON.stringify(plan.newClients.map((c) => c.firstName)),
-            JSON.stringify(plan.newClients.map((c) => c.lastName)),
-            literal(plan.newClients, (c) => c.dateOfBirth),
-            literal(plan.newDocuments, (d) => d.type),
-            literal(plan.newDocuments, (d) => d.hash),
-            literal(plan.newDocuments, (d) => d.clientId),
-            literal(claims, (c) => c.id),
-            literal(claims, (c) => c.companyId),
-            literal(claims, (c) => c.clientId),
-            literal(claims, (c) => c.claimDate),
-            literal(claims, (c) => c.claimType),
-            literal(claims, (c) => c.amount),
-            literal(claims, (c) => (c.isAtFault === null ? null : c.isAtFault ? 't' : 'f')),
-            JSON.stringify(claims.map((c) => c.vehicleRegistration)),
-            literal(claims, (c) => c.source),
-            literal(claims, (c) => c.status),
-            literal(claims, (c) => c.importId),
+            arrayLiteral(plan.newClients, (c) => c.id),
+            jsonArray(plan.newClients, (c) => c.firstName),
+            jsonArray(plan.newClients, (c) => c.lastName),
+            arrayLiteral(plan.newClients, (c) => c.dateOfBirth),
+            arrayLiteral(plan.newDocuments, (d) => d.type),
+            arrayLiteral(plan.newDocuments, (d) => d.hash),
+            arrayLiteral(plan.newDocuments, (d) => d.clientId),
+            arrayLiteral(claims, (c) => c.id),
+            arrayLiteral(claims, (c) => c.companyId),
+            arrayLiteral(claims, (c) => c.clientId),
+            arrayLiteral(claims, (c) => c.claimDate),
+            arrayLiteral(claims, (c) => c.claimType),
+            arrayLiteral(claims, (c) => c.amount),
+            arrayLiteral(claims, (c) => (c.isAtFault === null ? null : c.isAtFault ? 't' : 'f')),
+            jsonArray(claims, (c) => c.vehicleRegistration),
+            arrayLiteral(claims, (c) => c.source),
+            arrayLiteral(claims, (c) => c.status),
+            arrayLiteral(claims, (c) => c.importId),
           ],
         )
         .catch((err: unknown) => {

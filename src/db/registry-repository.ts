@@ -1,14 +1,7 @@
 import type { Claim } from '../domain/claims/claim';
-import type {
-  ClaimLookup,
-  Lookup,
-  LookupEntry,
-  MatchFacts,
-  Position,
-  RegistryRepository,
-  SubjectRecord,
-} from '../domain/registry/registry';
+import type { ClaimLookup, Lookup, MatchFacts, Position, RegistryRepository, SubjectRecord } from '../domain/registry/registry';
 import { visibleClaim } from './claim-visibility';
+import { arrayLiteral, jsonArray } from './columns';
 import type { Db } from './db';
 
 const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
@@ -44,53 +37,6 @@ const RETURNED_BY = (claim: string, where: string, limit: string) => `
     WHERE l.client_key = ${claim}.client_id AND l.plate_key IS DISTINCT FROM ${claim}.vehicle_registration
       AND ${claim}.id = ANY (l.claim_ids) AND ${where}
     ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit})`;
-
-/**
- * A batch of look-up entries as one text per column (appendLookups): ids, numbers and the fixed
- * kinds joined by commas (none of them can hold one; "-" stands for null), each entry's claim ids
- * as an array literal joined by ";", and the free texts (purpose, plate) as JSON arrays.
- */
-function lookupColumns(entries: LookupEntry[]): string[] {
-  const n = entries.length;
-  const id = new Array<string>(n),
-    company = new Array<string>(n),
-    token = new Array<string>(n),
-    user = new Array<string>(n);
-  const purpose = new Array<string | null>(n),
-    kind = new Array<string>(n),
-    plate = new Array<string | null>(n);
-  const client = new Array<string>(n),
-    claim = new Array<string>(n),
-    at = new Array<number>(n),
-    claimIds = new Array<string>(n);
-  for (let i = 0; i < n; i++) {
-    const e = entries[i]!;
-    id[i] = e.id;
-    company[i] = e.companyId;
-    token[i] = e.tokenId ?? '-';
-    user[i] = e.userId ?? '-';
-    purpose[i] = e.purpose;
-    kind[i] = e.kind;
-    plate[i] = e.vehicleRegistration;
-    client[i] = e.clientId ?? '-';
-    claim[i] = e.claimId ?? '-';
-    at[i] = e.at;
-    claimIds[i] = `{${e.claimIds.join(',')}}`;
-  }
-  return [
-    id.join(','),
-    company.join(','),
-    token.join(','),
-    user.join(','),
-    JSON.stringify(purpose),
-    kind.join(','),
-    JSON.stringify(plate),
-    client.join(','),
-    claim.join(','),
-    at.join(','),
-    claimIds.join(';'),
-  ];
-}
 
 export function createRegistryRepository(db: Db): RegistryRepository {
   return {
@@ -189,20 +135,17 @@ export function createRegistryRepository(db: Db): RegistryRepository {
       // ON DELETE CASCADE would have). Its commit does not wait for the disk: a database crash may
       // lose the last fraction of a second of the log, as a killed server loses what it had not
       // written yet, and in exchange the log's write holds a connection for less time.
-      const c = lookupColumns(entries);
       await db.transaction(async (tx) => {
         await tx.query('SET LOCAL synchronous_commit = off');
         await tx.query(
-          // One parameter per column, zipped back into rows by ROWS FROM: parsing these lists costs
-          // the database less than a JSON object per entry (measured: ~7 µs an entry).
+          // One parameter per column (columns.ts): cheaper for the database to read than a JSON
+          // object per entry (measured: ~7 µs an entry). Each entry's claim ids are an array literal.
           `WITH entry AS (
            SELECT * FROM ROWS FROM (
-                  unnest(string_to_array($1, ',')::uuid[]), unnest(string_to_array($2, ',')::uuid[]),
-                  unnest(string_to_array($3, ',', '-')::uuid[]), unnest(string_to_array($4, ',', '-')::uuid[]),
-                  json_array_elements_text($5::text::json), unnest(string_to_array($6, ',')),
-                  json_array_elements_text($7::text::json), unnest(string_to_array($8, ',', '-')::uuid[]),
-                  unnest(string_to_array($9, ',', '-')::uuid[]), unnest(string_to_array($10, ',')::bigint[]),
-                  unnest(string_to_array($11, ';')))
+                  unnest($1::text::uuid[]), unnest($2::text::uuid[]), unnest($3::text::uuid[]), unnest($4::text::uuid[]),
+                  json_array_elements_text($5::text::json), unnest($6::text::text[]), json_array_elements_text($7::text::json),
+                  unnest($8::text::uuid[]), unnest($9::text::uuid[]), unnest($10::text::bigint[]),
+                  json_array_elements_text($11::text::json))
              AS t(id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id, at, claim_ids)
             WHERE EXISTS (SELECT 1 FROM companies co WHERE co.id = t.company_id)
          )
@@ -214,7 +157,19 @@ export function createRegistryRepository(db: Db): RegistryRepository {
                 CASE e.kind WHEN 'matches' THEN asked.client_id ELSE e.client_id END
            FROM entry e
            LEFT JOIN claims asked ON e.kind = 'matches' AND asked.id = e.claim_id`,
-          c,
+          [
+            arrayLiteral(entries, (e) => e.id),
+            arrayLiteral(entries, (e) => e.companyId),
+            arrayLiteral(entries, (e) => e.tokenId),
+            arrayLiteral(entries, (e) => e.userId),
+            jsonArray(entries, (e) => e.purpose),
+            arrayLiteral(entries, (e) => e.kind),
+            jsonArray(entries, (e) => e.vehicleRegistration),
+            arrayLiteral(entries, (e) => e.clientId),
+            arrayLiteral(entries, (e) => e.claimId),
+            arrayLiteral(entries, (e) => String(e.at)),
+            jsonArray(entries, (e) => arrayLiteral(e.claimIds, (claimId) => claimId)),
+          ],
         );
       });
     },
