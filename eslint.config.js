@@ -53,4 +53,14 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
+  {
+    // The embedded database's thread (src/db/pglite-thread.mjs) is plain JavaScript, outside the
+    // TypeScript project: the recommended rules without type information.
+    files: ['**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: { performance: 'readonly', console: 'readonly', process: 'readonly' },
+    },
+  },
 );

@@ -164,10 +164,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // PostgreSQL: a chunk costs four round trips (BEGIN, the lock, the write with its ledger
     // entry, COMMIT) and its documents are looked up while the chunk before it is written, so
     // 1000-row chunks import faster than 5000-row ones (team benchmark, one run each: 1.13x/1.39x
-    // against 1.33x/1.57x COPY, queue/in-process) and keep less in memory. Embedded, PGlite runs
-    // each statement on this process's own thread, so a chunk's write holds every other request
-    // for as long as it runs: 250-row chunks (some tens of milliseconds each) keep the server answering.
-    importChunkSize: v.IMPORT_CHUNK_SIZE ?? (v.DATABASE_URL ? 1000 : 250),
+    // against 1.33x/1.57x COPY, queue/in-process) and keep less in memory. Embedded, PGlite has one
+    // session: a request's statement waits for the chunk transaction ahead of it. 500-row chunks
+    // (npm run bench:embedded: other requests' p99 100-160 ms during a 90,000-row import; 1000-row
+    // chunks 270-370 ms) keep the server answering, at ~10 s for that import against ~12 s for 250.
+    importChunkSize: v.IMPORT_CHUNK_SIZE ?? (v.DATABASE_URL ? 1000 : 500),
     importWaitSeconds: v.IMPORT_WAIT_SECONDS,
     workerConcurrency: v.WORKER_CONCURRENCY,
     workerLockSeconds: v.WORKER_LOCK_SECONDS,

@@ -80,6 +80,8 @@ export type DepsOptions = {
    * the server then is the only process; with REDIS_URL the workers deliver. The admin command line says false.
    */
   deliverWebhooks?: boolean;
+  /** A long-running server: the embedded database's code is compiled optimized once, at start. */
+  optimizedEmbeddedCode?: boolean;
   /** Crash tests: called right after an import chunk commits, before its progress is reported. */
   afterChunkCommit?: (chunkNo: number) => void;
 };
@@ -94,7 +96,11 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
           poolSize: config.dbPoolSize,
           ...((options.searchPath ?? config.dbSearchPath) ? { searchPath: options.searchPath ?? config.dbSearchPath } : {}),
         }
-      : { kind: 'pglite', dataDir: options.inMemory ? undefined : path.join(config.dataDir, 'pgdata') },
+      : {
+          kind: 'pglite',
+          dataDir: options.inMemory ? undefined : path.join(config.dataDir, 'pgdata'),
+          optimizedCode: options.optimizedEmbeddedCode ?? false,
+        },
   );
   try {
     await migrate(db);
