@@ -167,7 +167,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // against 1.33x/1.57x COPY, queue/in-process) and keep less in memory. Embedded, PGlite has one
     // session: a request's statement waits for the chunk transaction ahead of it. 500-row chunks
     // (npm run bench:embedded: other requests' p99 100-160 ms during a 90,000-row import; 1000-row
-    // chunks 270-370 ms) keep the server answering, at ~10 s for that import against ~12 s for 250.
+    // chunks 270-370 ms) keep the server answering; with PGlite on its own thread that import took a
+    // median 10.1 s, against 14.6 s for 250-row chunks on the server's thread.
     importChunkSize: v.IMPORT_CHUNK_SIZE ?? (v.DATABASE_URL ? 1000 : 500),
     importWaitSeconds: v.IMPORT_WAIT_SECONDS,
     workerConcurrency: v.WORKER_CONCURRENCY,

@@ -54,6 +54,11 @@ parentPort.on('message', (msg) => {
     (rows) => parentPort.postMessage({ id: msg.id, rows }),
     (err) => parentPort.postMessage({ id: msg.id, error: describe(err) }),
   );
-  if (msg.op === 'close') work.finally(() => parentPort.close());
+  // Closed either way; a failed close was answered above and must not also be an unhandled rejection.
+  if (msg.op === 'close')
+    work.then(
+      () => parentPort.close(),
+      () => parentPort.close(),
+    );
 });
 parentPort.postMessage({ ready: true });

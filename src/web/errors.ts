@@ -16,6 +16,7 @@ const APP_ERROR_PAGES: Record<string, [number, string]> = {
   VALIDATION_FAILED: [422, 'Please check what you sent'],
   CONFLICT: [409, 'Already exists'],
   UNAUTHORIZED: [401, 'Please sign in'],
+  UNAVAILABLE: [503, 'Temporarily unavailable'],
 };
 
 /**
@@ -29,21 +30,13 @@ export async function webErrorHandler(err: FastifyError | AppError | RoleError, 
     const [status, title] = APP_ERROR_PAGES[err.code]!;
     return show(request, reply, status, title, err.message);
   }
-  // A lost database (a restart, a failover, a network cut), or another service a page needs: what
-  // it is, a 503 that says to try again shortly, not "something went wrong".
-  const databaseDown = isDatabaseUnavailable(err);
-  if (databaseDown || (err instanceof AppError && err.code === 'UNAVAILABLE')) {
-    if (databaseDown) request.log.warn({ err }, 'database unavailable');
+  // A lost database (a restart, a failover, a network cut): what it is, a 503 that says to try
+  // again shortly, not "something went wrong".
+  if (isDatabaseUnavailable(err)) {
+    request.log.warn({ err }, 'database unavailable');
     reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
-    return show(
-      request,
-      reply,
-      503,
-      'Temporarily unavailable',
-      databaseDown
-        ? 'The registry cannot reach its database right now. Nothing was changed; please try again in a moment.'
-        : (err as AppError).message,
-    );
+    const message = 'The registry cannot reach its database right now. Nothing was changed; please try again in a moment.';
+    return show(request, reply, 503, 'Temporarily unavailable', message);
   }
   const fe = err as FastifyError;
   if (typeof fe.code === 'string' && fe.code.startsWith('FST_CSRF_')) {
