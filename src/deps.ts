@@ -27,7 +27,7 @@ import { createMetrics } from './metrics';
 import { createObjectStore } from './storage/object-store';
 import { importCsvProcessor } from './workers/import-csv.processor';
 import { createInProcessImportQueue } from './workers/in-process-runner';
-import { createBullImportQueue, type BullImportQueue } from './workers/queues';
+import type { BullImportQueue } from './workers/queues';
 import { startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
 
 export class StartupError extends Error {}
@@ -139,9 +139,14 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     });
     const storage = createObjectStore(config);
     // With REDIS_URL the API only produces jobs (`npm run worker` consumes them); without it the
-    // same processor runs inside this process.
+    // same processor runs inside this process, and the queue libraries (about 30 MB) stay unloaded.
     const importQueue: BullImportQueue | ReturnType<typeof createInProcessImportQueue> = config.redisUrl
-      ? createBullImportQueue({ url: config.redisUrl, prefix: config.queuePrefix, attempts: config.importAttempts, log })
+      ? (await import('./workers/queues')).createBullImportQueue({
+          url: config.redisUrl,
+          prefix: config.queuePrefix,
+          attempts: config.importAttempts,
+          log,
+        })
       : createInProcessImportQueue({ concurrency: config.workerConcurrency, attempts: config.importAttempts, log });
     const imports = createImportService({
       store,

@@ -10,7 +10,6 @@ import type { FastifyBaseLogger } from 'fastify';
 
 import type { Deps } from '../deps';
 import { authPlugin } from './plugins/auth';
-import { bullBoardPlugin } from './plugins/bull-board';
 import { errorHandlerPlugin } from './plugins/error-handler';
 import { claimSchema, clientSchema } from './schemas/claims';
 import { addSharedSchemas, errorSchema } from './schemas/common';
@@ -170,7 +169,10 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     { prefix: '/api/v1' },
   );
 
-  if (deps.importQueue.kind === 'bullmq') await app.register(bullBoardPlugin, { queue: deps.importQueue.bull });
+  if (deps.importQueue.kind === 'bullmq') {
+    const { bullBoardPlugin } = await import('./plugins/bull-board');
+    await app.register(bullBoardPlugin, { queue: deps.importQueue.bull });
+  }
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     try {

@@ -1,5 +1,3 @@
-import { UnrecoverableError } from 'bullmq';
-
 import { InvalidImportFile } from '../domain/imports/csv-file';
 import {
   ImportBusy,
@@ -21,19 +19,28 @@ export type ImportJob = {
   updateProgress(progress: ImportProgress): Promise<unknown>;
 };
 
+/**
+ * A failure that another attempt cannot mend (a bad file, a missing file or import). The BullMQ
+ * worker turns it into its UnrecoverableError; the in-process runner stops at it. Kept free of
+ * bullmq so that a server without REDIS_URL never loads the queue libraries.
+ */
+export class PermanentImportFailure extends Error {
+  override readonly name = 'PermanentImportFailure';
+}
+
 export type ImportProcessorDeps = { imports: Pick<ImportService, 'process' | 'markFailed'>; metrics?: ImportMetrics };
 
 const isLastAttempt = (job: ImportJob) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 
 /**
  * A thin adapter from a job to ImportService.process. Permanent failures (a bad file, a missing
- * file or import) become UnrecoverableError so they are not retried; anything else is rethrown so
+ * file or import) become PermanentImportFailure so they are not retried; anything else is rethrown so
  * the queue's attempts and backoff apply, and the import is marked failed on the last attempt.
  */
 export function importCsvProcessor(deps: ImportProcessorDeps) {
   return async (job: ImportJob): Promise<ProcessOutcome> => {
     const importId = job.data?.importId;
-    if (typeof importId !== 'string' || !isUuid(importId)) throw new UnrecoverableError('The job carries no valid import id.');
+    if (typeof importId !== 'string' || !isUuid(importId)) throw new PermanentImportFailure('The job carries no valid import id.');
     // Metrics (ops): one observation per import that ends here, completed or failed for good.
     const started = process.hrtime.bigint();
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
@@ -47,12 +54,12 @@ export function importCsvProcessor(deps: ImportProcessorDeps) {
       if (err instanceof InvalidImportFile) {
         await deps.imports.markFailed(importId, 'invalid_file', err.message);
         deps.metrics?.importFinished({ status: 'failed', seconds: seconds() });
-        throw new UnrecoverableError(err.message);
+        throw new PermanentImportFailure(err.message);
       }
       if (err instanceof ImportGone) {
         await deps.imports.markFailed(importId, 'error', importMessages.failed);
         deps.metrics?.importFinished({ status: 'failed', seconds: seconds() });
-        throw new UnrecoverableError(err.message);
+        throw new PermanentImportFailure(err.message);
       }
       // Busy: another run of the import is ahead of this one; this attempt just waits its turn.
       if (!(err instanceof ImportBusy) && isLastAttempt(job)) {

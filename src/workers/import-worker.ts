@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 
 import type { Config } from '../config';
 import { importMessages } from '../domain/imports/import-service';
-import { importCsvProcessor, type ImportProcessorDeps } from './import-csv.processor';
+import { importCsvProcessor, PermanentImportFailure, type ImportProcessorDeps } from './import-csv.processor';
 import { IMPORT_QUEUE, workerConnection } from './queues';
 
 /**
@@ -19,14 +19,26 @@ export function startImportWorker(
   if (!config.redisUrl) throw new Error('The import worker needs REDIS_URL');
   const processor = importCsvProcessor(deps);
   const lockDuration = config.workerLockSeconds * 1000;
-  const worker = new Worker(IMPORT_QUEUE, async (job) => processor(job), {
-    connection: workerConnection(config.redisUrl),
-    prefix: config.queuePrefix,
-    concurrency: config.workerConcurrency,
-    lockDuration,
-    stalledInterval: lockDuration,
-    maxStalledCount: 1,
-  });
+  const worker = new Worker(
+    IMPORT_QUEUE,
+    async (job) => {
+      try {
+        return await processor(job);
+      } catch (err) {
+        // BullMQ fails a job for good, without retries, on its own UnrecoverableError.
+        if (err instanceof PermanentImportFailure) throw new UnrecoverableError(err.message);
+        throw err;
+      }
+    },
+    {
+      connection: workerConnection(config.redisUrl),
+      prefix: config.queuePrefix,
+      concurrency: config.workerConcurrency,
+      lockDuration,
+      stalledInterval: lockDuration,
+      maxStalledCount: 1,
+    },
+  );
   worker.on('active', (job) => log.info({ jobId: job.id, attempt: job.attemptsMade + 1 }, 'import job started'));
   worker.on('completed', (job) => log.info({ jobId: job.id }, 'import job completed'));
   worker.on('stalled', (jobId) => log.warn({ jobId }, 'import job stalled (its worker died or blocked); it will run again'));

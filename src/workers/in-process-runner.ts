@@ -1,8 +1,7 @@
-import { UnrecoverableError } from 'bullmq';
 import type { Logger } from 'pino';
 
 import { ImportBusy, QueueUnavailable, type ImportQueue } from '../domain/imports/import-service';
-import type { ImportJob, ImportProcessor } from './import-csv.processor';
+import { PermanentImportFailure, type ImportJob, type ImportProcessor } from './import-csv.processor';
 
 /** How long a settled run stays known, so a waiter arriving late still learns it is done. */
 const SETTLED_TTL_MS = 60_000;
@@ -37,7 +36,7 @@ export function createInProcessImportQueue(opts: { concurrency: number; attempts
         await processor!(job);
         return;
       } catch (err) {
-        if (err instanceof UnrecoverableError || err instanceof ImportBusy) {
+        if (err instanceof PermanentImportFailure || err instanceof ImportBusy) {
           log.info({ importId, err }, 'import stopped');
           return;
         }

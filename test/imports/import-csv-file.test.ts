@@ -1,7 +1,6 @@
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
-import { UnrecoverableError } from 'bullmq';
 import pino from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 
@@ -17,7 +16,7 @@ import {
   type Column,
 } from '../../src/domain/imports/csv-file';
 import { ImportBusy, ImportGone } from '../../src/domain/imports/import-service';
-import { importCsvProcessor, type ImportJob } from '../../src/workers/import-csv.processor';
+import { importCsvProcessor, PermanentImportFailure, type ImportJob } from '../../src/workers/import-csv.processor';
 import { createInProcessImportQueue } from '../../src/workers/in-process-runner';
 import { checkEvictionPolicy, enqueue } from '../../src/workers/queues';
 import { HEADER } from '../import-helpers';
@@ -133,19 +132,19 @@ describe('the import job processor', () => {
     ...over,
   });
 
-  it('turns permanent failures into UnrecoverableError and marks the import failed', async () => {
+  it('turns permanent failures into PermanentImportFailure and marks the import failed', async () => {
     for (const [err, failure] of [
       [new InvalidImportFile(['The file is empty.']), 'invalid_file'],
       [new ImportGone('gone'), 'error'],
     ] as const) {
       const markFailed = vi.fn(async () => {});
       const run = importCsvProcessor({ imports: { process: async () => Promise.reject(err), markFailed } });
-      await expect(run(job())).rejects.toBeInstanceOf(UnrecoverableError);
+      await expect(run(job())).rejects.toBeInstanceOf(PermanentImportFailure);
       expect(markFailed).toHaveBeenCalledWith(job().data.importId, failure, expect.any(String));
     }
     await expect(
       importCsvProcessor({ imports: { process: vi.fn(), markFailed: vi.fn() } })(job({ data: { importId: 'x' } })),
-    ).rejects.toBeInstanceOf(UnrecoverableError);
+    ).rejects.toBeInstanceOf(PermanentImportFailure);
   });
 
   it('rethrows other errors for a retry, marking the import failed only on the last attempt', async () => {
@@ -181,12 +180,12 @@ describe('queue helpers', () => {
     expect(add).toHaveBeenCalledWith('import-csv', { importId: 'a' }, { jobId: 'import-a' });
   });
 
-  it('runs jobs in process, one id once, and stops at an UnrecoverableError', async () => {
+  it('runs jobs in process, one id once, and stops at an PermanentImportFailure', async () => {
     const queue = createInProcessImportQueue({ concurrency: 1, attempts: 3, log: pino({ level: 'silent' }) });
     const seen: string[] = [];
     queue.start(async (j) => {
       seen.push(j.data.importId);
-      if (j.data.importId === 'bad') throw new UnrecoverableError('no');
+      if (j.data.importId === 'bad') throw new PermanentImportFailure('no');
       return { importId: j.data.importId, status: 'completed', imported: 0, failed: 0, alreadyDone: false };
     });
     await queue.enqueue('a');
