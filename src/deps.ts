@@ -28,6 +28,7 @@ import { createObjectStore } from './storage/object-store';
 import { importCsvProcessor } from './workers/import-csv.processor';
 import { createInProcessImportQueue } from './workers/in-process-runner';
 import type { BullImportQueue } from './workers/queues';
+import { startImportThread } from './workers/import-thread';
 import { startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
 
 export class StartupError extends Error {}
@@ -82,6 +83,11 @@ export type DepsOptions = {
   deliverWebhooks?: boolean;
   /** A long-running server: the embedded database's code is compiled optimized once, at start. */
   optimizedEmbeddedCode?: boolean;
+  /**
+   * A long-running server: with PostgreSQL and no REDIS_URL, imports run on a thread of their own
+   * (import-thread.ts) instead of taking turns with requests on this one.
+   */
+  importThread?: boolean;
   /** Crash tests: called right after an import chunk commits, before its progress is reported. */
   afterChunkCommit?: (chunkNo: number) => void;
 };
@@ -194,7 +200,11 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
             }
           : () => importJobCounts(db),
     });
-    if (importQueue.kind === 'in-process') importQueue.start(importCsvProcessor({ imports, metrics }));
+    const importThread =
+      options.importThread && db.kind === 'postgres' && importQueue.kind === 'in-process'
+        ? startImportThread({ config, ...(options.searchPath ? { searchPath: options.searchPath } : {}), metrics, log })
+        : undefined;
+    if (importQueue.kind === 'in-process') importQueue.start(importThread?.processor ?? importCsvProcessor({ imports, metrics }));
     let deliverer: WebhookDeliverer | undefined;
     /** Starts delivering the webhook outbox from this process (once). */
     const startWebhookDelivery = () => {
@@ -232,6 +242,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       async close() {
         await tokens.close();
         await importQueue.close();
+        await importThread?.close();
         await deliverer?.stop();
         await lookupJournal.close();
         await db.close();

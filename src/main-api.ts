@@ -10,7 +10,7 @@ import { createLogger } from './logger';
 async function main() {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
-  const deps = await createDeps(config, { optimizedEmbeddedCode: true });
+  const deps = await createDeps(config, { optimizedEmbeddedCode: true, importThread: true });
   const app = await buildApp(deps, { logger });
   app.addHook('onClose', async () => deps.close());
   closeWithGrace({ delay: 20_000 }, async ({ err, signal }) => {

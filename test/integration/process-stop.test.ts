@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -98,7 +98,7 @@ describe.skipIf(dbKind() !== 'pglite')('the embedded database after a SIGKILL', 
   }, 120_000);
 });
 
-describe.skipIf(dbKind() !== 'postgres')('SIGTERM to the API server', () => {
+describe.skipIf(dbKind() !== 'postgres')('npm start on PostgreSQL without REDIS_URL', () => {
   let ctx: TestContext;
   afterAll(async () => ctx?.close());
 
@@ -120,6 +120,50 @@ describe.skipIf(dbKind() !== 'postgres')('SIGTERM to the API server', () => {
     await ready(server, 'claims registry ready');
     return { server, port };
   }
+
+  it('runs imports on its import thread: the summary, the stored claims, the metrics', async () => {
+    const metricsPort = await freePort();
+    const { server, port } = await startServer({ METRICS_PORT: String(metricsPort) });
+    await ready(server, 'import thread ready');
+    const company = await ctx.newCompany('Thread');
+    const rows = [validRow(), validRow(), validRow({ amount: 'lots' })];
+    const body = await multipart(csv(rows));
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/claims/import`, {
+      method: 'POST',
+      headers: { ...company.auth, 'content-type': body.contentType },
+      body: body.payload,
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ imported: 2, failed: 1, errors: [{ row: 4, messages: { amount: [expect.any(String)] } }] });
+    const list = await fetch(`http://127.0.0.1:${port}/api/v1/claims`, { headers: company.auth });
+    const plates = ((await list.json()) as { data: { vehicle_registration: string }[] }).data.map((c) => c.vehicle_registration);
+    expect(plates.sort()).toEqual([rows[0]!.vehicle_registration, rows[1]!.vehicle_registration].sort());
+    // The thread's observations reach the server's /metrics.
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/^claims_import_rows_processed_total 3$/mu);
+    expect(metrics).toMatch(/^claims_import_rows_failed_total 1$/mu);
+  }, 120_000);
+
+  it('fails an import whose file is gone for good, at once, without retrying it', async () => {
+    ctx ??= await createTestContext();
+    const company = await ctx.newCompany('Gone');
+    // A queued import whose file is not in storage, left behind as by a stopped server: the next start takes it up.
+    const id = randomUUID();
+    await ctx.deps.db.query(`INSERT INTO imports (id, company_id, file_name, object_key, size_bytes) VALUES ($1, $2, 'gone.csv', $3, 10)`, [
+      id,
+      company.id,
+      `imports/${company.id}/${id}`,
+    ]);
+    const { server, port } = await startServer();
+    const done = await until('the import to fail', async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/imports/${id}`, { headers: company.auth });
+      const { data } = (await res.json()) as { data: { status: string; message: string | null } };
+      return data.status === 'failed' ? data : undefined;
+    });
+    expect(done.message).toBe('The import could not be completed; nothing was imported. Try again later.');
+    await ready(server, 'import stopped');
+    expect(server.output()).not.toContain('retrying');
+  }, 120_000);
 
   it('finishes the upload in flight and its import, answers it, then exits 0', async () => {
     const { server, port } = await startServer();

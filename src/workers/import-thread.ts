@@ -1,0 +1,126 @@
+import { Worker } from 'node:worker_threads';
+
+import type { Logger } from 'pino';
+
+import type { Config } from '../config';
+import { ImportBusy, type ProcessOutcome } from '../domain/imports/import-service';
+import type { ImportMetrics } from '../metrics';
+import { PermanentImportFailure, type ImportJob, type ImportProcessor } from './import-csv.processor';
+
+export type ImportThreadData = { config: Config; searchPath: string | undefined };
+export type ThreadRequest = { op: 'run'; id: number; importId: string; attemptsMade: number; attempts: number } | { op: 'close' };
+export type ThreadReply =
+  | { ready: true }
+  | { failed: string }
+  | { metric: Parameters<ImportMetrics['importFinished']>[0] }
+  | { id: number; outcome: ProcessOutcome }
+  | { id: number; error: { kind: 'permanent' | 'busy' | 'retry'; message: string; code?: string } };
+
+/** A failure of a job on the import thread, as the thread described it. */
+class ImportThreadError extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = 'ImportThreadError';
+  }
+}
+
+/**
+ * Without REDIS_URL but with PostgreSQL, the server runs its imports on a thread of its own, with
+ * its own connections (`2 × WORKER_CONCURRENCY + 1`: each running import holds a chunk's transaction
+ * and looks the next chunk's documents up beside it; one more for the state changes). The import's
+ * reading, parsing, validation and hashing then no longer take turns with the server's requests:
+ * measured on 2 cores, a plate search answered during a 90,000-row import with a p99 of ~30 ms
+ * instead of ~90 ms, as with a separate worker process.
+ *
+ * The thread starts with the server and is started again by the next import after it died (the job in flight
+ * fails with a retryable error and the runner's attempts apply; the import goes on after its last
+ * committed chunk). `processor` has the in-process runner's shape: its failures are the
+ * processor's own (PermanentImportFailure, ImportBusy), or retryable.
+ */
+export function startImportThread(opts: { config: Config; searchPath?: string; metrics: ImportMetrics; log: Logger }) {
+  const data: ImportThreadData = {
+    config: { ...opts.config, dbPoolSize: 2 * opts.config.workerConcurrency + 1 },
+    searchPath: opts.searchPath,
+  };
+  const pending = new Map<number, { resolve: (o: ProcessOutcome) => void; reject: (err: Error) => void }>();
+  let nextId = 0;
+  let current: { thread: Worker; ready: Promise<Worker>; exited: Promise<void> } | undefined;
+  let closed = false;
+
+  function start() {
+    const thread = new Worker(new URL('./import-thread-entry.mjs', import.meta.url), { workerData: data });
+    let opened!: (t: Worker) => void;
+    let failed!: (err: Error) => void;
+    const ready = new Promise<Worker>((resolve, reject) => ((opened = resolve), (failed = reject)));
+    ready.catch((err: unknown) => opts.log.warn({ err }, 'the import thread did not start; the next import starts it again'));
+    const gone = (err: Error) => {
+      failed(err);
+      for (const p of pending.values()) p.reject(err);
+      pending.clear();
+      if (current?.thread === thread) current = undefined;
+    };
+    thread.on('message', (msg: ThreadReply) => {
+      if ('ready' in msg) return opened(thread);
+      if ('failed' in msg) return gone(new ImportThreadError(`The import thread could not start: ${msg.failed}`));
+      if ('metric' in msg) return opts.metrics.importFinished(msg.metric);
+      const call = pending.get(msg.id);
+      pending.delete(msg.id);
+      if ('outcome' in msg) return call?.resolve(msg.outcome);
+      const { kind, message, code } = msg.error;
+      call?.reject(
+        kind === 'permanent'
+          ? new PermanentImportFailure(message)
+          : kind === 'busy'
+            ? new ImportBusy()
+            : new ImportThreadError(message, code),
+      );
+    });
+    thread.on('error', (err) => {
+      opts.log.error({ err }, 'the import thread failed');
+      gone(new ImportThreadError('The import thread stopped.'));
+    });
+    const exited = new Promise<void>((resolve) =>
+      thread.once('exit', () => {
+        gone(new ImportThreadError('The import thread stopped.'));
+        resolve();
+      }),
+    );
+    current = { thread, ready, exited };
+    return current;
+  }
+
+  const processor: ImportProcessor = async (job: ImportJob) => {
+    if (closed) throw new ImportThreadError('The server is shutting down.');
+    const thread = await (current ?? start()).ready;
+    const id = nextId++;
+    return new Promise<ProcessOutcome>((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      const msg: ThreadRequest = {
+        op: 'run',
+        id,
+        importId: job.data.importId,
+        attemptsMade: job.attemptsMade,
+        attempts: job.opts.attempts ?? 1,
+      };
+      thread.postMessage(msg);
+    });
+  };
+
+  // Started with the server, so that the first import does not wait for it (about a second).
+  start();
+  return {
+    processor,
+    /** Stops the thread once its imports have ended (the runner waits for them first); it closes its connections. */
+    async close(): Promise<void> {
+      closed = true;
+      if (!current) return;
+      const { thread, exited } = current;
+      thread.postMessage({ op: 'close' } satisfies ThreadRequest);
+      await exited;
+    },
+  };
+}
+export type ImportThread = ReturnType<typeof startImportThread>;
