@@ -35,9 +35,9 @@ class ImportThreadError extends Error {
  * measured on 2 cores, a plate search answered during a 90,000-row import with a p99 of ~30 ms
  * instead of ~90 ms, as with a separate worker process.
  *
- * The thread starts with the server and is started again by the next import after it died (the job in flight
- * fails with a retryable error and the runner's attempts apply; the import goes on after its last
- * committed chunk). `processor` has the in-process runner's shape: its failures are the
+ * The thread starts with the server, and the next import starts it again after it died (the job
+ * in flight fails with a retryable error and the runner's attempts apply; the import goes on after
+ * its last committed chunk). `processor` has the in-process runner's shape: its failures are the
  * processor's own (PermanentImportFailure, ImportBusy), or retryable.
  */
 export function startImportThread(opts: { config: Config; searchPath?: string; metrics: ImportMetrics; log: Logger }) {
