@@ -88,7 +88,7 @@ export type DepsOptions = {
    * (import-thread.ts) instead of taking turns with requests on this one.
    */
   importThread?: boolean;
-  /** Crash tests: called right after an import chunk commits, before its progress is reported. */
+  /** Called right after an import chunk commits, before its progress is reported: the heap trim, and crash tests. */
   afterChunkCommit?: (chunkNo: number) => void;
 };
 

@@ -1,4 +1,5 @@
-import { getHeapStatistics } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 /**
  * Keeps an import worker's heap close to what it holds. An import allocates a chunk's rows,
@@ -8,10 +9,9 @@ import { getHeapStatistics } from 'node:v8';
  * lot of memory): a worker holding ~30 MB peaked at 220-240 MB. When the process runs with
  * `--expose-gc` (the `worker` script), a full collection runs between two chunks once the heap has
  * grown by `growthBytes` since the last one (some tens of milliseconds, every few seconds of an
- * import). Without the flag this does nothing.
+ * import). Without the flag (and without `gc`) this does nothing.
  */
-export function createHeapTrim(growthBytes: number): () => void {
-  const gc = (globalThis as { gc?: () => void }).gc;
+export function createHeapTrim(growthBytes: number, gc = (globalThis as { gc?: () => void }).gc): () => void {
   if (typeof gc !== 'function') return () => {};
   let floor = getHeapStatistics().used_heap_size;
   return () => {
@@ -19,4 +19,17 @@ export function createHeapTrim(growthBytes: number): () => void {
     gc();
     floor = getHeapStatistics().used_heap_size;
   };
+}
+
+/**
+ * V8's full collection for a process started without `--expose-gc` (the server is started as
+ * `node --import tsx src/main-api.ts` by npm start, the container and anyone's own command): the
+ * flag set at run time, and `gc` read from a new context. Threads started after this have `gc`
+ * on their global, as with the flag.
+ */
+export function exposeGc(): () => void {
+  const existing = (globalThis as { gc?: () => void }).gc;
+  if (typeof existing === 'function') return existing;
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
 }

@@ -3,6 +3,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { createDeps } from '../deps';
 import { ImportBusy } from '../domain/imports/import-service';
 import { createLogger } from '../logger';
+import { createHeapTrim } from './heap-trim';
 import { importCsvProcessor, PermanentImportFailure } from './import-csv.processor';
 import type { ImportThreadData, ThreadReply, ThreadRequest } from './import-thread';
 
@@ -12,13 +13,22 @@ import type { ImportThreadData, ThreadReply, ThreadRequest } from './import-thre
  * answers each with the outcome, or with the kind of failure, which the server's runner handles
  * as it would a failure on its own thread. Webhooks are delivered by the server's thread.
  */
+/** Heap growth between two full collections during an import, as in `npm run worker`. */
+const HEAP_GROWTH_BYTES = 40 * 1024 * 1024;
 const port = parentPort!;
 const { config, searchPath } = workerData as ImportThreadData;
 const logger = createLogger(config.logLevel).child({ thread: 'imports' });
 const reply = (msg: ThreadReply) => port.postMessage(msg);
 
 try {
-  const deps = await createDeps(config, { logger, deliverWebhooks: false, ...(searchPath ? { searchPath } : {}) });
+  // The server exposed `gc` before starting this thread: its heap is kept as a worker process keeps its own.
+  const trimHeap = createHeapTrim(HEAP_GROWTH_BYTES);
+  const deps = await createDeps(config, {
+    logger,
+    deliverWebhooks: false,
+    afterChunkCommit: () => trimHeap(),
+    ...(searchPath ? { searchPath } : {}),
+  });
   const processor = importCsvProcessor({
     imports: deps.imports,
     metrics: { importFinished: (outcome) => reply({ metric: outcome }) },
