@@ -7,12 +7,11 @@ import { createHeapTrim } from './heap-trim';
 import { importCsvProcessor, PermanentImportFailure } from './import-csv.processor';
 import type { ImportThreadData, ThreadReply, ThreadRequest } from './import-thread';
 
-/**
- * The body of the server's import thread (import-thread.ts): its own connections to the database
- * and the same import service and processor as a worker process. It runs the jobs it is sent and
- * answers each with the outcome, or with the kind of failure, which the server's runner handles
- * as it would a failure on its own thread. Webhooks are delivered by the server's thread.
- */
+// The body of the server's import thread (import-thread.ts): its own connections to the database
+// and the same import service and processor as a worker process. It runs the jobs it is sent and
+// answers each with the outcome, or with the kind of failure, which the server's runner handles
+// as it would a failure on its own thread. Webhooks are delivered by the server's thread.
+
 /** Heap growth between two full collections during an import, as in `npm run worker`. */
 const HEAP_GROWTH_BYTES = 40 * 1024 * 1024;
 const port = parentPort!;
