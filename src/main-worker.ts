@@ -7,7 +7,7 @@ import { createDeps, StartupError } from './deps';
 import { startRetentionSchedule } from './domain/registry/retention-schedule';
 import { createLogger } from './logger';
 import { serveMetrics } from './metrics';
-import { createHeapTrim } from './workers/heap-trim';
+import { createHeapTrim, IMPORT_WORKER_HEAP_GROWTH_BYTES } from './workers/heap-trim';
 import { startImportWorker } from './workers/import-worker';
 import { checkEvictionPolicy } from './workers/queues';
 
@@ -18,8 +18,6 @@ import { checkEvictionPolicy } from './workers/queues';
  * worker takes it over once its lock expires, going on after its last committed chunk.
  */
 const SHUTDOWN_GRACE_MS = 110_000;
-/** Heap growth between two full collections during an import (see heap-trim.ts). */
-const HEAP_GROWTH_BYTES = 40 * 1024 * 1024;
 
 async function main() {
   const config = loadConfig();
@@ -38,7 +36,7 @@ async function main() {
 
   // Crash tests only: the worker kills itself right after committing this chunk, before it reports progress.
   const killAfter = process.env.TEST_KILL_WORKER_AFTER_CHUNK;
-  const trimHeap = createHeapTrim(HEAP_GROWTH_BYTES);
+  const trimHeap = createHeapTrim(IMPORT_WORKER_HEAP_GROWTH_BYTES);
   const deps = await createDeps(config, {
     logger,
     afterChunkCommit: (n: number) => {

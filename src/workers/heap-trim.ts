@@ -2,6 +2,12 @@ import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 /**
+ * Heap growth between two full collections in a process or thread that only runs imports
+ * (`npm run worker`, the server's import thread).
+ */
+export const IMPORT_WORKER_HEAP_GROWTH_BYTES = 40 * 1024 * 1024;
+
+/**
  * Keeps an import worker's heap close to what it holds. An import allocates a chunk's rows,
  * validated claims and statement parameters over and over; they live across the chunk's round
  * trips, long enough for V8 to move them to the old generation, which V8 lets grow to about four

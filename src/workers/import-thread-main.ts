@@ -3,7 +3,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { createDeps } from '../deps';
 import { ImportBusy } from '../domain/imports/import-service';
 import { createLogger } from '../logger';
-import { createHeapTrim } from './heap-trim';
+import { createHeapTrim, IMPORT_WORKER_HEAP_GROWTH_BYTES } from './heap-trim';
 import { importCsvProcessor, PermanentImportFailure } from './import-csv.processor';
 import type { ImportThreadData, ThreadReply, ThreadRequest } from './import-thread';
 
@@ -12,8 +12,6 @@ import type { ImportThreadData, ThreadReply, ThreadRequest } from './import-thre
 // answers each with the outcome, or with the kind of failure, which the server's runner handles
 // as it would a failure on its own thread. Webhooks are delivered by the server's thread.
 
-/** Heap growth between two full collections during an import, as in `npm run worker`. */
-const HEAP_GROWTH_BYTES = 40 * 1024 * 1024;
 const port = parentPort!;
 const { config, searchPath } = workerData as ImportThreadData;
 const logger = createLogger(config.logLevel).child({ thread: 'imports' });
@@ -21,7 +19,7 @@ const reply = (msg: ThreadReply) => port.postMessage(msg);
 
 try {
   // The server exposed `gc` before starting this thread: its heap is kept as a worker process keeps its own.
-  const trimHeap = createHeapTrim(HEAP_GROWTH_BYTES);
+  const trimHeap = createHeapTrim(IMPORT_WORKER_HEAP_GROWTH_BYTES);
   const deps = await createDeps(config, {
     logger,
     deliverWebhooks: false,

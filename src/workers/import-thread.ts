@@ -123,4 +123,3 @@ export function startImportThread(opts: { config: Config; searchPath?: string; m
     },
   };
 }
-export type ImportThread = ReturnType<typeof startImportThread>;

@@ -180,7 +180,7 @@ describe('queue helpers', () => {
     expect(add).toHaveBeenCalledWith('import-csv', { importId: 'a' }, { jobId: 'import-a' });
   });
 
-  it('runs jobs in process, one id once, and stops at an PermanentImportFailure', async () => {
+  it('runs jobs in process, one id once, and stops at a PermanentImportFailure', async () => {
     const queue = createInProcessImportQueue({ concurrency: 1, attempts: 3, log: pino({ level: 'silent' }) });
     const seen: string[] = [];
     queue.start(async (j) => {
