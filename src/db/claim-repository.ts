@@ -68,7 +68,58 @@ function toClaim(r: ClaimRow): StoredClaim {
   return claim;
 }
 
-export function createClaimRepository(db: Queryable): ClaimRepository {
+/**
+ * New clients, new documents and the claims in one statement, one text parameter per column
+ * (columns.ts): array literals for ids, dates, amounts and codes, JSON arrays for the free texts
+ * (names, plates).
+ */
+const INSERT_RESOLVED_CTES = `WITH new_clients AS (
+           INSERT INTO clients (id, first_name, last_name, date_of_birth)
+           SELECT * FROM ROWS FROM (unnest($1::text::uuid[]), json_array_elements_text($2::text::json),
+                                    json_array_elements_text($3::text::json), unnest($4::text::date[]))
+         ), new_documents AS (
+           INSERT INTO identity_documents (doc_type, number_hash, client_id)
+           SELECT * FROM unnest($5::text::text[], $6::text::text[], $7::text::uuid[]) AS t(doc_type, number_hash, client_id)
+            ORDER BY doc_type, number_hash
+         ), new_claims AS (
+           INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, currency, is_at_fault,
+                               vehicle_registration, source, status, import_id)
+           SELECT id, company_id, client_id, claim_date, claim_type, amount, 'EUR', is_at_fault,
+                  vehicle_registration, source, status, import_id
+             FROM ROWS FROM (unnest($8::text::uuid[]), unnest($9::text::uuid[]), unnest($10::text::uuid[]),
+                             unnest($11::text::date[]), unnest($12::text::text[]), unnest($13::text::numeric[]),
+                             unnest($14::text::boolean[]), json_array_elements_text($15::text::json),
+                             unnest($16::text::text[]), unnest($17::text::text[]), unnest($18::text::uuid[]))
+                  AS t(id, company_id, client_id, claim_date, claim_type, amount, is_at_fault, vehicle_registration, source,
+                       status, import_id)
+           RETURNING created_at
+         )`;
+const INSERT_RESOLVED = `${INSERT_RESOLVED_CTES}
+         SELECT (SELECT ${CREATED_AT} FROM new_claims c LIMIT 1) AS created_at`;
+/**
+ * The same, and what the foreign keys would have checked row by row: the persons the documents and
+ * claims refer to, other than the statement's new ones (which its other parts cannot see), and
+ * the claims' companies, that do not exist.
+ */
+const INSERT_RESOLVED_CHECKED = `${INSERT_RESOLVED_CTES}
+         SELECT (SELECT ${CREATED_AT} FROM new_claims c LIMIT 1) AS created_at,
+                (SELECT count(*) FROM (SELECT unnest($7::text::uuid[]) UNION SELECT unnest($10::text::uuid[])
+                                       EXCEPT SELECT unnest($1::text::uuid[])) AS r(id)
+                  WHERE NOT EXISTS (SELECT 1 FROM clients cl WHERE cl.id = r.id))::int
+              + (SELECT count(*) FROM (SELECT DISTINCT unnest($9::text::uuid[])) AS r(id)
+                  WHERE NOT EXISTS (SELECT 1 FROM companies co WHERE co.id = r.id))::int AS missing`;
+
+/**
+ * `soleSession`: the database has one session (embedded PGlite), and this repository runs inside
+ * one of its transactions. Nothing else runs between that transaction's statements, so a person or
+ * company that exists when a statement runs exists when the transaction commits: what PostgreSQL's
+ * foreign-key triggers check, one row at a time (a third of an import chunk's write), the write
+ * checks itself in one pass (insertResolved). With several sessions (PostgreSQL) the triggers
+ * also lock what they find against a concurrent delete: they stay.
+ */
+export type ClaimRepositoryOptions = { soleSession?: boolean };
+
+export function createClaimRepository(db: Queryable, { soleSession = false }: ClaimRepositoryOptions = {}): ClaimRepository {
   return {
     async findDocuments(refs: DocumentRef[]): Promise<KnownDocument[]> {
       if (refs.length === 0) return [];
@@ -107,66 +158,60 @@ export function createClaimRepository(db: Queryable): ClaimRepository {
      * unique key, a person removed since (retention) a foreign key: the statement writes nothing
      * and RetryableConflict is thrown (look up again).
      * All claims of one statement share created_at (the transaction time).
+     *
+     * With `soleSession` (see ClaimRepositoryOptions) the statement runs without PostgreSQL's
+     * per-row foreign-key triggers, and answers itself how many of the persons and companies it
+     * refers to are missing, set-based: a missing one is the same RetryableConflict, and the
+     * caller's transaction rolls the statement back.
      */
     async insertResolved(
       plan: Pick<IdentityPlan, 'newClients' | 'newDocuments'>,
       claims: NewClaimRow[],
     ): Promise<{ createdAt: string | null }> {
-      // One parameter per column (columns.ts): array literals for ids, dates, amounts and codes,
-      // JSON arrays for the free texts (names, plates).
-      const rows = await db
-        .query<{ created_at: string | null }>(
-          `WITH new_clients AS (
-           INSERT INTO clients (id, first_name, last_name, date_of_birth)
-           SELECT * FROM ROWS FROM (unnest($1::text::uuid[]), json_array_elements_text($2::text::json),
-                                    json_array_elements_text($3::text::json), unnest($4::text::date[]))
-         ), new_documents AS (
-           INSERT INTO identity_documents (doc_type, number_hash, client_id)
-           SELECT * FROM unnest($5::text::text[], $6::text::text[], $7::text::uuid[]) AS t(doc_type, number_hash, client_id)
-            ORDER BY doc_type, number_hash
-         ), new_claims AS (
-           INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, currency, is_at_fault,
-                               vehicle_registration, source, status, import_id)
-           SELECT id, company_id, client_id, claim_date, claim_type, amount, 'EUR', is_at_fault,
-                  vehicle_registration, source, status, import_id
-             FROM ROWS FROM (unnest($8::text::uuid[]), unnest($9::text::uuid[]), unnest($10::text::uuid[]),
-                             unnest($11::text::date[]), unnest($12::text::text[]), unnest($13::text::numeric[]),
-                             unnest($14::text::boolean[]), json_array_elements_text($15::text::json),
-                             unnest($16::text::text[]), unnest($17::text::text[]), unnest($18::text::uuid[]))
-                  AS t(id, company_id, client_id, claim_date, claim_type, amount, is_at_fault, vehicle_registration, source,
-                       status, import_id)
-           RETURNING created_at
-         )
-         SELECT (SELECT ${CREATED_AT} FROM new_claims c LIMIT 1) AS created_at`,
-          [
-            arrayLiteral(plan.newClients, (c) => c.id),
-            jsonArray(plan.newClients, (c) => c.firstName),
-            jsonArray(plan.newClients, (c) => c.lastName),
-            arrayLiteral(plan.newClients, (c) => c.dateOfBirth),
-            arrayLiteral(plan.newDocuments, (d) => d.type),
-            arrayLiteral(plan.newDocuments, (d) => d.hash),
-            arrayLiteral(plan.newDocuments, (d) => d.clientId),
-            arrayLiteral(claims, (c) => c.id),
-            arrayLiteral(claims, (c) => c.companyId),
-            arrayLiteral(claims, (c) => c.clientId),
-            arrayLiteral(claims, (c) => c.claimDate),
-            arrayLiteral(claims, (c) => c.claimType),
-            arrayLiteral(claims, (c) => c.amount),
-            arrayLiteral(claims, (c) => (c.isAtFault === null ? null : c.isAtFault ? 't' : 'f')),
-            jsonArray(claims, (c) => c.vehicleRegistration),
-            arrayLiteral(claims, (c) => c.source),
-            arrayLiteral(claims, (c) => c.status),
-            arrayLiteral(claims, (c) => c.importId),
-          ],
-        )
-        .catch((err: unknown) => {
-          const code = pgErrorCode(err);
-          if (code === '23505') throw new RetryableConflict('identity document created concurrently');
-          // A person found by the look-up was removed since (retention): look up again.
-          if (code === '23503') throw new RetryableConflict('person removed concurrently');
-          if (code === '40P01') throw new RetryableConflict('deadlock');
-          throw err;
-        });
+      const params = [
+        arrayLiteral(plan.newClients, (c) => c.id),
+        jsonArray(plan.newClients, (c) => c.firstName),
+        jsonArray(plan.newClients, (c) => c.lastName),
+        arrayLiteral(plan.newClients, (c) => c.dateOfBirth),
+        arrayLiteral(plan.newDocuments, (d) => d.type),
+        arrayLiteral(plan.newDocuments, (d) => d.hash),
+        arrayLiteral(plan.newDocuments, (d) => d.clientId),
+        arrayLiteral(claims, (c) => c.id),
+        arrayLiteral(claims, (c) => c.companyId),
+        arrayLiteral(claims, (c) => c.clientId),
+        arrayLiteral(claims, (c) => c.claimDate),
+        arrayLiteral(claims, (c) => c.claimType),
+        arrayLiteral(claims, (c) => c.amount),
+        arrayLiteral(claims, (c) => (c.isAtFault === null ? null : c.isAtFault ? 't' : 'f')),
+        jsonArray(claims, (c) => c.vehicleRegistration),
+        arrayLiteral(claims, (c) => c.source),
+        arrayLiteral(claims, (c) => c.status),
+        arrayLiteral(claims, (c) => c.importId),
+      ];
+      const conflict = (err: unknown): never => {
+        const code = pgErrorCode(err);
+        if (code === '23505') throw new RetryableConflict('identity document created concurrently');
+        // A person found by the look-up was removed since (retention): look up again.
+        if (code === '23503') throw new RetryableConflict('person removed concurrently');
+        if (code === '40P01') throw new RetryableConflict('deadlock');
+        throw err;
+      };
+      if (!soleSession) {
+        const rows = await db.query<{ created_at: string | null }>(INSERT_RESOLVED, params).catch(conflict);
+        return { createdAt: rows[0]!.created_at };
+      }
+      // Sent together, in order: the triggers off, the write, the triggers on again (for the
+      // rest of the transaction). After a failed write the last one fails too: the write's
+      // error is the one to see.
+      const off = db.query(`SET LOCAL session_replication_role = replica`);
+      const written = db.query<{ created_at: string | null; missing: number }>(INSERT_RESOLVED_CHECKED, params);
+      const on = db.query(`SET LOCAL session_replication_role = origin`);
+      written.catch(() => {});
+      on.catch(() => {});
+      await off;
+      const rows = await written.catch(conflict);
+      await on;
+      if (rows[0]!.missing > 0) throw new RetryableConflict('person removed concurrently');
       return { createdAt: rows[0]!.created_at };
     },
 

@@ -9,9 +9,10 @@ import { createSessionRepository } from './session-repository';
 import { createTokenRepository } from './token-repository';
 import { createWebhookRepository } from './webhook-repository';
 
-function repositories(q: Queryable) {
+/** `soleSession`: q is a transaction of a database with one session (see ClaimRepositoryOptions). */
+function repositories(q: Queryable, soleSession = false) {
   return {
-    claims: createClaimRepository(q),
+    claims: createClaimRepository(q, { soleSession }),
     tokens: createTokenRepository(q),
     companies: createCompanyRepository(q),
     imports: createImportRepository(q),
@@ -62,7 +63,7 @@ export function createStore(db: Db) {
     /** Runs fn in a transaction. Deadlocks and serialization failures surface as RetryableConflict. */
     async transaction<T>(fn: (tx: Repositories & { savepoint: Savepoint }) => Promise<T>): Promise<T> {
       try {
-        return await db.transaction((q) => fn(Object.assign(repositories(q), { savepoint: savepointOn(q) })));
+        return await db.transaction((q) => fn(Object.assign(repositories(q, db.kind === 'pglite'), { savepoint: savepointOn(q) })));
       } catch (err) {
         const code = pgErrorCode(err);
         if (code === '40P01' || code === '40001') throw new RetryableConflict(`database conflict ${code}`);
