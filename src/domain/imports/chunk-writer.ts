@@ -54,8 +54,11 @@ export type PreparedChunk = {
   slots: ({ row: number; index: number; cells: string[] } | (RowError & { cells: string[] }))[];
 };
 
-/** Rows validated (and hashed) between two turns of the event loop: other requests wait at most that long. */
-const ROWS_PER_SLICE = 250;
+/**
+ * Rows validated (and hashed) between two turns of the event loop: other requests, and the answers
+ * to the chunk in flight, wait at most that long (about a millisecond; see ROWS_PER_TURN).
+ */
+const ROWS_PER_SLICE = 50;
 /** One turn of the event loop: what other requests were waiting for runs first. */
 export const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 

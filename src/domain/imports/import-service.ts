@@ -106,8 +106,12 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   purgeBatch?: number;
 };
 
-/** Rows read between two turns of the event loop. */
-const ROWS_PER_TURN = 250;
+/**
+ * Rows read between two turns of the event loop: about a millisecond of parsing. The answer to a
+ * chunk's statement waits for the turn in progress, and embedded each such wait is time the
+ * database's thread stands idle (250 rows: 2.4 ms after each BEGIN, a chunk's first answer, against 1.1 ms).
+ */
+const ROWS_PER_TURN = 50;
 
 export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps<Tx>) {
   const { store, storage, queue, today, limits } = deps;
