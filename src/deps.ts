@@ -157,9 +157,11 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     const imports = createImportService({
       store,
       writeClaims: {
-        lookup: (tx, documents) => tx.claims.findDocuments(documents.flat()),
+        lookup: (tx, documents) => tx.claims.findDocuments(documents.flat(), { documentTypes: false }),
         // PostgreSQL runs it beside the chunk being written; PGlite has one connection.
-        ...(db.kind === 'postgres' ? { lookupOutside: (documents) => store.claims.findDocuments(documents.flat()) } : {}),
+        ...(db.kind === 'postgres'
+          ? { lookupOutside: (documents) => store.claims.findDocuments(documents.flat(), { documentTypes: false }) }
+          : {}),
         write: (tx, companyId, inputs, importId, documents, known) => {
           const { plan, written } = claims.planBatch({ companyId }, inputs, 'bulk_import', importId, documents, known);
           return { outcomes: plan.outcomes, written: tx.claims.insertResolved(plan, written) };

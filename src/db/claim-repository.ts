@@ -128,6 +128,29 @@ function referencesOf(
 }
 
 /**
+ * The stored documents among the wanted ones ($1 types, $2 hashes), each with its person; with
+ * their document types, a subquery per document found (a sixth of an import chunk's look-up on
+ * PGlite: imports leave it out).
+ */
+const findDocuments = (documentTypes: boolean) => `
+  SELECT d.doc_type, d.number_hash, d.client_id, cl.first_name, cl.last_name, cl.date_of_birth${
+    documentTypes
+      ? `,
+         ARRAY(SELECT DISTINCT d2.doc_type FROM identity_documents d2 WHERE d2.client_id = d.client_id ORDER BY d2.doc_type)::text[] AS document_types`
+      : ''
+  }
+    FROM unnest($1::text[], $2::text[]) AS q(doc_type, number_hash)
+    -- One primary-key probe per wanted document (LIMIT 1 keeps this a nested loop): with a
+    -- plain join the planner hashes the whole documents table for a chunk of 5,000.
+    CROSS JOIN LATERAL (
+      SELECT d.doc_type, d.number_hash, d.client_id FROM identity_documents d
+       WHERE d.doc_type = q.doc_type AND d.number_hash = q.number_hash LIMIT 1
+    ) AS d
+    JOIN clients cl ON cl.id = d.client_id`;
+const FIND_DOCUMENTS_WITH_TYPES = findDocuments(true);
+const FIND_DOCUMENTS = findDocuments(false);
+
+/**
  * `soleSession`: the database has one session (embedded PGlite), and this repository runs inside
  * one of its transactions. Nothing else runs between that transaction's statements, so a person or
  * company that exists when a statement runs exists when the transaction commits: what PostgreSQL's
@@ -139,7 +162,7 @@ export type ClaimRepositoryOptions = { soleSession?: boolean };
 
 export function createClaimRepository(db: Queryable, { soleSession = false }: ClaimRepositoryOptions = {}): ClaimRepository {
   return {
-    async findDocuments(refs: DocumentRef[]): Promise<KnownDocument[]> {
+    async findDocuments(refs: DocumentRef[], { documentTypes = true } = {}): Promise<KnownDocument[]> {
       if (refs.length === 0) return [];
       const rows = await db.query<{
         doc_type: DocumentType;
@@ -148,20 +171,8 @@ export function createClaimRepository(db: Queryable, { soleSession = false }: Cl
         first_name: string;
         last_name: string;
         date_of_birth: string;
-        document_types: DocumentType[];
-      }>(
-        `SELECT d.doc_type, d.number_hash, d.client_id, cl.first_name, cl.last_name, cl.date_of_birth,
-                ARRAY(SELECT DISTINCT d2.doc_type FROM identity_documents d2 WHERE d2.client_id = d.client_id ORDER BY d2.doc_type)::text[] AS document_types
-           FROM unnest($1::text[], $2::text[]) AS q(doc_type, number_hash)
-           -- One primary-key probe per wanted document (LIMIT 1 keeps this a nested loop): with a
-           -- plain join the planner hashes the whole documents table for a chunk of 5,000.
-           CROSS JOIN LATERAL (
-             SELECT d.doc_type, d.number_hash, d.client_id FROM identity_documents d
-              WHERE d.doc_type = q.doc_type AND d.number_hash = q.number_hash LIMIT 1
-           ) AS d
-           JOIN clients cl ON cl.id = d.client_id`,
-        [refs.map((r) => r.type), refs.map((r) => r.hash)],
-      );
+        document_types?: DocumentType[];
+      }>(documentTypes ? FIND_DOCUMENTS_WITH_TYPES : FIND_DOCUMENTS, [refs.map((r) => r.type), refs.map((r) => r.hash)]);
       return rows.map((r) => ({
         type: r.doc_type,
         hash: r.number_hash,

@@ -30,7 +30,11 @@ export type StatusChange = {
  * purpose: that is what the registry is for.
  */
 export interface ClaimRepository {
-  findDocuments(refs: DocumentRef[]): Promise<KnownDocument[]>;
+  /**
+   * The stored documents among `refs`, each with its person. `documentTypes: false` leaves out the
+   * person's document types (KnownDocument), which only a single claim's answer shows.
+   */
+  findDocuments(refs: DocumentRef[], opts?: { documentTypes?: boolean }): Promise<KnownDocument[]>;
   insertResolved(plan: Pick<IdentityPlan, 'newClients' | 'newDocuments'>, claims: NewClaimRow[]): Promise<{ createdAt: string | null }>;
   findById(companyId: string, id: string): Promise<StoredClaim | undefined>;
   listByCompany(

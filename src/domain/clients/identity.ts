@@ -21,10 +21,13 @@ export function keyFingerprint(key: string): string {
 
 export type DocumentRef = { type: DocumentType; hash: string };
 
-/** What the database knows about a document that was looked up. */
+/**
+ * What the database knows about a document that was looked up. `documentTypes` (all of the person's
+ * document types) is absent when the look-up left them out: an import reports no person.
+ */
 export type KnownDocument = DocumentRef & {
   clientId: string;
-  client: { firstName: string; lastName: string; dateOfBirth: string; documentTypes: DocumentType[] };
+  client: { firstName: string; lastName: string; dateOfBirth: string; documentTypes?: DocumentType[] | undefined };
 };
 
 export type IdentityRow = {
@@ -39,6 +42,7 @@ export type ResolvedClient = {
   firstName: string;
   lastName: string;
   dateOfBirth: string;
+  /** The person's document types: all of them when the look-up gave them (see KnownDocument). */
   documentTypes: DocumentType[];
 };
 
@@ -82,7 +86,8 @@ export function planIdentities(rows: IdentityRow[], known: KnownDocument[], newI
   const clients = new Map<string, ResolvedClient>();
   for (const doc of known) {
     ownersOf(doc.type).set(doc.hash, doc.clientId);
-    if (!clients.has(doc.clientId)) clients.set(doc.clientId, resolvedClient(doc.clientId, doc.client, [...doc.client.documentTypes]));
+    if (!clients.has(doc.clientId))
+      clients.set(doc.clientId, resolvedClient(doc.clientId, doc.client, [...(doc.client.documentTypes ?? [])]));
   }
   const plan: IdentityPlan = { outcomes: [], newClients: [], newDocuments: [] };
 
