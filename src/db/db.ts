@@ -260,9 +260,15 @@ async function openPglite(dataDir: string | undefined, optimizedCode: boolean): 
     transaction: (fn) =>
       pool.track(() =>
         inTurn(async () => {
-          await session.exec('BEGIN');
+          // BEGIN goes out with the transaction's first statements, not a round trip ahead of
+          // them (the thread runs them in order). Nothing can run outside the transaction: BEGIN
+          // fails only in a session that is gone or inside an aborted transaction, and there the
+          // statements behind it fail too.
+          const begun = session.exec('BEGIN');
+          begun.catch(() => {});
           try {
             const result = await fn(session);
+            await begun;
             await session.exec('COMMIT');
             return result;
           } catch (err) {

@@ -109,7 +109,7 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
 /**
  * Rows read between two turns of the event loop: about a millisecond of parsing. The answer to a
  * chunk's statement waits for the turn in progress, and embedded each such wait is time the
- * database's thread stands idle (250 rows: 2.4 ms after each BEGIN, a chunk's first answer, against 1.1 ms).
+ * database's thread stands idle (250 rows: 2.4 ms after a chunk's first answer, against 1.1 ms).
  */
 const ROWS_PER_TURN = 50;
 
