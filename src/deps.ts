@@ -88,8 +88,10 @@ export type DepsOptions = {
    * (import-thread.ts) instead of taking turns with requests on this one.
    */
   importThread?: boolean;
-  /** Called right after an import chunk commits, before its progress is reported: the heap trim, and crash tests. */
+  /** Called right after an import chunk commits, before its progress is reported (crash tests). */
   afterChunkCommit?: (chunkNo: number) => void;
+  /** Called while an import chunk's write runs in the database and this thread waits for it: the heap trim. */
+  whileChunkWrites?: () => void;
 };
 
 export async function createDeps(config: Config, options: DepsOptions = {}) {
@@ -186,6 +188,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
           payload: importResource(run),
         }),
       ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
+      ...(options.whileChunkWrites ? { whileChunkWrites: options.whileChunkWrites } : {}),
     });
     const tokens = createTokenService({
       store,

@@ -21,7 +21,7 @@ async function main() {
   const logger = createLogger(config.logLevel);
   // Before the database's and the imports' threads start, so that they have `gc` too.
   const trimHeap = createHeapTrim(HEAP_GROWTH_BYTES, exposeGc());
-  const deps = await createDeps(config, { optimizedEmbeddedCode: true, importThread: true, afterChunkCommit: () => trimHeap() });
+  const deps = await createDeps(config, { optimizedEmbeddedCode: true, importThread: true, whileChunkWrites: trimHeap });
   const app = await buildApp(deps, { logger });
   app.addHook('onClose', async () => deps.close());
   closeWithGrace({ delay: 20_000 }, async ({ err, signal }) => {

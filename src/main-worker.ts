@@ -41,8 +41,8 @@ async function main() {
     logger,
     afterChunkCommit: (n: number) => {
       if (killAfter && n === Number(killAfter)) process.kill(process.pid, 'SIGKILL');
-      trimHeap();
     },
+    whileChunkWrites: trimHeap,
   });
   const worker = startImportWorker(deps, config, logger);
   startRetentionSchedule(deps.registry, logger);

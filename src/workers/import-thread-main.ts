@@ -23,7 +23,7 @@ try {
   const deps = await createDeps(config, {
     logger,
     deliverWebhooks: false,
-    afterChunkCommit: () => trimHeap(),
+    whileChunkWrites: trimHeap,
     ...(searchPath ? { searchPath } : {}),
   });
   const processor = importCsvProcessor({

@@ -135,8 +135,10 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
   store: ImportStore<Tx>;
   machine: ImportStateMachine<Tx>;
   writeClaims: ClaimWriter<Tx>;
+  /** Called once a chunk's write and ledger entry are on their way, while this thread waits for them. */
+  whileWriting?: (() => void) | undefined;
 }) {
-  const { store, machine, writeClaims } = deps;
+  const { store, machine, writeClaims, whileWriting } = deps;
 
   /**
    * One transaction: lock the import's row and read where its ledger stands (one statement; a
@@ -177,6 +179,7 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
         const appended = tx.ledger.append(entry, { rowsDone, columns });
         // After a failed write the entry fails too (the transaction is aborted): the write's error is the one to see.
         appended.catch(() => {});
+        whileWriting?.();
         await written;
         await appended;
         return { kind: 'written', rowsDone, known: knownAfter(chunk.documents, outcomes) };

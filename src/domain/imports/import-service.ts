@@ -102,6 +102,11 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   onTerminal?: (tx: Tx, run: ImportRecord) => Promise<void>;
   /** Called right after a chunk has committed, before its progress is reported (crash tests). */
   afterChunkCommit?: (chunkNo: number) => void;
+  /**
+   * Called while a chunk's write runs in the database and this thread only waits for it: work
+   * done here (the heap trim) holds up neither the database nor the next chunk.
+   */
+  whileChunkWrites?: () => void;
   /** Claims of a failed or cancelled import removed per statement. */
   purgeBatch?: number;
 };
@@ -116,7 +121,7 @@ const ROWS_PER_TURN = 50;
 export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps<Tx>) {
   const { store, storage, queue, today, limits } = deps;
   const machine = createImportStateMachine<Tx>({ store, ...(deps.onTerminal ? { onTerminal: deps.onTerminal } : {}) });
-  const writer = createChunkWriter<Tx>({ store, machine, writeClaims: deps.writeClaims });
+  const writer = createChunkWriter<Tx>({ store, machine, writeClaims: deps.writeClaims, whileWriting: deps.whileChunkWrites });
   const objectKeyOf = (companyId: string, importId: string) => `imports/${companyId}/${importId}`;
 
   /**
