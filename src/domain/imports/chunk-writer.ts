@@ -23,7 +23,8 @@ export type ClaimWriter<Tx> = {
   /**
    * The same look-up outside any transaction, on a connection of its own, so that it can run
    * while the previous chunk is being written (see `lookAhead`). Absent where statements cannot
-   * run side by side (embedded PGlite).
+   * run side by side (embedded PGlite, one session): the next chunk's documents are then looked
+   * up inside the previous chunk's transaction instead, sent with its first statements.
    */
   lookupOutside?: (documents: DocumentRef[][]) => Promise<KnownDocument[]>;
   /**
@@ -100,7 +101,15 @@ export type LookAhead = { settle(previous: KnownDocument[]): Promise<KnownDocume
 
 export function lookAhead(lookupOutside: (documents: DocumentRef[][]) => Promise<KnownDocument[]>, documents: DocumentRef[][]): LookAhead {
   // A failed look-ahead only means the look-up runs inside the transaction, as without it.
-  const found = lookupOutside(documents).catch(() => undefined);
+  return lookedUp(lookupOutside(documents).catch(() => undefined));
+}
+
+/**
+ * A look-ahead made inside the previous chunk's transaction, ahead of its write (embedded: see
+ * ClaimWriter.lookupOutside): the same as one made outside, with the stored persons as they were
+ * once every chunk before the previous one had committed.
+ */
+export function lookedUp(found: KnownDocument[] | undefined | Promise<KnownDocument[] | undefined>): LookAhead {
   return {
     async settle(previous) {
       const early = await found;
@@ -124,8 +133,11 @@ function knownAfter(documents: DocumentRef[][], outcomes: IdentityOutcome[]): Kn
 
 /** What committing a chunk came to. */
 export type ChunkResult =
-  /** `known`: the documents of the rows written, with their persons (for the next chunk's look-ahead). */
-  | { kind: 'written'; rowsDone: number; known: KnownDocument[] }
+  /**
+   * `known`: the documents of the rows written, with their persons (for the next chunk's
+   * look-ahead); `next`: the next chunk's documents, when they were looked up in this transaction.
+   */
+  | { kind: 'written'; rowsDone: number; known: KnownDocument[]; next?: KnownDocument[] | undefined }
   /** The import is no longer processing (cancelled, failed meanwhile): stop. */
   | { kind: 'stopped'; status: ImportStatus | undefined }
   /** Another run of the same import is ahead of this one (the ledger has this chunk already). */
@@ -148,6 +160,8 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
    * pair on one round trip: the lock with the documents' look-up, the claims' write with the
    * ledger entry. A chunk that lost a race for a new person is rolled back whole and run again.
    * `ahead`: the documents already looked up (`lookAhead`), used on the first attempt only.
+   * `next`: the next chunk's documents, to look up in this transaction ahead of the write (one
+   * session: the database runs the look-up while this thread resolves the chunk's identities).
    */
   async function commit(
     run: { id: string; companyId: string },
@@ -155,36 +169,55 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
     rowsBefore: number,
     columns: Column[] | null,
     ahead?: KnownDocument[],
+    next?: DocumentRef[][],
   ): Promise<ChunkResult> {
-    const rowsDone = rowsBefore + chunk.count;
     let attempt = 0;
     return withRetries(() =>
       store.transaction(async (tx): Promise<ChunkResult> => {
         const locked = tx.imports.lock(run.id);
         const found = chunk.inputs.length === 0 ? undefined : ahead && attempt++ === 0 ? ahead : writeClaims.lookup(tx, chunk.documents);
-        // Both are awaited together: a rejection of either is seen (and the transaction rolls back).
-        const [state, known] = await Promise.all([locked, found]);
-        if (!state || state.status !== 'processing') return { kind: 'stopped', status: state?.status };
-        if (state.cancelRequested) {
-          await machine.transition(tx, run.id, 'cancelled');
-          return { kind: 'stopped', status: 'cancelled' };
-        }
-        const last = state.ledger;
-        if ((last?.chunkNo ?? -1) !== chunk.no - 1 || (last?.rowsDone ?? 0) !== rowsBefore) return { kind: 'superseded' };
-        const { outcomes, written } =
-          known === undefined
-            ? { outcomes: [], written: undefined }
-            : writeClaims.write(tx, run.companyId, chunk.inputs, run.id, chunk.documents, known);
-        const entry = ledgerEntry(run.id, chunk, outcomes, columns);
-        const appended = tx.ledger.append(entry, { rowsDone, columns });
-        // After a failed write the entry fails too (the transaction is aborted): the write's error is the one to see.
-        appended.catch(() => {});
-        whileWriting?.();
-        await written;
-        await appended;
-        return { kind: 'written', rowsDone, known: knownAfter(chunk.documents, outcomes) };
+        const nextFound = next && writeClaims.lookup(tx, next);
+        // Awaited before the transaction commits: a failed statement has aborted it, and a COMMIT
+        // would then roll back without a word. (A failed write rolls back anyway.)
+        nextFound?.catch(() => {});
+        const result = await write(tx, run, chunk, rowsBefore, columns, locked, found);
+        return result.kind === 'written' && nextFound ? { ...result, next: await nextFound } : (await nextFound, result);
       }),
     );
+  }
+
+  /** The chunk's part of `commit`'s transaction, once its statements are on their way. */
+  async function write(
+    tx: Tx,
+    run: { id: string; companyId: string },
+    chunk: PreparedChunk,
+    rowsBefore: number,
+    columns: Column[] | null,
+    locked: ReturnType<ImportTx['imports']['lock']>,
+    found: KnownDocument[] | Promise<KnownDocument[]> | undefined,
+  ): Promise<ChunkResult> {
+    const rowsDone = rowsBefore + chunk.count;
+    // Both are awaited together: a rejection of either is seen (and the transaction rolls back).
+    const [state, known] = await Promise.all([locked, found]);
+    if (!state || state.status !== 'processing') return { kind: 'stopped', status: state?.status };
+    if (state.cancelRequested) {
+      await machine.transition(tx, run.id, 'cancelled');
+      return { kind: 'stopped', status: 'cancelled' };
+    }
+    const last = state.ledger;
+    if ((last?.chunkNo ?? -1) !== chunk.no - 1 || (last?.rowsDone ?? 0) !== rowsBefore) return { kind: 'superseded' };
+    const { outcomes, written } =
+      known === undefined
+        ? { outcomes: [], written: undefined }
+        : writeClaims.write(tx, run.companyId, chunk.inputs, run.id, chunk.documents, known);
+    const entry = ledgerEntry(run.id, chunk, outcomes, columns);
+    const appended = tx.ledger.append(entry, { rowsDone, columns });
+    // After a failed write the entry fails too (the transaction is aborted): the write's error is the one to see.
+    appended.catch(() => {});
+    whileWriting?.();
+    await written;
+    await appended;
+    return { kind: 'written', rowsDone, known: knownAfter(chunk.documents, outcomes) };
   }
 
   return { commit };

@@ -12,6 +12,7 @@ import {
   createChunkWriter,
   ledgerEntry,
   lookAhead,
+  lookedUp,
   prepareChunk,
   yieldToEventLoop,
   type ClaimWriter,
@@ -285,41 +286,56 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
 
     // The documents of the rows the last committed chunk wrote (see lookAhead).
     let lastKnown: KnownDocument[] = [];
-    const write = async (chunk: PreparedChunk, ahead: LookAhead | undefined) => {
-      if (stopped !== undefined) return;
+    const { lookupOutside } = deps.writeClaims;
+    /**
+     * Writes `chunk` (`ahead`: its documents as looked up while the chunk before it was written)
+     * and looks up the documents of `next` while it does: on a connection of their own, or in
+     * `chunk`'s transaction where there is one session. Gives `next`'s look-ahead.
+     */
+    const write = async (chunk: PreparedChunk, ahead: LookAhead | undefined, next: PreparedChunk | undefined) => {
+      if (stopped !== undefined) return undefined;
       const known = await ahead?.settle(lastKnown);
       lastKnown = [];
-      const result = await writer.commit(run, chunk, rowsDone, columns, known);
+      // Started now that every chunk before `chunk` has committed.
+      const nextDocuments = next && next.inputs.length > 0 ? next.documents : undefined;
+      const outside = nextDocuments && lookupOutside ? lookAhead(lookupOutside, nextDocuments) : undefined;
+      const result = await writer.commit(run, chunk, rowsDone, columns, known, outside ? undefined : nextDocuments);
       if (result.kind === 'superseded') throw new ImportBusy();
       if (result.kind === 'stopped') {
         stopped = result.status ?? 'failed';
-        return;
+        return undefined;
       }
       rowsDone = result.rowsDone;
       lastKnown = result.known;
       deps.afterChunkCommit?.(chunk.no);
       await onProgress?.({ rows_done: rowsDone, rows_total: Math.max(run.rowsTotal, rowsDone) });
+      return outside ?? (result.next && lookedUp(result.next));
     };
 
     // Chunks are written one after the other (identities resolve in file order), while the next
-    // one is read and validated; the reader waits (back-pressure) while a chunk waits to be written.
-    let inflight: Promise<void> = Promise.resolve();
-    const dispatch = async (rows: ImportRow[]) => {
-      const prepared = await prepareChunk(chunkNo++, rows, day, deps.documentsOf);
-      // The parsed rows are done with (the prepared chunk keeps what it needs): they go now
-      // rather than after the wait below, while they are still young for the garbage collector.
-      rows.length = 0;
-      // Every chunk before the one in flight has committed: this chunk's documents are looked up
-      // now, while that one is being written.
-      const { lookupOutside } = deps.writeClaims;
-      const ahead = lookupOutside && prepared.inputs.length > 0 ? lookAhead(lookupOutside, prepared.documents) : undefined;
-      await inflight;
+    // ones are read and validated; the reader waits (back-pressure) while a chunk waits to be
+    // written. A chunk is written once the one after it is ready (or the file has ended), so that
+    // the documents of that one can be looked up while it is.
+    let inflight: Promise<LookAhead | undefined> = Promise.resolve(undefined);
+    let waiting: PreparedChunk | undefined;
+    const dispatch = async (next: PreparedChunk | undefined) => {
+      const ahead = await inflight;
       // Requests that waited for the chunk just written go first: their next statements queue
       // ahead of this chunk's (embedded, PGlite runs one statement at a time, on this thread).
       await yieldToEventLoop();
-      inflight = write(prepared, ahead);
-      inflight.catch(() => {}); // awaited below; this only keeps it from counting as unhandled meanwhile
-      await yieldToEventLoop();
+      if (waiting) {
+        inflight = write(waiting, ahead, next);
+        inflight.catch(() => {}); // awaited below; this only keeps it from counting as unhandled meanwhile
+        await yieldToEventLoop();
+      }
+      waiting = next;
+    };
+    const prepare = async (rows: ImportRow[]) => {
+      const prepared = await prepareChunk(chunkNo++, rows, day, deps.documentsOf);
+      // The parsed rows are done with (the prepared chunk keeps what it needs): they go now
+      // rather than after the wait in dispatch, while they are still young for the garbage collector.
+      rows.length = 0;
+      return prepared;
     };
     try {
       let chunk: ImportRow[] = [];
@@ -336,11 +352,13 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
         }
         chunk.push(row);
         if (chunk.length >= limits.chunkSize) {
-          await dispatch(chunk);
+          await dispatch(await prepare(chunk));
           chunk = [];
         }
       }
-      if (chunk.length > 0 && stopped === undefined) await dispatch(chunk);
+      if (chunk.length > 0 && stopped === undefined) await dispatch(await prepare(chunk));
+      // The last chunk, with no next one.
+      if (stopped === undefined) await dispatch(undefined);
       await inflight;
     } catch (err) {
       await inflight.catch(() => {});
