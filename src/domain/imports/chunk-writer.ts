@@ -180,14 +180,15 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
         // Awaited before the transaction commits: a failed statement has aborted it, and a COMMIT
         // would then roll back without a word. (A failed write rolls back anyway.)
         nextFound?.catch(() => {});
-        const result = await write(tx, run, chunk, rowsBefore, columns, locked, found);
-        return result.kind === 'written' && nextFound ? { ...result, next: await nextFound } : (await nextFound, result);
+        const result = await writeChunk(tx, run, chunk, rowsBefore, columns, locked, found);
+        const nextKnown = await nextFound;
+        return result.kind === 'written' && nextKnown ? { ...result, next: nextKnown } : result;
       }),
     );
   }
 
   /** The chunk's part of `commit`'s transaction, once its statements are on their way. */
-  async function write(
+  async function writeChunk(
     tx: Tx,
     run: { id: string; companyId: string },
     chunk: PreparedChunk,
