@@ -40,9 +40,9 @@ import postgres from 'postgres';
 
 import { loadConfig } from '../src/config';
 import { createDeps } from '../src/deps';
-import { normalizeDocumentNumber } from '../src/domain/claims/claim';
-import { createDocumentHasher } from '../src/domain/clients/identity';
 import { todayIn } from '../src/domain/dates';
+
+import { addDays, seedRegistry, seedShape } from './seed';
 
 const baseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const seedClaims = Number(process.env.BENCH_SEED_CLAIMS ?? 200_000);
@@ -59,13 +59,8 @@ const dbName = `claims_bench_${randomBytes(4).toString('hex')}`;
 const key = randomBytes(32).toString('base64url');
 const sessionSecret = randomBytes(32).toString('base64url');
 
-// The seed: persons (one passport each, numbers BENCH<n>), plates, claims.
-const persons = Math.max(1, Math.floor(seedClaims / 5));
-const plates = Math.max(1, Math.floor(seedClaims / 3.5));
-const plate = (n: number) => `PL${String(n).padStart(6, '0')}`;
-const personId = (n: number) => n.toString(16).padStart(32, '0');
-const addDays = (iso: string, days: number) => new Date(Date.parse(`${iso}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
-const birthDate = (n: number) => addDays('1950-01-01', n % 18_000);
+const shape = seedShape(seedClaims);
+const { persons, plates, plate, birthDate } = shape;
 
 const admin = postgres(baseUrl, { max: 1, onnotice: () => {} });
 await admin.unsafe(`CREATE DATABASE ${dbName}`);
@@ -126,46 +121,12 @@ try {
   // ---- database, company, token, seed ------------------------------------------------------------
   const deps = await createDeps(loadConfig({ DATABASE_URL: url, DOCUMENT_HASH_KEY: key, DB_POOL_SIZE: '2', LOG_LEVEL: 'silent' }));
   const company = await deps.companies.createCompany('Bench Insurance');
-  await deps.companies.createCompany('Other Insurance');
+  const other = await deps.companies.createCompany('Other Insurance');
   const { token } = await deps.tokens.create(company.id, 'bench');
   console.log(
     `seeding ${seedClaims.toLocaleString('en')} claims, ${persons.toLocaleString('en')} persons, ${plates.toLocaleString('en')} plates…`,
   );
-  const hash = createDocumentHasher(key);
-  await deps.db.query(
-    `INSERT INTO clients (id, first_name, last_name, date_of_birth)
-     SELECT lpad(to_hex(g), 32, '0')::uuid, 'Seed', 'Person ' || g, date '1950-01-01' + (g % 18000)
-       FROM generate_series(0, $1::int - 1) g`,
-    [persons],
-  );
-  for (let from = 0; from < persons; from += 50_000) {
-    const ids: string[] = [];
-    const hashes: string[] = [];
-    for (let n = from; n < Math.min(persons, from + 50_000); n++) {
-      ids.push(personId(n));
-      hashes.push(hash(normalizeDocumentNumber(`BENCH${n}`)));
-    }
-    await deps.db.query(
-      `INSERT INTO identity_documents (doc_type, number_hash, client_id)
-       SELECT 'passport', h, id FROM unnest($1::text[], $2::uuid[]) AS t(h, id)`,
-      [hashes, ids],
-    );
-  }
-  // Two companies' claims; dates over the last 5 years, so about 60% fall inside the 3-year window.
-  await deps.db.query(
-    `INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, vehicle_registration, source, status)
-     SELECT gen_random_uuid(),
-            CASE WHEN g % 2 = 0 THEN $2::uuid ELSE (SELECT id FROM companies WHERE name = 'Other Insurance') END,
-            lpad(to_hex(g % $3::int), 32, '0')::uuid,
-            current_date - (abs(hashtext('d' || g)) % 1826),
-            (ARRAY['accident', 'theft', 'other'])[1 + g % 3],
-            (abs(hashtext('a' || g)) % 500000) / 100.0,
-            'PL' || lpad((abs(hashtext('p' || g)) % $4::int)::text, 6, '0'),
-            'assisted', 'filed'
-       FROM generate_series(0, $1::int - 1) g`,
-    [seedClaims, company.id, persons, plates],
-  );
-  await deps.db.query('ANALYZE');
+  await seedRegistry(deps.db, shape, { companyId: company.id, otherCompanyId: other.id, hashKey: key });
   await deps.close();
 
   // ---- the two servers ------------------------------------------------------------------------------
