@@ -40,7 +40,6 @@ const envSchema = {
     PASSWORD_HASH_COST: { type: 'integer', minimum: 15, maximum: 17, default: 15 },
     RETENTION_YEARS: { type: 'integer', minimum: 1, maximum: 100, default: 6 },
     LOOKUP_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36_500, default: 730 },
-    LOOKUP_LOG_FLUSH_MS: { type: 'integer', minimum: 1, maximum: 10_000, default: 100 },
     METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     WORKER_METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     WEBHOOK_ALLOW_PRIVATE: { type: 'boolean', default: false },
@@ -86,8 +85,6 @@ export type Config = Readonly<{
   retentionYears: number;
   /** Look-up log entries older than this many days are deleted by the retention purge. */
   lookupRetentionDays: number;
-  /** Look-up log entries are written in batches at most this many milliseconds after the look-up. */
-  lookupLogFlushMs: number;
   /** Prometheus /metrics port of the API server (unset: no metrics served). */
   metricsPort: number | undefined;
   /** Prometheus /metrics port of `npm run worker` (unset: no metrics served). */
@@ -182,7 +179,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     passwordHashCost: v.PASSWORD_HASH_COST,
     retentionYears: v.RETENTION_YEARS,
     lookupRetentionDays: v.LOOKUP_RETENTION_DAYS,
-    lookupLogFlushMs: v.LOOKUP_LOG_FLUSH_MS,
     metricsPort: v.METRICS_PORT,
     workerMetricsPort: v.WORKER_METRICS_PORT,
     webhookAllowPrivate: v.WEBHOOK_ALLOW_PRIVATE,

@@ -122,11 +122,11 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     const hashDocument = createDocumentHasher(key);
     const log = options.logger ?? createLogger(config.logLevel);
     const registryRepository = createRegistryRepository(db);
-    // Look-ups are noted in memory and written in batches (see lookup-journal.ts).
+    // A look-up is answered once its log entry is committed; entries arriving meanwhile are
+    // written together (group commit, see lookup-journal.ts).
     const lookupJournal = createLookupJournal({
       write: (entries) => registryRepository.appendLookups(entries),
-      flushMs: config.lookupLogFlushMs,
-      onError: (err) => log.error({ err }, 'could not write the look-up log; the entries are kept and tried again'),
+      onError: (err) => log.error({ err }, 'could not write the look-up log; its look-ups were answered 503'),
     });
     const claims = createClaimService({
       store,

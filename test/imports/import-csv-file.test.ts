@@ -23,7 +23,7 @@ import { HEADER } from '../import-helpers';
 
 /** Runs bytes through the inspector in the given chunks. */
 async function inspect(chunks: (string | Buffer)[]) {
-  const inspector = createFileInspector();
+  const inspector = createFileInspector({ maxBytes: 10 * 1024 * 1024 });
   await pipeline(
     Readable.from(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c))),
     inspector,

@@ -201,27 +201,6 @@ describe.skipIf(dbKind() !== 'postgres')('npm start on PostgreSQL without REDIS_
     expect(JSON.parse(res.text)).toMatchObject({ imported: 2, failed: 0 });
     expect(await exitOf(server)).toEqual({ code: 0, signal: null });
   }, 120_000);
-
-  it('writes the look-ups it has not written yet before it exits', async () => {
-    // Far longer than the test: only the stop can write the entries.
-    const { server, port } = await startServer({ LOOKUP_LOG_FLUSH_MS: '10000' });
-    const company = await ctx.newCompany('Looker');
-    const plate = `STOP${randomBytes(3).toString('hex').toUpperCase()}`;
-    for (const purpose of ['first', 'second']) {
-      const res = await fetch(`http://127.0.0.1:${port}/api/v1/claims/search-by-plate`, {
-        method: 'POST',
-        headers: { ...company.auth, 'content-type': 'application/json' },
-        body: JSON.stringify({ vehicle_registration: plate, purpose }),
-      });
-      expect(res.status).toBe(200);
-    }
-    const logged = () =>
-      ctx.deps.db.query<{ purpose: string }>('SELECT purpose FROM lookups WHERE company_id = $1 ORDER BY purpose', [company.id]);
-    expect(await logged()).toEqual([]);
-    server.kill('SIGTERM');
-    expect(await exitOf(server)).toEqual({ code: 0, signal: null });
-    expect(await logged()).toEqual([{ purpose: 'first' }, { purpose: 'second' }]);
-  }, 120_000);
 });
 
 const redisUrl = process.env.TEST_REDIS_URL;

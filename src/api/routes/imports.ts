@@ -110,8 +110,9 @@ async function beginUpload(app: FastifyInstance, request: FastifyRequest, reply:
  */
 export async function importRoutes(app: FastifyInstance) {
   const { config, imports } = app.deps;
-  // Past fileSize busboy truncates the stream rather than failing: `truncated` is checked after.
-  await app.register(multipart, { limits: { fileSize: config.importMaxBytes, files: 1, fields: 10, fieldSize: 1024, parts: 20 } });
+  // One byte past the limit reaches the upload check, which refuses the file as that byte arrives
+  // (past fileSize busboy would truncate the stream rather than fail; `truncated` stays a backstop).
+  await app.register(multipart, { limits: { fileSize: config.importMaxBytes + 1, files: 1, fields: 10, fieldSize: 1024, parts: 20 } });
   app.addHook('onRequest', app.requireToken);
   app.addHook('onReady', async () => {
     const resumed = await imports.resumeUnfinished();

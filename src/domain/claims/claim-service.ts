@@ -194,7 +194,8 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const from = windowStart(today());
     const claims = await store.claims.searchByPlate(normalized, from);
-    journal.record(
+    // Answered only once its look-up log entry is committed.
+    await journal.record(
       lookupOf(
         principal,
         purpose,

@@ -31,6 +31,14 @@ export const ALLOWED_EXTENSIONS = ['csv', 'txt'] as const;
 export const MAX_HEADER_BYTES = 64 * 1024;
 /** A single record larger than this is a broken file (an unclosed quote swallowing the rest). */
 export const MAX_RECORD_CHARS = 1024 * 1024;
+/**
+ * More rows than this with another number of fields than the header's make the whole file
+ * invalid: that is an export with another delimiter or layout, not a few broken rows. It also
+ * bounds the parser's cost, which is many times higher for such a row than for a regular one.
+ */
+export const MAX_FIELD_COUNT_ERRORS = 1000;
+/** Bytes handed to the parser at a time, so that a file found invalid stops being parsed soon. */
+const PARSE_SLICE_BYTES = 16 * 1024;
 
 /** The file as a whole is unacceptable: answered as 422 with the message on `file`. */
 export class InvalidImportFile extends Error {
@@ -58,6 +66,8 @@ export const fileMessages = {
     `The header row names ${cols.length > 1 ? 'these columns' : 'a column'} more than once: ${cols.join(', ')}.`,
   unclosedQuote: (row: number) => `Row ${row} has a quoted field that is never closed; the file is not valid CSV.`,
   recordTooLarge: (row: number) => `Row ${row} is larger than ${MAX_RECORD_CHARS / 1024 / 1024} MB; the file is not valid CSV.`,
+  fieldCounts: (row: number, got: number, want: number) =>
+    `More than ${MAX_FIELD_COUNT_ERRORS.toLocaleString('en')} rows have another number of fields than the header (row ${row} has ${got}; the header has ${want}): check the file's delimiter and layout.`,
 } as const;
 
 export const rowMessages = {
@@ -98,16 +108,25 @@ export function detectDelimiter(headerLine: string): Delimiter {
 /** Header names must match exactly (case-sensitive, no trimming); column order is free. */
 export function checkHeader(names: string[]): string[] {
   const problems: string[] = [];
-  const missing = REQUIRED_COLUMNS.filter((c) => !names.includes(c));
-  const unknown = [...new Set(names.filter((n) => !KNOWN.has(n)))].map((n) => (n === '' ? '(empty)' : JSON.stringify(n).slice(1, -1)));
-  const duplicate = [...new Set(names.filter((n, i) => KNOWN.has(n) && names.indexOf(n) !== i))];
+  // Sets, not indexOf: a header may have tens of thousands of names.
+  const present = new Set(names);
+  const missing = REQUIRED_COLUMNS.filter((c) => !present.has(c));
+  const unknownNames = [...new Set(names.filter((n) => !KNOWN.has(n)))];
+  const unknown = unknownNames.slice(0, 20).map((n) => (n === '' ? '(empty)' : JSON.stringify(n).slice(1, -1)));
+  if (unknownNames.length > 20) unknown.push(`… (${unknownNames.length} in all)`);
+  const seen = new Set<string>();
+  const duplicate = [...new Set(names.filter((n) => KNOWN.has(n) && (seen.has(n) || !seen.add(n))))];
   if (missing.length > 0) problems.push(fileMessages.missing(missing));
   if (unknown.length > 0) problems.push(fileMessages.unknown(unknown.map((u) => (u.length > 60 ? `${u.slice(0, 60)}…` : u))));
   if (duplicate.length > 0) problems.push(fileMessages.duplicate(duplicate));
   return problems;
 }
 
-/** The one csv-parse configuration of the import: RFC 4180 quotes, CRLF, LF or CR line ends, a BOM allowed. */
+/**
+ * The one csv-parse configuration of the import: RFC 4180 quotes, CRLF, LF or CR line ends, a BOM
+ * allowed. Empty lines are skipped by the parser itself (a file of blank lines costs what its
+ * bytes cost); each record comes with `info`, whose counts give its row number.
+ */
 export function csvOptions(delimiter: Delimiter): Options {
   return {
     bom: true,
@@ -115,11 +134,25 @@ export function csvOptions(delimiter: Delimiter): Options {
     record_delimiter: ['\r\n', '\n', '\r'],
     relax_quotes: true,
     relax_column_count: true,
-    skip_empty_lines: false,
+    skip_empty_lines: true,
+    info: true,
     max_record_size: MAX_RECORD_CHARS,
   };
 }
 export const createCsvParser = (delimiter: Delimiter): Parser => parse(csvOptions(delimiter));
+
+/** A parsed record with the counts csv-parse keeps (`info: true`). */
+type ParsedRecord = { record: string[]; info: { records: number; empty_lines: number } };
+/** The row number a spreadsheet shows: records so far, this one included, plus the skipped empty lines. */
+const rowOf = (info: ParsedRecord['info']) => info.records + info.empty_lines;
+
+/** Counts rows whose number of fields is not the header's; past MAX_FIELD_COUNT_ERRORS the file is invalid. */
+function fieldCountGuard() {
+  let count = 0;
+  return (row: number, got: number, want: number) => {
+    if (++count > MAX_FIELD_COUNT_ERRORS) throw new InvalidImportFile([fileMessages.fieldCounts(row, got, want)]);
+  };
+}
 
 export type Header = { delimiter: Delimiter; columns: Column[] };
 
@@ -178,7 +211,7 @@ const blank = (cell: string | undefined) => cell === undefined || cell.trim() ==
  * also counts the data rows (the progress total); they are hashed too (for Idempotency-Key).
  * Nothing is kept beyond the header line and the parser's current record.
  */
-export function createFileInspector(): Transform & { result(): InspectedFile } {
+export function createFileInspector({ maxBytes }: { maxBytes: number }): Transform & { result(): InspectedFile } {
   const hash = createHash('sha256');
   const decoder = new TextDecoder('utf-8', { fatal: true });
   let size = 0;
@@ -191,24 +224,35 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
 
   const start = (delimiter: Delimiter) => {
     const p = createCsvParser(delimiter);
-    p.on('data', (record: string[]) => {
+    const fieldCount = fieldCountGuard();
+    p.on('data', ({ record, info }: ParsedRecord) => {
+      if (failure) return;
       records++;
       try {
         if (records === 1) header = { delimiter, columns: checkHeaderRecord(record) };
-        else if (!record.every(blank)) dataRows++;
+        else if (!record.every(blank)) {
+          dataRows++;
+          if (record.length !== header!.columns.length) fieldCount(rowOf(info), record.length, header!.columns.length);
+        }
       } catch (err) {
         failure ??= err instanceof Error ? err : new Error(String(err));
       }
     });
-    p.on('error', (err) => (failure ??= fileError(err, p.info.records + 1)));
+    p.on('error', (err) => (failure ??= fileError(err, p.info.records + p.info.empty_lines + 1)));
     parser = p;
   };
-  const feed = (buf: Buffer) => new Promise<void>((resolve) => void parser!.write(buf, () => resolve()));
+  const write = (buf: Buffer) => new Promise<void>((resolve) => void parser!.write(buf, () => resolve()));
+  /** Hands the bytes over a slice at a time, and stops as soon as the file is found invalid. */
+  const feed = async (buf: Buffer) => {
+    for (let at = 0; at < buf.length && !failure; at += PARSE_SLICE_BYTES) await write(buf.subarray(at, at + PARSE_SLICE_BYTES));
+  };
 
   const inspector = new Transform({
     transform(chunk: Buffer, _enc, done) {
       (async () => {
         size += chunk.length;
+        // Counted as the bytes arrive, before any is parsed: a file over the limit is refused at once.
+        if (size > maxBytes) throw new InvalidImportFile([fileMessages.tooLarge(maxBytes)]);
         hash.update(chunk);
         if (chunk.indexOf(0) !== -1) throw new InvalidImportFile([fileMessages.binary]);
         try {
@@ -356,25 +400,28 @@ export async function* readImportRows(
   const { delimiter, replay } = await peekDelimiter(source);
   const parser = replay.pipe(createCsvParser(delimiter));
   replay.on('error', (err) => parser.destroy(err));
+  const fieldCount = fieldCountGuard();
   let row = 0;
-  let columns: Column[] = [];
+  let columns: Column[] | undefined;
   try {
-    for await (const record of parser as AsyncIterable<string[]>) {
-      row++;
-      if (row === 1) {
+    for await (const { record, info } of parser as AsyncIterable<ParsedRecord>) {
+      row = rowOf(info);
+      if (columns === undefined) {
         columns = checkHeaderRecord(record);
         opts.onHeader?.(columns);
         continue;
       }
       if (record.every(blank)) continue;
       if (record.length !== columns.length) {
+        fieldCount(row, record.length, columns.length);
         yield { row, errors: { row: [rowMessages.fieldCount(record.length, columns.length)] }, cells: record };
         continue;
       }
       yield { row, body: toClaimBody(record, columns), cells: record };
     }
   } catch (err) {
-    throw fileError(err instanceof Error ? err : new Error(String(err)), row + 1);
+    if (err instanceof InvalidImportFile) throw err;
+    throw fileError(err instanceof Error ? err : new Error(String(err)), parser.info.records + parser.info.empty_lines + 1);
   } finally {
     parser.destroy();
     replay.destroy();

@@ -135,7 +135,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     if (!queue.available()) throw new AppError('UNAVAILABLE', importMessages.unavailable);
     const importId = randomUUID();
     const objectKey = objectKeyOf(principal.companyId, importId);
-    const inspector = createFileInspector();
+    const inspector = createFileInspector({ maxBytes: limits.maxBytes });
     upload.stream.on('error', (err) => inspector.destroy(err));
     // The upload flows as soon as it is piped, possibly before storage attaches its own handlers
     // (while it creates a folder or a bucket): an early rejection stays on the stream, where the

@@ -2,95 +2,95 @@ import { AppError } from '../errors';
 import type { LookupEntry } from './registry';
 
 /**
- * The look-up log without a write on the look-up's own path. A look-up notes its entry here (in
- * memory, at the moment of the read) and answers; the noted entries are written together, in
- * one statement, every `flushMs` or as soon as `maxBatch` are waiting. That keeps a search a
- * read-only statement: the log then costs a search about a tenth of its throughput (README,
- * Performance) instead of a committed write per request.
+ * The look-up log, durable before a look-up is answered, written by group commit. `record`
+ * resolves once the entry's batch is committed; the caller answers only then, so no answer
+ * leaves without its record, whatever happens to the process afterwards.
  *
- * What that trades: entries noted in the last `flushMs` before a process is killed (SIGKILL, a
- * power cut) are not written; a clean stop writes them (`close`). Reads of the log in this process
- * (`GET /lookups`, the claim's look-ups, the subject export, the purge) write what is waiting
- * first, so a company always sees its own look-ups; another process shows them within `flushMs`.
- * A batch that cannot be written is kept and tried again; if `maxBacklog` entries are waiting, new
- * look-ups are refused (503) rather than answered without a record.
+ * One batch is written at a time. Entries that arrive while a batch is being written wait
+ * together and go as the next batch, in one statement: under load one statement writes many
+ * entries, and a lone look-up waits for one short insert. There is no timer.
+ *
+ * A batch that cannot be written fails every look-up in it with a 503 (they are not answered, so
+ * nothing went unrecorded); so does a look-up that arrives while `maxBacklog` entries wait.
  */
 
 export type LookupJournalOptions = {
+  /** Commits the entries (one statement); rejects if they were not written. */
   write: (entries: LookupEntry[]) => Promise<void>;
-  flushMs: number;
+  /** Entries per statement; a larger backlog is written as several statements, in order. */
   maxBatch?: number;
   maxBacklog?: number;
   /** The time, in milliseconds since the epoch. */
   now?: () => number;
-  /** Told when a batch could not be written (it is kept and tried again). */
+  /** Told when a batch could not be written (its look-ups are answered 503). */
   onError?: (err: unknown) => void;
 };
 
 export const lookupLogUnavailable = () =>
   new AppError('UNAVAILABLE', 'The look-up log cannot be written right now, so no look-up is answered. Try again later.');
 
-export function createLookupJournal({
-  write,
-  flushMs,
-  maxBatch = 2000,
-  maxBacklog = 50_000,
-  now = Date.now,
-  onError,
-}: LookupJournalOptions) {
-  let pending: LookupEntry[] = [];
-  /** Entries of batches that failed, in the order they were noted; written before `pending`. */
-  let failed: LookupEntry[] = [];
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  /** The write in flight (one at a time, in order). */
-  let writing: Promise<void> = Promise.resolve();
-  let inFlight = 0;
+type Batch = { entries: LookupEntry[]; done: Promise<void>; settle: (err?: unknown) => void };
 
-  const schedule = (ms: number) => {
-    if (timer !== undefined) return;
-    timer = setTimeout(() => void flush(), ms);
-    timer.unref();
-  };
+function newBatch(): Batch {
+  let settle!: (err?: unknown) => void;
+  const done = new Promise<void>((resolve, reject) => {
+    settle = (err) => (err === undefined ? resolve() : reject(lookupLogUnavailable()));
+  });
+  return { entries: [], done, settle };
+}
+
+export function createLookupJournal({ write, maxBatch = 2000, maxBacklog = 50_000, now = Date.now, onError }: LookupJournalOptions) {
+  /** The entries waiting for the batch in flight to finish. */
+  let next: Batch | undefined;
+  /** The batch being written, if any. */
+  let current: Batch | undefined;
+
+  async function writeBatch(batch: Batch): Promise<void> {
+    for (let from = 0; from < batch.entries.length; from += maxBatch) {
+      await write(from === 0 && batch.entries.length <= maxBatch ? batch.entries : batch.entries.slice(from, from + maxBatch));
+    }
+  }
+
+  /** Writes batch after batch until nothing is waiting. */
+  async function drain(): Promise<void> {
+    while (next !== undefined) {
+      current = next;
+      next = undefined;
+      try {
+        await writeBatch(current);
+        current.settle();
+      } catch (err) {
+        onError?.(err);
+        current.settle(err ?? new Error('look-up log write failed'));
+      }
+    }
+    current = undefined;
+  }
 
   /**
-   * Notes a look-up; throws the 503 AppError when too many entries could not be written. The
-   * journal takes the entry object over (stamping its time on it) rather than copying it: this
-   * runs on every search.
+   * Notes a look-up and resolves once it is committed; rejects with the 503 AppError when it
+   * could not be. The journal takes the entry object over (stamping its time on it) rather than
+   * copying it: this runs on every search.
    */
-  function record(entry: Omit<LookupEntry, 'at'>): void {
-    if (failed.length + pending.length + inFlight >= maxBacklog) throw lookupLogUnavailable();
+  function record(entry: Omit<LookupEntry, 'at'>): Promise<void> {
+    if ((next?.entries.length ?? 0) + (current?.entries.length ?? 0) >= maxBacklog) {
+      return Promise.reject(lookupLogUnavailable());
+    }
     const noted = entry as LookupEntry;
     noted.at = now();
-    pending.push(noted);
-    if (pending.length >= maxBatch) void flush();
-    else schedule(flushMs);
+    next ??= newBatch();
+    next.entries.push(noted);
+    const { done } = next;
+    if (current === undefined) void drain();
+    return done;
   }
 
-  /** Writes everything noted so far; resolves when it is written or has failed (and is kept). */
+  /** Resolves when everything noted so far has been written or has failed. */
   function flush(): Promise<void> {
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
-    if (pending.length === 0 && failed.length === 0) return writing;
-    const batch = failed.concat(pending);
-    failed = [];
-    pending = [];
-    inFlight += batch.length;
-    writing = writing.then(async () => {
-      let done = 0;
-      try {
-        for (; done < batch.length; done += maxBatch) await write(batch.slice(done, done + maxBatch));
-      } catch (err) {
-        // Kept, in order, ahead of what was noted meanwhile; tried again after flushMs.
-        failed = failed.concat(batch.slice(done));
-        schedule(Math.max(flushMs, 100));
-        onError?.(err);
-      } finally {
-        inFlight -= batch.length;
-      }
-    });
-    return writing;
+    const last = next ?? current;
+    return last ? last.done.catch(() => {}) : Promise.resolve();
   }
 
-  return { record, flush, close: flush, waiting: () => failed.length + pending.length + inFlight };
+  return { record, flush, close: flush, waiting: () => (next?.entries.length ?? 0) + (current?.entries.length ?? 0) };
 }
 export type LookupJournal = ReturnType<typeof createLookupJournal>;

@@ -100,7 +100,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     if (!isUuid(id)) throw notFound();
     const facts = await registry.matches(id, principal.companyId, windowStart(), timeZone);
     if (!facts) throw notFound();
-    deps.journal.record(
+    await deps.journal.record(
       lookupOf(
         principal,
         purpose,
@@ -126,7 +126,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     if (!value) throw validationError(errors);
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
     const { personId, claims } = await registry.searchByPerson(documents, value.dateOfBirth, windowStart());
-    deps.journal.record(
+    await deps.journal.record(
       lookupOf(
         principal,
         value.purpose,
@@ -142,7 +142,6 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     principal: Principal,
     opts: { cursor?: string | undefined; limit: number },
   ): Promise<{ data: Lookup[]; meta: { next_cursor: string | null } }> {
-    await deps.journal.flush();
     const rows = await registry.listLookups(principal.companyId, { after: positionOf(opts.cursor), limit: opts.limit + 1 });
     return page(rows, opts.limit);
   }
@@ -154,7 +153,6 @@ export function createRegistryService(deps: RegistryServiceDeps) {
   ): Promise<{ data: ClaimLookup[]; meta: { next_cursor: string | null } }> {
     if (!isUuid(id)) throw notFound();
     const after = positionOf(opts.cursor);
-    await deps.journal.flush();
     const rows = await registry.claimLookups(id, principal.companyId, { after, limit: opts.limit + 1 });
     if (!rows) throw notFound();
     return page(rows, opts.limit);
@@ -170,7 +168,6 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     const claimsBefore = minusYears(today(), deps.retentionYears);
     const lookupsBefore = new Date((deps.now?.() ?? new Date()).getTime() - deps.lookupRetentionDays * 86_400_000).toISOString();
     const total: PurgeCounts = { claims: 0, clients: 0, lookups: 0 };
-    await deps.journal.flush();
     for (;;) {
       const r = await registry.purgeClaimsBatch(claimsBefore, batchSize);
       total.claims += r.claims;
@@ -211,7 +208,6 @@ export function createRegistryService(deps: RegistryServiceDeps) {
       throw validationError(renamed);
     }
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
-    await deps.journal.flush();
     const found = await registry.subject(documents, value.dateOfBirth);
     return found ?? { person: null, claims: [], lookups: [] };
   }

@@ -47,7 +47,7 @@ function verifyCsrf(app: FastifyInstance, request: FastifyRequest, token: string
 /** Import pages: upload with progress, results with row errors, failed rows as CSV, history. */
 export async function importRoutes(app: FastifyInstance) {
   const { config, imports } = app.deps;
-  await app.register(multipart, { limits: { fileSize: config.importMaxBytes, files: 1, fields: 5, fieldSize: 1024, parts: 10 } });
+  await app.register(multipart, { limits: { fileSize: config.importMaxBytes + 1, files: 1, fields: 5, fieldSize: 1024, parts: 10 } });
 
   const help = {
     requiredColumns: REQUIRED_COLUMNS,
