@@ -401,11 +401,10 @@ export async function* readImportRows(
   const parser = replay.pipe(createCsvParser(delimiter));
   replay.on('error', (err) => parser.destroy(err));
   const fieldCount = fieldCountGuard();
-  let row = 0;
   let columns: Column[] | undefined;
   try {
     for await (const { record, info } of parser as AsyncIterable<ParsedRecord>) {
-      row = rowOf(info);
+      const row = rowOf(info);
       if (columns === undefined) {
         columns = checkHeaderRecord(record);
         opts.onHeader?.(columns);
