@@ -46,7 +46,8 @@ describe('docker-compose.yml', () => {
   });
 
   it('starts node directly, with the same command as the npm scripts, so SIGTERM reaches the process', () => {
-    const argv = (script: string) => scripts[script]!.split(/\s+/u);
+    // `exec` makes node the script's own process (a signal to npm reaches it); the rest is node's argv.
+    const argv = (script: string) => scripts[script]!.replace(/^exec\s+/u, '').split(/\s+/u);
     expect(argv('start')[0]).toBe('node');
     expect(argv('worker')[0]).toBe('node');
     expect(compose.services.api!.command).toEqual(argv('start'));

@@ -63,8 +63,8 @@ async function startServer(env: Record<string, string>): Promise<{ child: ChildP
       out += d.toString();
       if (out.includes('claims registry ready')) resolve();
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     child.once('exit', () => reject(new Error(`the server exited before it was ready: ${out.slice(-2000)}`)));
   });
   return { child, base: `http://127.0.0.1:${port}`, exited };

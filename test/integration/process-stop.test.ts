@@ -26,7 +26,7 @@ const scripts = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'ut
 const children = new Set<ChildProcess>();
 
 function startScript(script: 'start' | 'worker', env: Record<string, string>): ChildProcess & { output: () => string } {
-  const [cmd, ...args] = scripts[script]!.split(/\s+/u);
+  const [cmd, ...args] = scripts[script]!.replace(/^exec\s+/u, '').split(/\s+/u);
   expect(cmd).toBe('node');
   const child = spawn(process.execPath, args, {
     cwd: root,
