@@ -8,7 +8,9 @@ import {
   checkFileName,
   createFileInspector,
   detectDelimiter,
+  fileMessages,
   InvalidImportFile,
+  MAX_FIELD_COUNT_ERRORS,
   readImportRows,
   sanitizeFileName,
   toClaimBody,
@@ -86,6 +88,20 @@ describe('reading rows', () => {
     );
     expect(got.map((r) => r.row)).toEqual([3, 4, 5]);
     expect(got[1]).toMatchObject({ row: 4, errors: { row: ['The row has 2 fields; the header has 12.'] } });
+  });
+
+  it('keeps spreadsheet row numbers across runs of empty lines, which the parser skips (CRLF, LF and CR)', async () => {
+    const row = 'A,B,1985-06-02,passport,X1,2026-01-01,P1,,,,,';
+    const out = await rows(`${HEADER}\r\n\r\n\r\n${row}\n\n${row}\r\r${row}\n  \n${row}`);
+    expect(out.map((r) => r.row)).toEqual([4, 6, 8, 10]);
+  });
+
+  it(`fails the file once more than ${MAX_FIELD_COUNT_ERRORS} rows have another field count than the header`, async () => {
+    const ok = Array.from({ length: MAX_FIELD_COUNT_ERRORS }, () => 'x').join('\n');
+    expect(await rows(`${HEADER}\n${ok}\n`)).toHaveLength(MAX_FIELD_COUNT_ERRORS);
+    const err = await rows(`${HEADER}\n${ok}\nx\n`).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidImportFile);
+    expect((err as InvalidImportFile).messages).toEqual([fileMessages.fieldCounts(MAX_FIELD_COUNT_ERRORS + 2, 1, 12)]);
   });
 
   it('maps a record to the POST /claims body and the API field paths back to columns', () => {

@@ -187,6 +187,7 @@ function sniffDelimiter(head: Buffer, final: boolean): Delimiter | undefined {
     if (!final) return undefined;
     end = head.length;
   }
+  if (end > MAX_HEADER_BYTES) throw new InvalidImportFile([fileMessages.headerTooLong]);
   const bom = head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0;
   const line = head.subarray(bom, end).toString('utf8');
   if (line.trim() === '') {
