@@ -21,7 +21,14 @@ async function main() {
   const logger = createLogger(config.logLevel);
   // Before the database's and the imports' threads start, so that they have `gc` too.
   const trimHeap = createHeapTrim(HEAP_GROWTH_BYTES, exposeGc());
-  const deps = await createDeps(config, { optimizedEmbeddedCode: true, importThread: true, whileChunkWrites: trimHeap });
+  const deps = await createDeps(config, { optimizedEmbeddedCode: true, whileChunkWrites: trimHeap });
+  // Without REDIS_URL there are no separate workers: this server runs the imports (with PostgreSQL
+  // on a thread of its own, started now so that the first import does not wait for it), delivers
+  // the webhook outbox and runs the daily retention purge. With REDIS_URL, `npm run worker` does.
+  if (!config.redisUrl) {
+    deps.startImportRunner({ thread: true });
+    deps.startWebhookDelivery();
+  }
   const app = await buildApp(deps, { logger });
   app.addHook('onClose', async () => deps.close());
   closeWithGrace({ delay: 20_000 }, async ({ err, signal }) => {
@@ -30,7 +37,6 @@ async function main() {
     await app.close();
   });
   await app.listen({ port: config.port, host: config.host });
-  // Without REDIS_URL there are no separate workers: this server runs the daily retention purge.
   if (!config.redisUrl) startRetentionSchedule(deps.registry, logger);
   logger.info(
     { database: deps.db.kind === 'pglite' ? `embedded (${config.dataDir})` : 'postgresql', docs: `http://localhost:${config.port}/docs` },
