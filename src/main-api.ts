@@ -10,9 +10,8 @@ import { createHeapTrim, exposeGc } from './workers/heap-trim';
 
 /**
  * Heap growth between two full collections during an import on the server's thread (embedded
- * mode; see heap-trim.ts). On a 90,000-row embedded import: peaks of 296-302 MB at 16 MB (about a
- * dozen collections of ~25 ms, beside PGlite's work: the same time within the noise), 315-317 MB at
- * 32 MB, 308-369 MB with V8's own schedule.
+ * mode; see heap-trim.ts): smaller than a worker's, since the server's thread also answers
+ * requests and PGlite's memory sits beside it (docs/performance.md).
  */
 const HEAP_GROWTH_BYTES = 16 * 1024 * 1024;
 

@@ -95,7 +95,7 @@ export function createLocalObjectStore(root: string): ObjectStore {
 const PART_SIZE = 5 * 1024 * 1024;
 
 export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore {
-  // The minio client (and what it pulls in: ~28 MB of resident memory) is loaded on first use,
+  // The minio client (and what it pulls in, tens of MB of resident memory) is loaded on first use,
   // so that a process storing files in a local folder never carries it.
   let clientLoad: Promise<Client> | undefined;
   const getClient = () =>
