@@ -12,7 +12,8 @@ const restricted = async (filePath: string, code: string) => {
   return result!.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.line);
 };
 
-describe('the domain has no outward arrow', () => {
+// The first lint builds the TypeScript program (seconds on a busy machine): a generous limit.
+describe('the domain has no outward arrow', { timeout: 120_000 }, () => {
   it('refuses a domain file importing src/storage, src/db or src/config, at any depth', async () => {
     const code = [
       "import type { ObjectStore } from '../../storage/object-store';",
