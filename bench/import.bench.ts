@@ -135,6 +135,7 @@ async function server(env: Record<string, string>) {
   });
   const logger = pino({ level: 'warn' });
   const deps = await createDeps(config, { logger });
+  if (deps.importQueue.kind === 'in-process') deps.startImportRunner();
   const app = await buildApp(deps, { logger });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address() as { port: number };

@@ -128,6 +128,7 @@ async function main() {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'claims-screenshots-'));
   const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
   const deps = await createDeps(config, { inMemory: true });
+  deps.startImportRunner();
   const app = await buildApp(deps, { logger: pino({ level: 'silent' }) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

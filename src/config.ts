@@ -25,7 +25,7 @@ const envSchema = {
     S3_BUCKET: { type: 'string', minLength: 3, default: 'claims-imports' },
     S3_REGION: { type: 'string', minLength: 1, default: 'us-east-1' },
     IMPORT_MAX_BYTES: { type: 'integer', minimum: 1, default: 10_485_760 },
-    // Default: 1000 with PostgreSQL, 250 embedded (see importChunkSize below).
+    // Default: 1000 with PostgreSQL, 500 embedded (see importChunkSize below).
     IMPORT_CHUNK_SIZE: { type: 'integer', minimum: 1, maximum: 50_000 },
     IMPORT_WAIT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
     WORKER_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
@@ -158,14 +158,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: v.REDIS_URL,
     s3,
     importMaxBytes: v.IMPORT_MAX_BYTES,
-    // PostgreSQL: a chunk costs four round trips (BEGIN, the lock, the write with its ledger
-    // entry, COMMIT) and its documents are looked up while the chunk before it is written, so
-    // 1000-row chunks import faster than 5000-row ones (team benchmark, one run each: 1.13x/1.39x
-    // against 1.33x/1.57x COPY, queue/in-process) and keep less in memory. Embedded, PGlite has one
-    // session: a request's statement waits for the chunk transaction ahead of it. 500-row chunks
-    // (npm run bench:embedded: other requests' p99 100-160 ms during a 90,000-row import; 1000-row
-    // chunks 270-370 ms) keep the server answering; with PGlite on its own thread that import took a
-    // median 10.1 s, against 14.6 s for 250-row chunks on the server's thread.
+    // PostgreSQL: a chunk costs a fixed four round trips and its documents are looked up while the
+    // previous one is written, so 1000-row chunks are as fast as larger ones and hold less memory.
+    // Embedded, PGlite has one session and a request's statement waits for the chunk ahead of it:
+    // smaller chunks keep the server answering. Why and measured: docs/import-pipeline.md#chunks.
     importChunkSize: v.IMPORT_CHUNK_SIZE ?? (v.DATABASE_URL ? 1000 : 500),
     importWaitSeconds: v.IMPORT_WAIT_SECONDS,
     workerConcurrency: v.WORKER_CONCURRENCY,

@@ -219,7 +219,6 @@ async function main(): Promise<number> {
     const config = loadConfig();
     deps = await createDeps(config, {
       logger: createLogger(config.logLevel, pino.destination({ fd: 2, sync: true })),
-      deliverWebhooks: false,
     });
     const out = await run(deps, command, args, parsed.values);
     console.log(parsed.values.json ? JSON.stringify(out.json) : out.text);

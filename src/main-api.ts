@@ -10,9 +10,8 @@ import { createHeapTrim, exposeGc } from './workers/heap-trim';
 
 /**
  * Heap growth between two full collections during an import on the server's thread (embedded
- * mode; see heap-trim.ts). On a 90,000-row embedded import: peaks of 296-302 MB at 16 MB (about a
- * dozen collections of ~25 ms, beside PGlite's work: the same time within the noise), 315-317 MB at
- * 32 MB, 308-369 MB with V8's own schedule.
+ * mode; see heap-trim.ts): smaller than a worker's, since the server's thread also answers
+ * requests and PGlite's memory sits beside it (docs/performance.md).
  */
 const HEAP_GROWTH_BYTES = 16 * 1024 * 1024;
 
@@ -21,7 +20,14 @@ async function main() {
   const logger = createLogger(config.logLevel);
   // Before the database's and the imports' threads start, so that they have `gc` too.
   const trimHeap = createHeapTrim(HEAP_GROWTH_BYTES, exposeGc());
-  const deps = await createDeps(config, { optimizedEmbeddedCode: true, importThread: true, whileChunkWrites: trimHeap });
+  const deps = await createDeps(config, { optimizedEmbeddedCode: true, whileChunkWrites: trimHeap });
+  // Without REDIS_URL there are no separate workers: this server runs the imports (with PostgreSQL
+  // on a thread of its own, started now so that the first import does not wait for it), delivers
+  // the webhook outbox and runs the daily retention purge. With REDIS_URL, `npm run worker` does.
+  if (!config.redisUrl) {
+    deps.startImportRunner({ thread: true });
+    deps.startWebhookDelivery();
+  }
   const app = await buildApp(deps, { logger });
   app.addHook('onClose', async () => deps.close());
   closeWithGrace({ delay: 20_000 }, async ({ err, signal }) => {
@@ -30,7 +36,6 @@ async function main() {
     await app.close();
   });
   await app.listen({ port: config.port, host: config.host });
-  // Without REDIS_URL there are no separate workers: this server runs the daily retention purge.
   if (!config.redisUrl) startRetentionSchedule(deps.registry, logger);
   logger.info(
     { database: deps.db.kind === 'pglite' ? `embedded (${config.dataDir})` : 'postgresql', docs: `http://localhost:${config.port}/docs` },

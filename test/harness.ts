@@ -60,6 +60,11 @@ export async function createTestContext(
     testPasswordHashCost: TEST_PASSWORD_HASH_COST,
     ...(options.today ? { today: options.today } : {}),
   });
+  // As the server without REDIS_URL: imports run and webhooks are delivered in this process.
+  if (deps.importQueue.kind === 'in-process') {
+    deps.startImportRunner();
+    deps.startWebhookDelivery();
+  }
   const app = await buildApp(deps, { logger });
   await app.ready();
   let n = 0;

@@ -1,8 +1,8 @@
 /**
  * A batch of rows sent as one text parameter per column, zipped back into rows in SQL with
  * `ROWS FROM (unnest($1::text::uuid[]), json_array_elements_text($2::text::json), …)`: cheaper
- * for the server and for the database than the driver's escaping of each array element (6% of an
- * import's CPU) or a JSON object per row.
+ * for the server and for the database than the driver's escaping of each array element (visible
+ * in an import's CPU profile) or a JSON object per row.
  */
 
 /**

@@ -62,8 +62,7 @@ function openPostgres({ url, poolSize, searchPath }: { url: string; poolSize: nu
     prepare: true,
     onnotice: () => {},
     // jit off: the service's statements are short, and the few whose estimated cost crosses the
-    // JIT threshold (an import chunk's document look-up: 5,000 key probes) spent more time
-    // compiling (13-20 ms a chunk, EXPLAIN ANALYZE) than they could save.
+    // JIT threshold (an import chunk's document look-up) spend more time compiling than they save.
     connection: { TimeZone: 'UTC', application_name: 'claims-registry', jit: 'off', ...(searchPath ? { search_path: searchPath } : {}) },
     types: { date: { to: DATE_OID, from: [DATE_OID], serialize: (v: string) => v, parse: (v: string) => v } },
   });
@@ -140,26 +139,24 @@ async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
 
 /**
  * PGlite's PostgreSQL runs inside this process's WebAssembly memory, which grows to its peak and is
- * never given back. PostgreSQL's default shared_buffers (128 MB, initdb's choice) is sized for a
- * server with its own memory; here every buffer page touched stays resident in the process. 16 MB
- * (the files stay in the operating system's page cache behind it) took ~110 MB off the embedded
- * server's resident memory, idle and at the peak of a 90,000-row import, at the same import time.
+ * never given back: PostgreSQL's default shared_buffers, sized for a server with its own memory,
+ * would stay resident here; the files stay in the operating system's page cache behind a small
+ * one (docs/decisions.md#embedded-database).
  */
 const PGLITE_SETTINGS = ['shared_buffers=16MB'];
 
 /**
  * By default V8 compiles PGlite's WebAssembly quickly (Liftoff), then compiles its hot functions
  * again, optimized, while they run, and keeps both. A server compiles it once, optimized, at start
- * (about 2 s more): on a 90,000-row import that took 8% less CPU and its peak resident memory fell
- * by 45-80 MB (three runs each way). One-off commands and tests keep the quick start.
+ * (a slower start, less CPU and memory during an import: docs/decisions.md#embedded-database).
+ * One-off commands and tests keep the quick start.
  */
 const OPTIMIZED_CODE_FLAGS = '--no-liftoff';
 
 /**
  * The database's thread allocates a statement's parameters and rows and drops them at once: a
- * young generation of 8 MB (V8's default grows to several times that) collects them as well. With
- * the server's heap trim, a 90,000-row embedded import peaked at 272-291 MB against 289-300 MB
- * without the limit (three runs taking turns), at the same speed.
+ * young generation smaller than V8's default collects them as well, with less memory at an
+ * import's peak and the same speed (docs/decisions.md#embedded-database).
  */
 const THREAD_LIMITS = { maxYoungGenerationSizeMb: 8 };
 

@@ -76,3 +76,5 @@ export function createStore(db: Db) {
   };
 }
 export type Store = ReturnType<typeof createStore>;
+/** What a transaction of the store sees: the repositories on its connection, and savepoints. */
+export type StoreTx = Repositories & { savepoint: Savepoint };

@@ -3,7 +3,7 @@ import { randomFillSync } from 'node:crypto';
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/iu;
 export const isUuid = (value: string): boolean => UUID_PATTERN.test(value);
 
-/** Random bytes for 256 ids, drawn at once: one draw per id cost ~3 µs each (a 90,000-row import's CPU profile: 8%). */
+/** Random bytes for 256 ids, drawn at once: a draw per id showed in an import's CPU profile (docs/decisions.md#ids). */
 const POOL_BYTES = 16 * 256;
 const pool = Buffer.alloc(POOL_BYTES);
 let poolAt = POOL_BYTES;
@@ -19,8 +19,8 @@ let counter = 0;
  * millisecond, 62 random bits. Rows written together (an import's chunk) get neighbouring ids, so
  * they land on neighbouring pages of the primary key and of the indexes that hold them, which
  * makes large writes cheaper than random ids would. Built straight into its text from a pool of
- * random bytes: the uuid package's v7 allocated two byte arrays per id (an import's allocation
- * profile: 14% of all bytes allocated).
+ * random bytes: the uuid package's v7 allocated two byte arrays per id, a large share of an
+ * import's allocations (docs/decisions.md#ids).
  */
 export function newId(): string {
   if (poolAt === POOL_BYTES) {

@@ -12,9 +12,9 @@ export const IMPORT_WORKER_HEAP_GROWTH_BYTES = 40 * 1024 * 1024;
  * validated claims and statement parameters over and over; they live across the chunk's round
  * trips, long enough for V8 to move them to the old generation, which V8 lets grow to about four
  * times what was live at its last full collection before it collects again (on a machine with a
- * lot of memory): a worker holding ~30 MB peaked at 220-240 MB. When the process runs with
+ * lot of memory), so a worker's peak was several times what it held. When the process runs with
  * `--expose-gc` (the `worker` script), a full collection runs once the heap has grown by
- * `growthBytes` since the last one (some tens of milliseconds, every few seconds of an import),
+ * `growthBytes` since the last one (a short pause every few seconds of an import),
  * while a chunk's write is in the database and this thread only waits for it (between two chunks,
  * the database would wait for the collection). Without the flag (and without `gc`) this does nothing.
  */

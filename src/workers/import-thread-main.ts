@@ -22,7 +22,6 @@ try {
   const trimHeap = createHeapTrim(IMPORT_WORKER_HEAP_GROWTH_BYTES);
   const deps = await createDeps(config, {
     logger,
-    deliverWebhooks: false,
     whileChunkWrites: trimHeap,
     ...(searchPath ? { searchPath } : {}),
   });

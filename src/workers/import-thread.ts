@@ -31,9 +31,8 @@ class ImportThreadError extends Error {
  * Without REDIS_URL but with PostgreSQL, the server runs its imports on a thread of its own, with
  * its own connections (`2 × WORKER_CONCURRENCY + 1`: each running import holds a chunk's transaction
  * and looks the next chunk's documents up beside it; one more for the state changes). The import's
- * reading, parsing, validation and hashing then no longer take turns with the server's requests:
- * measured on 2 cores, a plate search answered during a 90,000-row import with a p99 of ~30 ms
- * instead of ~90 ms, as with a separate worker process.
+ * reading, parsing, validation and hashing then no longer take turns with the server's requests,
+ * which answer during an import as they do beside a separate worker process (docs/import-pipeline.md).
  *
  * The thread starts with the server, and the next import starts it again after it died (the job
  * in flight fails with a retryable error and the runner's attempts apply; the import goes on after

@@ -99,7 +99,12 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Pr
   }
 }
 
-export type BullImportQueue = ImportQueue & { readonly kind: 'bullmq'; readonly bull: Queue };
+export type BullImportQueue = ImportQueue & {
+  readonly kind: 'bullmq';
+  readonly bull: Queue;
+  /** Import jobs by state, for the metrics' gauge: waiting counts the delayed and prioritized too. */
+  depth(): Promise<{ waiting: number; active: number; failed: number }>;
+};
 
 /**
  * The producer side of the import queue, used by the API: adds jobs and waits for them through
@@ -162,6 +167,10 @@ export function createBullImportQueue(opts: { url: string; prefix: string; attem
       } catch {
         // Failed for good, timed out or Redis gone: the caller reads the import's row either way.
       }
+    },
+    async depth() {
+      const c = await queue.getJobCounts('waiting', 'delayed', 'prioritized', 'active', 'failed');
+      return { waiting: (c.waiting ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0), active: c.active ?? 0, failed: c.failed ?? 0 };
     },
     async close() {
       await events?.close().catch(() => {});

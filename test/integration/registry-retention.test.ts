@@ -46,6 +46,8 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
   async function open(): Promise<Opened> {
     const logger = pino({ level: 'silent' });
     const deps = await createDeps(loadConfig(env), { logger });
+    deps.startImportRunner();
+    deps.startWebhookDelivery();
     const app = await buildApp(deps, { logger });
     await app.ready();
     return {

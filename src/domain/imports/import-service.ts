@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 
-import { ObjectNotFound, ObjectTooLarge, StorageTimeout, type ObjectStore } from '../../storage/object-store';
+import { ObjectNotFound, ObjectTooLarge, StorageTimeout, type ObjectStore } from '../storage';
 import { AppError, validationError } from '../errors';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';

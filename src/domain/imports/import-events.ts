@@ -1,0 +1,16 @@
+import { enqueueWebhookEvent, type WebhookEventType, type WebhookOutbox } from '../webhooks/webhook-service';
+import { importResource } from './import-service';
+import type { ImportRecord } from './ports';
+
+/**
+ * The webhook outbox's side of an import: every move into completed, failed or cancelled writes
+ * its event in the same transaction (import-service's `onTerminal`), so none is announced that
+ * did not happen and none is lost.
+ */
+export const announceImportOutcome = (tx: { webhooks: WebhookOutbox }, run: ImportRecord): Promise<void> =>
+  enqueueWebhookEvent(tx, {
+    companyId: run.companyId,
+    type: `import.${run.status}` as WebhookEventType,
+    key: `import.${run.status}:${run.id}`,
+    payload: importResource(run),
+  });
