@@ -113,9 +113,8 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
 };
 
 /**
- * Rows read between two turns of the event loop: about a millisecond of parsing. The answer to a
- * chunk's statement waits for the turn in progress, and embedded each such wait is time the
- * database's thread stands idle (250 rows: 2.4 ms after a chunk's first answer, against 1.1 ms).
+ * Rows read between two turns of the event loop: a short slice of parsing, so that the answers to
+ * a chunk's statements are not held up by the parser (docs/import-pipeline.md).
  */
 const ROWS_PER_TURN = 50;
 
@@ -343,8 +342,8 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
       for await (const row of readImportRows(source, { onHeader: (c) => (columns = c) })) {
         if (stopped !== undefined) break;
         // Parsed rows arrive without a turn of the event loop while the parser has input buffered
-        // (several 64 KB blocks: 50 ms and more); the chunk being written, and every other
-        // request of this process, would wait that long for their answers.
+        // (several 64 KB blocks); the chunk being written, and every other request of this
+        // process, would wait that long for their answers.
         if (++read % ROWS_PER_TURN === 0) await yieldToEventLoop();
         if (skip > 0) {
           skip--;
