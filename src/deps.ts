@@ -72,6 +72,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
           optimizedCode: options.optimizedEmbeddedCode ?? false,
         },
   );
+  let lookupDb: Db | undefined;
   try {
     await migrate(db);
     const store = createStore(db);
@@ -85,9 +86,14 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     const log = options.logger ?? createLogger(config.logLevel);
     const registryRepository = createRegistryRepository(db);
     // A look-up is answered once its log entry is committed; entries arriving meanwhile are
-    // written together (group commit, see lookup-journal.ts).
+    // written together (group commit, see lookup-journal.ts). On PostgreSQL the log has a
+    // connection of its own, so that its write never queues behind the searches waiting for it.
+    if (config.databaseUrl) {
+      lookupDb = await openDb({ kind: 'postgres', url: config.databaseUrl, poolSize: 1, ...(searchPath ? { searchPath } : {}) });
+    }
+    const lookupLog = lookupDb ? createRegistryRepository(lookupDb) : registryRepository;
     const lookupJournal = createLookupJournal({
-      write: (entries) => registryRepository.appendLookups(entries),
+      write: (entries) => lookupLog.appendLookups(entries),
       onError: (err) => log.error({ err }, 'could not write the look-up log; its look-ups were answered 503'),
     });
     const claims = createClaimService({
@@ -200,10 +206,12 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         await importThread?.close();
         await deliverer?.stop();
         await lookupJournal.close();
+        await lookupDb?.close();
         await db.close();
       },
     };
   } catch (err) {
+    await lookupDb?.close();
     await db.close();
     throw err;
   }
