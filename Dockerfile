@@ -1,6 +1,7 @@
 # One image for the API and the import workers; see docker-compose.yml.
-# Node 24 is the active LTS line; the tag is pinned so a rebuild gets the same runtime.
-FROM node:24.11.1-bookworm-slim
+# Node 24, the LTS line the service ships on; the tag is pinned so a rebuild gets the same runtime,
+# and names the version of .nvmrc, the one CI runs the whole suite on.
+FROM node:24.21.0-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
 # tsx (a dependency) runs the TypeScript sources directly; no build step.

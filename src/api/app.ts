@@ -141,6 +141,9 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
         version: '1.0.0',
         description:
           'A shared registry of insurance claims. Every call carries `Authorization: Bearer <API_TOKEN>`; create tokens in the dashboard under Settings › API Tokens.',
+        // package.json says UNLICENSED: no licence is granted to use or copy the code. SPDX has no
+        // identifier for that, so the document names it by a user-defined reference.
+        license: { name: 'Proprietary: all rights reserved', identifier: 'LicenseRef-Proprietary' },
       },
       servers: [{ url: '/', description: 'This server (the API is under /api/v1)' }],
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'csk_…' } } },

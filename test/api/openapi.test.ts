@@ -1,3 +1,7 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestContext, type TestContext } from '../harness';
@@ -11,7 +15,7 @@ afterAll(async () => ctx.close());
 type Operation = { operationId?: string; security?: unknown[]; responses?: Record<string, unknown>; requestBody?: unknown };
 type Spec = {
   openapi: string;
-  info: { title: string; version: string };
+  info: { title: string; version: string; license?: Record<string, unknown> };
   paths: Record<string, Record<string, Operation>>;
   components?: Record<string, Record<string, unknown>>;
 };
@@ -39,6 +43,13 @@ describe('GET /api/v1/openapi.json', () => {
     expect(s.openapi).toMatch(/^3\.1\./);
     expect(s.info.title).toEqual(expect.any(String));
     expect(s.info.version).toEqual(expect.any(String));
+  });
+
+  it('names the project’s licence: proprietary, as package.json’s UNLICENSED says, by name and an SPDX reference', async () => {
+    const packageFile = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../package.json');
+    expect((JSON.parse(fs.readFileSync(packageFile, 'utf8')) as { license?: string }).license).toBe('UNLICENSED');
+    // OpenAPI 3.1: a name, and either an SPDX `identifier` or a `url`, never both.
+    expect((await spec()).info.license).toEqual({ name: 'Proprietary: all rights reserved', identifier: 'LicenseRef-Proprietary' });
   });
 
   it('lists every claims route with its operationId', async () => {
