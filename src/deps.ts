@@ -88,11 +88,16 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     // A look-up is answered once its log entry is committed; entries arriving meanwhile are
     // written together (group commit, see lookup-journal.ts). On PostgreSQL the log has a
     // connection of its own, so that its write never queues behind the searches waiting for it.
+    // Two writers there: a look-up that finds one free is written at once (the embedded
+    // database has one session, so one).
+    const lookupWriters = config.databaseUrl ? 2 : 1;
     if (config.databaseUrl) {
-      lookupDb = await openDb({ kind: 'postgres', url: config.databaseUrl, poolSize: 1, ...(searchPath ? { searchPath } : {}) });
+      const url = config.databaseUrl;
+      lookupDb = await openDb({ kind: 'postgres', url, poolSize: lookupWriters, ...(searchPath ? { searchPath } : {}) });
     }
     const lookupLog = lookupDb ? createRegistryRepository(lookupDb) : registryRepository;
     const lookupJournal = createLookupJournal({
+      writers: lookupWriters,
       write: (entries) => lookupLog.appendLookups(entries),
       onError: (err) => log.error({ err }, 'could not write the look-up log; its look-ups were answered 503'),
     });

@@ -78,6 +78,24 @@ describe('look-up journal', () => {
     expect(journal.waiting()).toBe(0);
   });
 
+  it('with two writers, writes a look-up at once while another batch is in flight, and groups what comes while both are busy', async () => {
+    const { write, writes } = manualWrite();
+    const journal = createLookupJournal({ write, writers: 2 });
+    const first = track(journal.record(entry(1)));
+    const second = track(journal.record(entry(2)));
+    const later = [3, 4].map((n) => track(journal.record(entry(n))));
+    expect(ids(writes.map((w) => w.entries))).toEqual([['id-1'], ['id-2']]);
+    writes[1]!.commit();
+    await turn();
+    expect([first.state, second.state]).toEqual(['pending', 'written']);
+    expect(ids(writes.map((w) => w.entries))).toEqual([['id-1'], ['id-2'], ['id-3', 'id-4']]);
+    writes[0]!.commit();
+    writes[2]!.commit();
+    await turn();
+    expect([first.state, ...states(later)]).toEqual(['written', 'written', 'written']);
+    expect(journal.waiting()).toBe(0);
+  });
+
   it('splits a backlog into statements of at most maxBatch entries, settling them when the last is written', async () => {
     const { write, writes } = manualWrite();
     const journal = createLookupJournal({ write, maxBatch: 2 });

@@ -6,8 +6,8 @@ import type { LookupEntry } from './registry';
  * resolves once the entry's batch is committed; the caller answers only then, so no answer
  * leaves without its record, whatever happens to the process afterwards.
  *
- * One batch is written at a time. Entries that arrive while a batch is being written wait
- * together and go as the next batch, in one statement: under load one statement writes many
+ * At most `writers` batches are written at a time. Entries that arrive while every writer is busy
+ * wait together and go as the next batch, in one statement: under load one statement writes many
  * entries, and a lone look-up waits for one short insert. There is no timer.
  *
  * A batch that cannot be written fails every look-up in it with a 503 (they are not answered, so
@@ -17,6 +17,11 @@ import type { LookupEntry } from './registry';
 export type LookupJournalOptions = {
   /** Commits the entries (one statement); rejects if they were not written. */
   write: (entries: LookupEntry[]) => Promise<void>;
+  /**
+   * Batches written at once (each needs a connection of its own): a look-up that finds a writer
+   * free is written at once, and waits for none of the batches in flight.
+   */
+  writers?: number;
   /** Entries per statement; a larger backlog is written as several statements, in order. */
   maxBatch?: number;
   maxBacklog?: number;
@@ -39,11 +44,19 @@ function newBatch(): Batch {
   return { entries: [], done, settle };
 }
 
-export function createLookupJournal({ write, maxBatch = 2000, maxBacklog = 50_000, now = Date.now, onError }: LookupJournalOptions) {
-  /** The entries waiting for the batch in flight to finish. */
+export function createLookupJournal({
+  write,
+  writers = 1,
+  maxBatch = 2000,
+  maxBacklog = 50_000,
+  now = Date.now,
+  onError,
+}: LookupJournalOptions) {
+  /** The entries waiting for a writer. */
   let next: Batch | undefined;
-  /** The batch being written, if any. */
-  let current: Batch | undefined;
+  /** The batches being written. */
+  const inFlight = new Set<Batch>();
+  let working = 0;
 
   async function writeBatch(batch: Batch): Promise<void> {
     for (let from = 0; from < batch.entries.length; from += maxBatch) {
@@ -51,21 +64,31 @@ export function createLookupJournal({ write, maxBatch = 2000, maxBacklog = 50_00
     }
   }
 
-  /** Writes batch after batch until nothing is waiting. */
-  async function drain(): Promise<void> {
+  /** One writer: takes whatever is waiting, writes it, and again, until nothing is waiting. */
+  async function writer(): Promise<void> {
+    working++;
     while (next !== undefined) {
-      current = next;
+      const batch = next;
       next = undefined;
+      inFlight.add(batch);
       try {
-        await writeBatch(current);
-        current.settle();
+        await writeBatch(batch);
+        batch.settle();
       } catch (err) {
         onError?.(err);
-        current.settle(err ?? new Error('look-up log write failed'));
+        batch.settle(err ?? new Error('look-up log write failed'));
+      } finally {
+        inFlight.delete(batch);
       }
     }
-    current = undefined;
+    working--;
   }
+
+  const waiting = () => {
+    let n = next?.entries.length ?? 0;
+    for (const b of inFlight) n += b.entries.length;
+    return n;
+  };
 
   /**
    * Notes a look-up and resolves once it is committed; rejects with the 503 AppError when it
@@ -73,24 +96,22 @@ export function createLookupJournal({ write, maxBatch = 2000, maxBacklog = 50_00
    * copying it: this runs on every search.
    */
   function record(entry: Omit<LookupEntry, 'at'>): Promise<void> {
-    if ((next?.entries.length ?? 0) + (current?.entries.length ?? 0) >= maxBacklog) {
-      return Promise.reject(lookupLogUnavailable());
-    }
+    if (waiting() >= maxBacklog) return Promise.reject(lookupLogUnavailable());
     const noted = entry as LookupEntry;
     noted.at = now();
     next ??= newBatch();
     next.entries.push(noted);
     const { done } = next;
-    if (current === undefined) void drain();
+    if (working < writers) void writer();
     return done;
   }
 
   /** Resolves when everything noted so far has been written or has failed. */
   function flush(): Promise<void> {
-    const last = next ?? current;
-    return last ? last.done.catch(() => {}) : Promise.resolve();
+    const pending = [...inFlight, ...(next ? [next] : [])].map((b) => b.done.catch(() => {}));
+    return Promise.all(pending).then(() => {});
   }
 
-  return { record, flush, close: flush, waiting: () => (next?.entries.length ?? 0) + (current?.entries.length ?? 0) };
+  return { record, flush, close: flush, waiting };
 }
 export type LookupJournal = ReturnType<typeof createLookupJournal>;
