@@ -63,7 +63,7 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'import-bench-'));
 function workerArgs(): string[] {
   const script = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
     .worker!;
-  const parts = script.split(/\s+/u);
+  const parts = script.replace(/^exec\s+/u, '').split(/\s+/u);
   return parts[0] === 'node' ? parts.slice(1) : ['--import', 'tsx', 'src/main-worker.ts'];
 }
 

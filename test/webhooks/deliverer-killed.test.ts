@@ -49,7 +49,7 @@ describe.skipIf(!enabled)('a webhook deliverer killed mid-delivery', () => {
   });
 
   function startWorker(extraEnv: Record<string, string> = {}): ChildProcess {
-    const [, ...args] = scripts.worker!.split(/\s+/u);
+    const [, ...args] = scripts.worker!.replace(/^exec\s+/u, '').split(/\s+/u);
     const child = spawn(process.execPath, args, {
       cwd: root,
       stdio: 'ignore',
