@@ -98,7 +98,7 @@ function childLoggerFactory(
  * compilation for the route, the CSV rows and the forms; strict: "12" is not a boolean); query
  * strings, params and headers are coerced.
  */
-function validatorCompiler() {
+export function validatorCompiler() {
   // ajv-formats is CommonJS: under ESM its plugin is the default export's `default`, typed as any.
   // eslint-disable-next-line @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return
   const withFormats = (ajv: Ajv): Ajv => addFormats.default(ajv);

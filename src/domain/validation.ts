@@ -25,6 +25,15 @@ export function compileInput<T = unknown>(schema: object): ValidateFunction<T> {
   return validate as ValidateFunction<T>;
 }
 
+/** An input checked against its schema alone (no rules beyond it): the typed value, or the contract's field errors. */
+export function validateInput<T>(
+  schema: object,
+  input: unknown,
+): { value: T; errors?: undefined } | { value?: undefined; errors: FieldErrors } {
+  const validate = compileInput<T>(schema);
+  return validate(input) ? { value: input } : { errors: fieldErrorsOf(validate.errors ?? []) };
+}
+
 export type SchemaIssue = Pick<ErrorObject, 'keyword' | 'instancePath' | 'params'>;
 
 /**

@@ -20,6 +20,9 @@ export type ClaimSource = (typeof CLAIM_SOURCES)[number];
 /** A calendar date; that it exists, and how it stands against today, is checked in the domain (claim.ts). */
 const isoDate = { type: 'string', examples: ['2026-03-14'] } as const;
 
+/** A first or last name. */
+const personName = { type: 'string', maxLength: 255 } as const;
+
 /** The identity documents of a person, as a submission and a person search take them. */
 export const idDocumentsSchema = {
   type: 'array',
@@ -49,8 +52,8 @@ export const claimInputSchema = {
       type: 'object',
       required: ['first_name', 'last_name', 'date_of_birth', 'id_documents'],
       properties: {
-        first_name: { type: 'string', maxLength: 255, examples: ['Ona'] },
-        last_name: { type: 'string', maxLength: 255, examples: ['Petraitė'] },
+        first_name: { ...personName, examples: ['Ona'] },
+        last_name: { ...personName, examples: ['Petraitė'] },
         date_of_birth: { ...isoDate, description: 'Before today.', examples: ['1985-06-02'] },
         id_documents: idDocumentsSchema,
       },

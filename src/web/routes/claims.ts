@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 
-import { CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS, messages, type ClaimStatus } from '../../domain/claims/claim';
+import { CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, type ClaimStatus } from '../../domain/claims/claim';
+import { plateSearchSchema, statusChangeSchema, type PlateSearchBody, type StatusChangeBody } from '../../domain/claims/claim-schema';
+import { validateInput } from '../../domain/validation';
 import { AppError, validationError } from '../../domain/errors';
 import { companyUser, principalOf, requireCompanyUser } from '../context';
 import { claimBodyFromForm, emptyClaimForm, errorSummary, text, type FormBody } from '../forms';
@@ -75,11 +77,11 @@ export async function claimRoutes(app: FastifyInstance) {
 
   app.post('/claims/:id/status', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    // A form sends text: its one check is here (the API's is its JSON schema).
-    const status = text(request.body as FormBody, 'status', 40);
-    if (!isStatus(status)) throw validationError({ status: [messages.oneOf('status', CLAIM_STATUSES)] });
+    // The same schema as the API's PATCH body.
+    const { value, errors } = validateInput<StatusChangeBody>(statusChangeSchema, { status: text(request.body as FormBody, 'status') });
+    if (errors) throw validationError(errors);
     try {
-      await claims.updateStatus(principalOf(companyUser(request)), id, status);
+      await claims.updateStatus(principalOf(companyUser(request)), id, value.status);
     } catch (err) {
       if (err instanceof AppError && err.code === 'FORBIDDEN') {
         throw new AppError('FORBIDDEN', 'This claim belongs to another company. Only that company can change its status.');
@@ -96,8 +98,10 @@ export async function claimRoutes(app: FastifyInstance) {
     const period = `${years} year${years === 1 ? '' : 's'}`;
     let result: Awaited<ReturnType<typeof claims.searchByPlate>> | null = null;
     let error: string | null = null;
-    if ([...plate].length > LIMITS.plateMaxLength) {
-      error = messages.maxLength('vehicle_registration', LIMITS.plateMaxLength);
+    // The same schema as the API's search by plate.
+    const checked = plate === '' ? undefined : validateInput<PlateSearchBody>(plateSearchSchema, { vehicle_registration: plate });
+    if (checked?.errors) {
+      error = Object.values(checked.errors)[0]![0]!;
     } else if (plate !== '') {
       try {
         result = await claims.searchByPlate(principalOf(user), plate);
