@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 
-import { CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, type ClaimStatus } from '../../domain/claims/claim';
+import { CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS, type ClaimStatus } from '../../domain/claims/claim';
 import { plateSearchSchema, statusChangeSchema, type PlateSearchBody, type StatusChangeBody } from '../../domain/claims/claim-schema';
 import { validateInput } from '../../domain/validation';
 import { AppError, validationError } from '../../domain/errors';
@@ -11,7 +11,8 @@ import { claimPageRegistry } from './lookups';
 
 const PAGE_SIZE = 25;
 const isStatus = (v: string): v is ClaimStatus => (CLAIM_STATUSES as readonly string[]).includes(v);
-const choices = { statuses: CLAIM_STATUSES, claimTypes: CLAIM_TYPES, documentTypes: DOCUMENT_TYPES };
+// The inputs' maxlength attributes come from the schema's limits, not written again in the views.
+const choices = { statuses: CLAIM_STATUSES, claimTypes: CLAIM_TYPES, documentTypes: DOCUMENT_TYPES, limits: LIMITS };
 
 export async function claimRoutes(app: FastifyInstance) {
   const { claims } = app.deps;
@@ -113,7 +114,7 @@ export async function claimRoutes(app: FastifyInstance) {
     return renderPage(
       reply,
       'search',
-      { title: 'Search by plate', plate, result, error, ownCompany: user.companyName, period },
+      { title: 'Search by plate', plate, result, error, ownCompany: user.companyName, period, limits: LIMITS },
       error ? 422 : 200,
     );
   });
