@@ -1,15 +1,16 @@
 import { LIMITS } from './claims/claim-schema';
 
+const KNOWN_LABELS: Record<string, string> = {
+  'id_documents.type': 'document type',
+  'id_documents.number': 'document number',
+  'client.id_documents': 'id documents',
+};
+
 const label = (field: string): string => {
   // Array indexes are part of the path, not of the name: "client.id_documents.0" is an id document.
   const last = field.replace(/\.\d+(?=\.|$)/gu, '').split('.');
   const key = last.slice(-2).join('.');
-  const known: Record<string, string> = {
-    'id_documents.type': 'document type',
-    'id_documents.number': 'document number',
-    'client.id_documents': 'id documents',
-  };
-  return known[key] ?? (last.at(-1) ?? field).replace(/_/gu, ' ');
+  return KNOWN_LABELS[key] ?? (last.at(-1) ?? field).replace(/_/gu, ' ');
 };
 
 /** The message catalogue shared by schema validation, domain validation and the CSV import. */

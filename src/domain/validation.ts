@@ -96,7 +96,7 @@ function typeMessage(field: string, type: string): string {
 type SchemaNode = { properties?: Record<string, SchemaNode>; items?: SchemaNode };
 
 /** A field path's position in the schema: each name's index among its siblings, each array index as is. */
-function rankOf(schema: SchemaNode, path: string): number[] {
+function rankOf(schema: object, path: string): number[] {
   const rank: number[] = [];
   let node: SchemaNode | undefined = schema;
   for (const part of path.split('.')) {
@@ -126,9 +126,25 @@ function compareRanks(a: number[], b: number[]): number {
 export function inSchemaOrder(schema: object, errors: FieldErrors): FieldErrors {
   const fields = Object.keys(errors);
   if (fields.length < 2) return errors;
-  const ranked = fields.map((f) => ({ f, rank: rankOf(schema as SchemaNode, f) }));
-  ranked.sort((a, b) => compareRanks(a.rank, b.rank));
+  const ranks = ranksOf(schema);
+  const rank = (field: string) => {
+    let r = ranks.get(field);
+    if (r) return r;
+    r = rankOf(schema, field);
+    // Bounded: an input with thousands of array items must not grow the cache.
+    if (ranks.size < 1000) ranks.set(field, r);
+    return r;
+  };
+  fields.sort((a, b) => compareRanks(rank(a), rank(b)));
   const out: FieldErrors = {};
-  for (const { f } of ranked) out[f] = errors[f]!;
+  for (const f of fields) out[f] = errors[f]!;
   return out;
+}
+
+/** Each schema's field paths and their positions: the paths a schema's errors can name are few, and repeat row after row. */
+const rankCache = new WeakMap<object, Map<string, number[]>>();
+function ranksOf(schema: object): Map<string, number[]> {
+  let ranks = rankCache.get(schema);
+  if (!ranks) rankCache.set(schema, (ranks = new Map<string, number[]>()));
+  return ranks;
 }

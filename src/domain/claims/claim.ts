@@ -174,9 +174,9 @@ export function validateClaimInput(body: unknown, today: string): { value?: Clai
   }
   const rejected = fieldErrorsOf(checkClaimShape.errors ?? []);
   if (!isObject(body)) return { errors: rejected };
-  const errors: FieldErrors = { ...rejected };
-  claimRules(body, today, errors, rejected);
-  return { errors: inSchemaOrder(claimInputSchema, errors) };
+  const broken: FieldErrors = {};
+  claimRules(body, today, broken, rejected);
+  return { errors: inSchemaOrder(claimInputSchema, Object.assign(rejected, broken)) };
 }
 
 /** What the schema cannot say: blank text, characters, calendar dates against today, normalization, the amount. */
