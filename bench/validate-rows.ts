@@ -71,5 +71,7 @@ for (const [name, failEvery] of [
     times.push((used.user + used.system) / 1000);
   }
   times.sort((a, b) => a - b);
-  console.log(`${name}: ${ROWS} rows, CPU time best ${times[0]!.toFixed(0)} ms, median ${times[Math.floor(times.length / 2)]!.toFixed(0)} ms`);
+  console.log(
+    `${name}: ${ROWS} rows, CPU time best ${times[0]!.toFixed(0)} ms, median ${times[Math.floor(times.length / 2)]!.toFixed(0)} ms`,
+  );
 }
