@@ -73,6 +73,33 @@ describe('entering a claim by hand', () => {
   });
 });
 
+describe('dates on the claim form', () => {
+  it('says that an impossible date does not exist; the API keeps its own message', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.member.email);
+    const form = await web.get('/claims/new');
+    expect(form.body).toMatch(/<input id="f-client-date_of_birth" name="client.date_of_birth" type="date"/u);
+    expect(form.body).toMatch(/<input id="f-claim_date" name="claim_date" type="date"/u);
+    const res = await web.post('/claims', validForm({ 'client.date_of_birth': '1990-02-30' }));
+    expect(res.statusCode).toBe(422);
+    expect(res.body).toContain('The date of birth 1990-02-30 does not exist: February 1990 has 28 days.');
+    expect(res.body).not.toContain('in the format YYYY-MM-DD');
+    const month = await web.post('/claims', validForm({ claim_date: '2026-13-01' }));
+    expect(month.body).toContain('The claim date 2026-13-01 does not exist: there is no month 13.');
+    // A value not written as a date keeps the format message.
+    const format = await web.post('/claims', validForm({ 'client.date_of_birth': '02/03/1990' }));
+    expect(format.body).toContain('The date of birth field must be a valid date in the format YYYY-MM-DD.');
+    const api = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims',
+      headers: { authorization: `Bearer ${c.token}` },
+      payload: claimBody({ client: { ...claimBody().client, date_of_birth: '1990-02-30' } }),
+    });
+    expect(api.statusCode).toBe(422);
+    expect(api.json().errors['client.date_of_birth']).toEqual(['The date of birth field must be a valid date in the format YYYY-MM-DD.']);
+  });
+});
+
 describe('claims list and status', () => {
   it('pages newest first and filters by status', async () => {
     const c = await companyWithPeople(ctx);
@@ -126,6 +153,21 @@ describe('search by plate', () => {
     const invalid = await web.get('/search?plate=%21%21');
     expect(invalid.statusCode).toBe(422);
     expect(invalid.body).toContain('id="plate-error"');
+  });
+});
+
+describe('favicon', () => {
+  it('is named by every page and served, and /favicon.ico leads to it instead of a 404', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.member.email);
+    const page = await web.get('/claims');
+    const href = /<link rel="icon" href="([^"]+)" type="image\/svg\+xml">/u.exec(page.body)![1]!;
+    const icon = await ctx.app.inject({ method: 'GET', url: href });
+    expect(icon.statusCode).toBe(200);
+    expect(icon.headers['content-type']).toContain('image/svg+xml');
+    const ico = await ctx.app.inject({ method: 'GET', url: '/favicon.ico' });
+    expect(ico.statusCode).toBe(301);
+    expect(ico.headers.location).toBe(href);
   });
 });
 

@@ -136,7 +136,12 @@ describe('import pages', () => {
     expect(bad.body).toMatch(/id="import-file-error">The header row/u);
     const none = await web.postMultipart('/imports', { _csrf: web.lastCsrf }, null);
     expect(none.statusCode).toBe(422);
-    expect(none.body).toContain('The file field is required.');
+    expect(none.body).toContain('Choose a CSV file to upload: no file was chosen.');
+    // What a browser sends when no file was chosen: a file part with no name and no bytes.
+    const empty = await web.postMultipart('/imports', { _csrf: web.lastCsrf }, { name: '', content: '' });
+    expect(empty.statusCode).toBe(422);
+    expect(empty.body).toMatch(/id="import-file-error">Choose a CSV file to upload: no file was chosen\./u);
+    expect(empty.body).not.toContain('must be a file of type');
     const xlsx = await web.postMultipart(
       '/imports',
       {},

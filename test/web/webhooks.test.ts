@@ -32,7 +32,7 @@ describe('Settings › Webhooks', () => {
     const list = await web.get('/settings/webhooks');
     expect(list.body).toContain('https://acme-hooks.example.net/registry');
     expect(list.body).not.toContain(secret);
-    expect(list.body).toContain('<code>import.completed</code>');
+    expect(list.body).toContain('<code class="event">import.completed</code>');
 
     // Another company sees neither the endpoint nor its deliveries.
     const other = await companyWithPeople(ctx, 'Other');
@@ -47,7 +47,8 @@ describe('Settings › Webhooks', () => {
     await web.get('/settings/webhooks');
     const res = await web.post('/settings/webhooks', { url: 'http://claims.example.com/hooks' });
     expect(res.statusCode).toBe(422);
-    expect(res.body).toContain('The url must use https.');
+    expect(res.body).toContain('The endpoint URL must start with https:// (an encrypted connection).');
+    expect(res.body).not.toContain('The url must use https.');
     expect(res.body).toContain('value="http://claims.example.com/hooks"');
     expect(await ctx.deps.webhooks.listEndpoints(c.id)).toEqual([]);
   });

@@ -103,7 +103,7 @@ function followImport(statusUrl, resultUrl, bar, label) {
       if (typeof body.processed === 'number' && typeof body.total === 'number' && body.total > 0) {
         bar.max = body.total;
         bar.value = body.processed;
-        label.textContent = `Processing… ${body.processed} of ${body.total} rows`;
+        label.textContent = `Processing… ${body.processed.toLocaleString('en-GB')} of ${body.total.toLocaleString('en-GB')} rows`;
       } else {
         label.textContent = 'Processing the rows…';
       }

@@ -4,6 +4,7 @@ import { CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS, messages, type Cla
 import { AppError, validationError } from '../../domain/errors';
 import { companyUser, principalOf, requireCompanyUser } from '../context';
 import { claimBodyFromForm, emptyClaimForm, errorSummary, text, type FormBody } from '../forms';
+import { withDateMessages } from '../messages';
 import { renderPage } from '../render';
 import { claimPageRegistry } from './lookups';
 
@@ -38,6 +39,7 @@ export async function claimRoutes(app: FastifyInstance) {
     return renderPage(reply, 'claim-new', {
       title: 'Enter a claim',
       values: emptyClaimForm(app.deps.today()),
+      today: app.deps.today(),
       errors: {},
       summary: [],
       ...choices,
@@ -51,11 +53,13 @@ export async function claimRoutes(app: FastifyInstance) {
       return reply.redirect(`/claims/${claim.id}?saved=1`, 303);
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED' || !err.fields) throw err;
-      const summary = errorSummary(err.fields);
+      // A date written right but not on the calendar is told so, not "must be in the format".
+      const errors = withDateMessages(err.fields, { 'client.date_of_birth': values.date_of_birth, claim_date: values.claim_date });
+      const summary = errorSummary(errors);
       return renderPage(
         reply,
         'claim-new',
-        { title: 'Enter a claim', path: '/claims/new', values, errors: err.fields, summary, ...choices },
+        { title: 'Enter a claim', path: '/claims/new', values, errors, summary, today: app.deps.today(), ...choices },
         422,
       );
     }

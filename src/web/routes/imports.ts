@@ -3,11 +3,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import type { ImportRecord } from '../../db/import-repository';
 import { AppError, validationError } from '../../domain/errors';
-import { ALLOWED_EXTENSIONS, fileMessages, OPTIONAL_COLUMNS, REQUIRED_COLUMNS } from '../../domain/imports/csv-file';
+import { ALLOWED_EXTENSIONS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS } from '../../domain/imports/csv-file';
 import type { ReceivedFile } from '../../domain/imports/import-service';
 import { companyUser, principalOf, requireCompanyUser, wantsJson } from '../context';
 import { text, type FormBody } from '../forms';
 import { errorLines, failedRowsFile } from '../import-csv';
+import { noFileChosen } from '../messages';
 import { renderPage } from '../render';
 
 /** Row errors shown on the results page; all of them are in the CSV download. */
@@ -97,7 +98,8 @@ export async function importRoutes(app: FastifyInstance) {
             });
             checked = true;
           }
-          if (part.fieldname !== 'file' || received) {
+          // A form sent without a chosen file still has a file part: no name, no bytes.
+          if (part.fieldname !== 'file' || received || part.filename === '') {
             part.file.resume();
             continue;
           }
@@ -105,7 +107,7 @@ export async function importRoutes(app: FastifyInstance) {
         }
       }
       if (!checked) await verifyCsrf(app, request, token);
-      if (!received) throw validationError({ file: [fileMessages.required] });
+      if (!received) throw validationError({ file: [noFileChosen] });
     } catch (err) {
       if (received) await imports.discard(received);
       if (!(err instanceof AppError) || (err.code !== 'VALIDATION_FAILED' && err.code !== 'UNAVAILABLE')) throw err;

@@ -4,6 +4,7 @@ import { AppError } from '../../domain/errors';
 import { webhookMessages } from '../../domain/webhooks/webhook-service';
 import { companyUser, requireCompanyUser } from '../context';
 import { text, type FormBody } from '../forms';
+import { webhookUrlMessage } from '../messages';
 import { renderPage } from '../render';
 
 /**
@@ -34,7 +35,7 @@ export async function webhookRoutes(app: FastifyInstance) {
       return renderPage(reply, 'webhook-created', { title: 'Webhook created', webhook: created }, 201);
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
-      return renderPage(reply, 'webhooks', await listPage(user.companyId, { url, error: err.message }), 422);
+      return renderPage(reply, 'webhooks', await listPage(user.companyId, { url, error: webhookUrlMessage(err.message) }), 422);
     }
   });
 
