@@ -1,8 +1,8 @@
 /**
  * Screenshots of the dashboard's main pages for the README: `npm run screenshots`.
  * Starts the server on an in-memory database with demo data, drives Debian's Chromium
- * (/usr/bin/chromium) and writes docs/screenshots/*.png at 1280 px wide, plus a few at 390 px
- * (docs/screenshots/mobile-*.png).
+ * (/usr/bin/chromium) and writes docs/screenshots/*.png at 1366 × 900 and the same pages at 390 × 844
+ * (docs/screenshots/mobile-*.png). SCREENSHOTS_ONLY=claims,search takes only those pages.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -118,6 +118,18 @@ function importFile(today: string): Buffer {
   return Buffer.from(rows.join('\n'));
 }
 
+/** The pages pictured at both widths, and their file names. */
+const PAGES = [
+  ['/', 'overview'],
+  ['/claims', 'claims'],
+  ['/search?plate=klm+482', 'search'],
+  ['/lookups', 'lookups'],
+  ['/imports', 'imports'],
+  ['/settings/tokens', 'api-tokens'],
+  ['/settings/people', 'people'],
+  ['/settings/webhooks', 'webhooks'],
+] as const;
+
 async function shot(page: Page, name: string, fullPage = true) {
   await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage });
   console.log(`docs/screenshots/${name}.png`);
@@ -132,7 +144,7 @@ async function main() {
   const app = await buildApp(deps, { logger: pino({ level: 'silent' }) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const browser = await launchChromium({ width: 1280, height: 800 });
+  const browser = await launchChromium({ width: 1366, height: 900 });
   try {
     const { email } = await seed_(deps);
     const page = await browser.context.newPage();
@@ -167,14 +179,18 @@ async function main() {
     await page.getByText('The claim was not saved').waitFor();
     await shot(page, 'claim-form-errors');
 
-    await page.setViewportSize({ width: 390, height: 844 });
-    for (const [url, name] of [
-      ['/', 'mobile-overview'],
-      ['/claims', 'mobile-claims'],
-      ['/settings/tokens', 'mobile-api-tokens'],
+    // Every main page at a desktop width and at a phone's: what a person sees on opening it.
+    const only = process.env.SCREENSHOTS_ONLY?.split(',');
+    for (const [width, height, prefix] of [
+      [1366, 900, ''],
+      [390, 844, 'mobile-'],
     ] as const) {
-      await page.goto(`${base}${url}`);
-      await shot(page, name);
+      await page.setViewportSize({ width, height });
+      for (const [url, name] of PAGES) {
+        if (only && !only.includes(name)) continue;
+        await page.goto(`${base}${url}`);
+        await shot(page, `${prefix}${name}`, false);
+      }
     }
   } finally {
     await browser.close();

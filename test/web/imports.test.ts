@@ -57,10 +57,12 @@ describe('import pages', () => {
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('Import finished: 2 imported, 2 failed.');
     expect(page.body).toMatch(
-      /<td class="num">3<\/td><td><code>claim_date<\/code><\/td><td>The claim date cannot be in the future\.<\/td>/u,
+      /<td class="num" data-label="Row">3<\/td><td data-label="Column"><code>claim_date<\/code><\/td><td class="wide" data-label="Problem">The claim date cannot be in the future\.<\/td>/u,
     );
-    expect(page.body).toMatch(/<td class="num">4<\/td><td><code>first_name<\/code><\/td><td>The first name field is required\.<\/td>/u);
-    expect(page.body).toMatch(/<td class="num">4<\/td><td><code>amount<\/code><\/td>/u);
+    expect(page.body).toMatch(
+      /<td class="num" data-label="Row">4<\/td><td data-label="Column"><code>first_name<\/code><\/td><td class="wide" data-label="Problem">The first name field is required\.<\/td>/u,
+    );
+    expect(page.body).toMatch(/<td class="num" data-label="Row">4<\/td><td data-label="Column"><code>amount<\/code><\/td>/u);
     expect(page.body).not.toContain(secretDoc);
 
     const csvRes = await web.get(`/imports/${started.id}/failed-rows.csv`);
@@ -102,7 +104,7 @@ describe('import pages', () => {
     const res = await web.postMultipart('/imports', { _csrf: web.lastCsrf, check_only: 'on' }, { name: 'check.csv', content: csv });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.body).toContain('2 rows would be imported, 2 would fail.');
-    expect(res.body).toMatch(/<td class="num">3<\/td><td><code>claim_date<\/code><\/td>/u);
+    expect(res.body).toMatch(/<td class="num" data-label="Row">3<\/td><td data-label="Column"><code>claim_date<\/code><\/td>/u);
     const page = await ctx.deps.imports.list({ companyId: c.id, companyName: c.name, tokenId: null, userId: null }, { limit: 10 });
     expect(page.data).toEqual([]);
   });

@@ -49,7 +49,7 @@ describe('dashboard: matches, indicators, who looked, our look-ups', () => {
     expect(page.body).toContain('Plate with several companies');
     expect(page.body).toContain('The vehicle has claims from 2 companies');
     expect(page.body).toContain('Who looked at this claim');
-    expect(page.body).toMatch(new RegExp(`<td>${other.name}</td>\\s*<td>Plate search</td>`));
+    expect(page.body).toMatch(new RegExp(`<td data-label="Company">${other.name}</td>\\s*<td data-label="Kind">Plate search</td>`));
     expect(page.body).not.toContain(number);
 
     // Opening the page was a matches look-up of the person's company, listed under "Our look-ups".

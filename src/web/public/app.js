@@ -22,6 +22,12 @@ document.addEventListener('DOMContentLoaded', () => {
   for (const input of document.querySelectorAll('[data-select-on-focus]')) {
     input.addEventListener('focus', () => input.select());
   }
+  // On a phone the navigation is one scrolling strip: the current page's link is brought into view.
+  const current = document.querySelector('.main-nav [aria-current="page"]');
+  const strip = current && current.closest('.main-nav');
+  if (strip && strip.scrollWidth > strip.clientWidth) {
+    current.scrollIntoView({ block: 'nearest', inline: 'center' });
+  }
   // After a failed form, move focus to the error summary (or the first invalid field).
   const focusTarget = document.querySelector('[data-focus]');
   if (focusTarget) focusTarget.focus();
