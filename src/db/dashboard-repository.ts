@@ -1,8 +1,45 @@
 import type { ClaimStatus } from '../domain/claims/claim';
 import type { UserRole } from '../domain/companies/company-repository';
-import type { DashboardRepository, SignedInUser } from '../domain/dashboard/dashboard-repository';
+import type {
+  ClaimListFilter,
+  ClaimListRow,
+  ClaimListSort,
+  DashboardRepository,
+  SignedInUser,
+} from '../domain/dashboard/dashboard-repository';
 import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
+
+const CREATED_AT = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+const CURSOR_TS = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** LIKE's own characters in a value taken literally. */
+const likeLiteral = (value: string) => value.replace(/[\\%_]/gu, (c) => `\\${c}`);
+
+/**
+ * The WHERE of the claims list: the company, visibility, and each part of the filter given.
+ * Parameters are appended to `params`; the client's table is needed (`cl`) only for a name.
+ */
+function claimListWhere(companyId: string, f: ClaimListFilter, params: unknown[]): string {
+  const p = (value: unknown) => `$${params.push(value)}`;
+  const conds = [`c.company_id = ${p(companyId)}`, visibleClaim('c')];
+  if (f.status) conds.push(`c.status = ${p(f.status)}`);
+  if (f.source) conds.push(`c.source = ${p(f.source)}`);
+  if (f.plate) conds.push(`c.vehicle_registration LIKE ${p(`${likeLiteral(f.plate)}%`)}`);
+  if (f.from) conds.push(`c.claim_date >= ${p(f.from)}::text::date`);
+  if (f.to) conds.push(`c.claim_date <= ${p(f.to)}::text::date`);
+  for (const word of (f.name ?? '').toLowerCase().split(/\s+/u).filter(Boolean)) {
+    const w = p(`${likeLiteral(word)}%`);
+    conds.push(`(lower(cl.first_name) LIKE ${w} OR lower(cl.last_name) LIKE ${w})`);
+  }
+  return conds.join(' AND ');
+}
+
+/** The sort's key columns, in the list's (descending) order. */
+const SORT_KEYS: Record<ClaimListSort, string[]> = {
+  claim_date: ['c.claim_date', 'c.created_at', 'c.id'],
+  registered: ['c.created_at', 'c.id'],
+};
 
 /** Read-only queries behind the dashboard pages: one statement each, grouped in SQL. */
 export function createDashboardRepository(db: Queryable): DashboardRepository {
@@ -45,6 +82,47 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
         'SELECT company_id, count(*)::int AS people FROM users WHERE company_id IS NOT NULL GROUP BY company_id',
       );
       return new Map(rows.map((r) => [r.company_id, Number(r.people)]));
+    },
+
+    /**
+     * One page in index order: a seek after a key reads the rows below it (the page's older
+     * neighbours), one before a key or the last page reads upwards and is turned around here.
+     */
+    async listClaims(companyId, filter, sort, seek, limit): Promise<ClaimListRow[]> {
+      const params: unknown[] = [];
+      let where = claimListWhere(companyId, filter, params);
+      const keys = SORT_KEYS[sort];
+      const upwards = seek.kind === 'last' || seek.kind === 'before';
+      if (seek.kind === 'after' || seek.kind === 'before') {
+        // Sent as text: the postgres driver would turn a timestamptz parameter into a JavaScript
+        // Date and lose the microseconds that tell two rows apart.
+        const values = [...(sort === 'claim_date' ? [`$${params.push(seek.key.date)}::text::date`] : [])];
+        values.push(`$${params.push(seek.key.ts)}::text::timestamptz`, `$${params.push(seek.key.id)}::text::uuid`);
+        where += ` AND (${keys.join(', ')}) ${seek.kind === 'after' ? '<' : '>'} (${values.join(', ')})`;
+      }
+      const order = keys.map((k) => `${k} ${upwards ? 'ASC' : 'DESC'}`).join(', ');
+      const skip = seek.kind === 'after' || seek.kind === 'before' ? seek.skip : 0;
+      const rows = await db.query<Omit<ClaimListRow, 'key'> & { cursor_ts: string }>(
+        `SELECT c.id, c.claim_date::text AS claim_date, ${CREATED_AT} AS created_at, ${CURSOR_TS} AS cursor_ts,
+                c.vehicle_registration, cl.first_name, cl.last_name, cl.date_of_birth::text AS date_of_birth,
+                (SELECT min(d.doc_type) FROM identity_documents d WHERE d.client_id = cl.id) AS id_type,
+                c.claim_type, c.amount::text AS amount, c.currency, c.is_at_fault, c.status, c.source
+           FROM claims c JOIN clients cl ON cl.id = c.client_id
+          WHERE ${where}
+          ORDER BY ${order}
+          LIMIT ${Number(limit)} OFFSET ${Number(skip)}`,
+        params,
+      );
+      const page = rows.map(({ cursor_ts, ...r }) => ({ ...r, key: { date: r.claim_date, ts: cursor_ts, id: r.id } }));
+      return upwards ? page.reverse() : page;
+    },
+
+    async countClaims(companyId, filter): Promise<number> {
+      const params: unknown[] = [];
+      const where = claimListWhere(companyId, filter, params);
+      const join = filter.name ? 'JOIN clients cl ON cl.id = c.client_id' : '';
+      const rows = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM claims c ${join} WHERE ${where}`, params);
+      return Number(rows[0]!.n);
     },
   };
 }

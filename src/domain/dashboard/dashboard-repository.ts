@@ -1,4 +1,4 @@
-import type { ClaimStatus } from '../claims/claim';
+import type { ClaimSource, ClaimStatus, DocumentType } from '../claims/claim';
 import type { UserRole } from '../companies/company-repository';
 
 export type SignedInUser = {
@@ -9,12 +9,54 @@ export type SignedInUser = {
   companyName: string | null;
 };
 
+/** What the claims list is narrowed to; every part optional, all of them combined. */
+export type ClaimListFilter = {
+  status?: ClaimStatus | undefined;
+  /** A normalized plate, or its beginning. */
+  plate?: string | undefined;
+  /** Words that each begin the client's first or last name (any case). */
+  name?: string | undefined;
+  /** Claim dates from and to (YYYY-MM-DD, both included). */
+  from?: string | undefined;
+  to?: string | undefined;
+  source?: ClaimSource | undefined;
+};
+export type ClaimListSort = 'claim_date' | 'registered';
+/** A row's place in the list: its claim date, registration time (microseconds, UTC) and id. */
+export type ClaimListKey = { date: string; ts: string; id: string };
+/**
+ * Which page: the first, the last, or the rows after (older than) or before (newer than) a key,
+ * skipping `skip` rows first (a jump of a few pages from the current one).
+ */
+export type ClaimListSeek = { kind: 'first' } | { kind: 'last' } | { kind: 'after' | 'before'; key: ClaimListKey; skip: number };
+export type ClaimListRow = {
+  id: string;
+  claim_date: string;
+  created_at: string;
+  key: ClaimListKey;
+  vehicle_registration: string;
+  first_name: string;
+  last_name: string;
+  date_of_birth: string;
+  /** The client's first document type (alphabetical); the export's id_type. */
+  id_type: DocumentType | null;
+  claim_type: string | null;
+  amount: string | null;
+  currency: string;
+  is_at_fault: boolean | null;
+  status: ClaimStatus;
+  source: ClaimSource;
+};
+
 /** Reads behind the dashboard's pages and its sessions; src/db implements them. */
 export interface DashboardRepository {
   findSignedInUser(userId: string): Promise<SignedInUser | undefined>;
   claimsPerMonth(companyId: string, fromDate: string, toDate: string): Promise<{ month: string; claims: number }[]>;
   countsByStatus(companyId: string): Promise<{ status: ClaimStatus; claims: number }[]>;
   peopleCountByCompany(): Promise<Map<string, number>>;
+  /** A page of the company's visible claims, newest first in the sort's order (whatever the seek). */
+  listClaims(companyId: string, filter: ClaimListFilter, sort: ClaimListSort, seek: ClaimListSeek, limit: number): Promise<ClaimListRow[]>;
+  countClaims(companyId: string, filter: ClaimListFilter): Promise<number>;
 }
 
 /** Rows of dashboard sessions, by the hash of the session id. */

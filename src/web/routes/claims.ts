@@ -1,14 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 
-import { CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS, messages, type ClaimStatus } from '../../domain/claims/claim';
+import { CLAIM_SOURCES, CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS, messages, type ClaimStatus } from '../../domain/claims/claim';
+import { CLAIM_LIST_PAGE_SIZE } from '../../domain/dashboard/dashboard-service';
 import { AppError, validationError } from '../../domain/errors';
+import { exportHref, filterParams, pageLinks, parseClaimListQuery } from '../claim-list';
+import { claimsCsv } from '../claims-export';
 import { companyUser, principalOf, requireCompanyUser } from '../context';
 import { claimBodyFromForm, emptyClaimForm, errorSummary, text, type FormBody } from '../forms';
 import { withDateMessages } from '../messages';
 import { renderPage } from '../render';
 import { claimPageRegistry } from './lookups';
 
-const PAGE_SIZE = 25;
 const isStatus = (v: string): v is ClaimStatus => (CLAIM_STATUSES as readonly string[]).includes(v);
 const choices = { statuses: CLAIM_STATUSES, claimTypes: CLAIM_TYPES, documentTypes: DOCUMENT_TYPES };
 
@@ -16,23 +18,41 @@ export async function claimRoutes(app: FastifyInstance) {
   const { claims } = app.deps;
 
   app.get('/claims', { preHandler: requireCompanyUser }, async (request, reply) => {
-    const query = request.query as FormBody;
-    const status = text(query, 'status', 40);
-    const cursor = text(query, 'cursor', 200);
-    const filter = isStatus(status) ? status : undefined;
-    const page = await claims.list(principalOf(companyUser(request)), { status: filter, cursor: cursor || undefined, limit: PAGE_SIZE });
-    const nextUrl = page.meta.next_cursor
-      ? `/claims?${new URLSearchParams({ ...(filter ? { status: filter } : {}), cursor: page.meta.next_cursor }).toString()}`
-      : null;
-    return renderPage(reply, 'claims', {
-      title: 'Claims',
-      claims: page.data,
-      filter: filter ?? '',
-      isFirstPage: !cursor,
-      firstUrl: filter ? `/claims?status=${filter}` : '/claims',
-      nextUrl,
-      ...choices,
-    });
+    const user = companyUser(request);
+    const q = parseClaimListQuery(request.query as FormBody);
+    const list = await app.deps.dashboard.claimList(user.companyId, q.filter, q.sort, q.seek, q.page);
+    const filtered = Object.keys(filterParams(q)).some((k) => k !== 'sort');
+    return renderPage(
+      reply,
+      'claims',
+      {
+        title: 'Claims',
+        claims: list.rows,
+        total: list.total,
+        page: list.page,
+        pages: list.pages,
+        pageSize: CLAIM_LIST_PAGE_SIZE,
+        links: pageLinks(q, { page: list.page, pages: list.pages, first: list.rows[0]?.key, last: list.rows.at(-1)?.key }),
+        values: q.values,
+        errors: q.errors,
+        filtered,
+        exportUrl: exportHref(q),
+        sources: CLAIM_SOURCES,
+        ...choices,
+      },
+      Object.keys(q.errors).length ? 422 : 200,
+    );
+  });
+
+  app.get('/claims/export.csv', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const user = companyUser(request);
+    const q = parseClaimListQuery(request.query as FormBody);
+    const day = app.deps.today();
+    request.log.info({ filtered: Object.keys(filterParams(q)) }, 'claims exported');
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="claims-${day}.csv"`)
+      .send(claimsCsv(app.deps.dashboard.exportClaims(user.companyId, q.filter, q.sort)));
   });
 
   app.get('/claims/new', { preHandler: requireCompanyUser }, async (request, reply) => {
