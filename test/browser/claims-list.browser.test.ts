@@ -100,7 +100,7 @@ describe.skipIf(!run)('the claims list in Chromium', { timeout: 60_000 }, () => 
       await page.getByRole('link', { name: /^Export these 20 as CSV/u }).click();
       const file = await (await download).path();
       const lines = fs
-        .readFileSync(file!, 'utf8')
+        .readFileSync(file, 'utf8')
         .replace(/^\uFEFF/u, '')
         .trim()
         .split('\n');
