@@ -6,6 +6,7 @@ import type {
   ClaimListSort,
   DashboardRepository,
   SignedInUser,
+  StatusHistoryEntry,
 } from '../domain/dashboard/dashboard-repository';
 import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
@@ -115,6 +116,21 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
       );
       const page = rows.map(({ cursor_ts, ...r }) => ({ ...r, key: { date: r.claim_date, ts: cursor_ts, id: r.id } }));
       return upwards ? page.reverse() : page;
+    },
+
+    async statusHistory(companyId: string, claimId: string): Promise<StatusHistoryEntry[]> {
+      return db.query<StatusHistoryEntry>(
+        `SELECT s.from_status, s.to_status,
+                to_char(s.changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') AS changed_at,
+                u.email AS user_email, t.name AS token_name
+           FROM claim_status_changes s
+           JOIN claims c ON c.id = s.claim_id
+           LEFT JOIN users u ON u.id = s.changed_by_user_id
+           LEFT JOIN api_tokens t ON t.id = s.changed_by_token_id
+          WHERE c.company_id = $1 AND s.claim_id = $2
+          ORDER BY s.id DESC`,
+        [companyId, claimId],
+      );
     },
 
     async countClaims(companyId, filter): Promise<number> {

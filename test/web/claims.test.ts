@@ -212,6 +212,38 @@ describe('claims list and status', () => {
     ]);
     const bad = await web.post(`/claims/${claim.id}/status`, { status: 'lost' });
     expect(bad.statusCode).toBe(422);
+
+    // The claim's page shows the change: from, to, when and who (a person, or a token by name).
+    await ctx.app.inject({
+      method: 'PATCH',
+      url: `/api/v1/claims/${claim.id}/status`,
+      headers: { authorization: `Bearer ${c.token}`, 'content-type': 'application/json' },
+      payload: { status: 'settled' },
+    });
+    const page = await web.get(`/claims/${claim.id}`);
+    const items = [
+      ...page.body.matchAll(
+        /<li><span class="badge badge-(\w+)">[^<]*<\/span> → <span class="badge badge-(\w+)">[^<]*<\/span><br><span class="hint"><time datetime="[^"]+">[^<]+<\/time> · ([^<]+)<\/span><\/li>/gu,
+      ),
+    ];
+    expect(items.map((m) => [m[1], m[2], m[3]])).toEqual([
+      ['under_investigation', 'settled', 'API token “test token”'],
+      ['filed', 'under_investigation', c.member.email],
+    ]);
+  });
+
+  it("links the matches that are the company's own claims, and only those", async () => {
+    const c = await companyWithPeople(ctx);
+    const other = await companyWithPeople(ctx);
+    const plate = `MT${Math.random().toString(36).slice(2, 7).toUpperCase()}`;
+    const mine = await ctx.deps.claims.submit(principal(c), claimBody({ vehicle_registration: plate }));
+    const mine2 = await ctx.deps.claims.submit(principal(c), claimBody({ vehicle_registration: plate }));
+    const theirs = await ctx.deps.claims.submit(principal(other), claimBody({ vehicle_registration: plate }));
+    const web = await signedIn(ctx, c.member.email);
+    const page = await web.get(`/claims/${mine.id}`);
+    expect(page.body).toContain(`<a href="/claims/${mine2.id}">Open<span class="visually-hidden"> your claim of`);
+    expect(page.body).not.toContain(`/claims/${theirs.id}`);
+    expect(page.body).toContain(`${other.name}</td>`);
   });
 });
 

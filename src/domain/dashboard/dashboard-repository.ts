@@ -48,6 +48,15 @@ export type ClaimListRow = {
   source: ClaimSource;
 };
 
+/** A status change of a claim with who made it: a person's email or a token's name (null once removed). */
+export type StatusHistoryEntry = {
+  from_status: ClaimStatus;
+  to_status: ClaimStatus;
+  changed_at: string;
+  user_email: string | null;
+  token_name: string | null;
+};
+
 /** Reads behind the dashboard's pages and its sessions; src/db implements them. */
 export interface DashboardRepository {
   findSignedInUser(userId: string): Promise<SignedInUser | undefined>;
@@ -57,6 +66,8 @@ export interface DashboardRepository {
   /** A page of the company's visible claims, newest first in the sort's order (whatever the seek). */
   listClaims(companyId: string, filter: ClaimListFilter, sort: ClaimListSort, seek: ClaimListSeek, limit: number): Promise<ClaimListRow[]>;
   countClaims(companyId: string, filter: ClaimListFilter): Promise<number>;
+  /** The status changes of one of the company's claims, newest first. */
+  statusHistory(companyId: string, claimId: string): Promise<StatusHistoryEntry[]>;
 }
 
 /** Rows of dashboard sessions, by the hash of the session id. */

@@ -98,6 +98,9 @@ export function createDashboardService({ store, today }: { store: { dashboard: D
       return { rows, total, page: number, pages };
     },
 
+    /** Who changed a claim's status, when, from and to; newest first. The claim is the company's (the caller read it). */
+    statusHistory: (companyId: string, claimId: string) => store.dashboard.statusHistory(companyId, claimId),
+
     /** Every claim of the filter in the list's order, a batch at a time (one keyset statement each). */
     async *exportClaims(companyId: string, filter: ClaimListFilter, sort: ClaimListSort): AsyncGenerator<ClaimListRow[]> {
       let seek: ClaimListSeek = { kind: 'first' };

@@ -93,8 +93,19 @@ export async function claimRoutes(app: FastifyInstance) {
     const notice =
       text(query, 'saved') === '1' ? 'The claim was saved.' : text(query, 'updated') === '1' ? 'The status was changed.' : null;
     // Matches are a cross-company read, recorded in the look-up log like the API's.
-    const registry = await claimPageRegistry(app, principal, id);
-    return renderPage(reply, 'claim', { title: `Claim of ${claim.claim_date}`, claim, notice, statuses: CLAIM_STATUSES, ...registry });
+    const [registry, history] = await Promise.all([
+      claimPageRegistry(app, principal, id),
+      app.deps.dashboard.statusHistory(principal.companyId, id),
+    ]);
+    return renderPage(reply, 'claim', {
+      title: `Claim of ${claim.claim_date}`,
+      claim,
+      notice,
+      history,
+      ownCompany: principal.companyName,
+      statuses: CLAIM_STATUSES,
+      ...registry,
+    });
   });
 
   app.post('/claims/:id/status', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
