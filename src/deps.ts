@@ -202,7 +202,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       startImportRunner,
       startWebhookDelivery,
       idempotency: createIdempotencyService({ store }),
-      dashboard: createDashboardService({ store, today }),
+      dashboard: createDashboardService({ store, today, timeZone: config.timezone, flushLookups: () => lookupJournal.flush() }),
       sessions: createSessionService({ store }),
       sessionSecret: () => resolveSessionSecret(config),
       async close() {

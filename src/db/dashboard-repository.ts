@@ -6,6 +6,8 @@ import type {
   ClaimListSort,
   DashboardRepository,
   SignedInUser,
+  LookupActor,
+  LookupLogRow,
   StatusHistoryEntry,
 } from '../domain/dashboard/dashboard-repository';
 import { visibleClaim } from './claim-visibility';
@@ -130,6 +132,49 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
           WHERE c.company_id = $1 AND s.claim_id = $2
           ORDER BY s.id DESC`,
         [companyId, claimId],
+      );
+    },
+
+    async listLookups(companyId, filter, timeZone, after, limit): Promise<LookupLogRow[]> {
+      const params: unknown[] = [companyId];
+      const p = (value: unknown) => `$${params.push(value)}`;
+      const conds = ['l.company_id = $1'];
+      if (filter.kind) conds.push(`l.kind = ${p(filter.kind)}`);
+      if (filter.userId) conds.push(`l.user_id = ${p(filter.userId)}::text::uuid`);
+      if (filter.tokenId) conds.push(`l.token_id = ${p(filter.tokenId)}::text::uuid`);
+      // Days in the service's time zone: from its first instant, to before the next day's.
+      if (filter.from) conds.push(`l.created_at >= (${p(filter.from)}::text::date)::timestamp AT TIME ZONE ${p(timeZone)}`);
+      if (filter.to) conds.push(`l.created_at < (${p(filter.to)}::text::date + 1)::timestamp AT TIME ZONE ${p(timeZone)}`);
+      if (after) conds.push(`(l.created_at, l.id) < (${p(after.ts)}::text::timestamptz, ${p(after.id)}::text::uuid)`);
+      const rows = await db.query<Omit<LookupLogRow, 'key'> & { position_ts: string }>(
+        `SELECT l.id, l.kind, l.vehicle_registration, l.claim_id, l.result_count, l.purpose,
+                to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') AS created_at,
+                to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position_ts,
+                u.email AS user_email, t.name AS token_name,
+                (SELECT count(*)::int FROM claims x WHERE x.id = ANY (l.claim_ids) AND x.company_id <> l.company_id) AS other_company_claims
+           FROM lookups l
+           LEFT JOIN users u ON u.id = l.user_id
+           LEFT JOIN api_tokens t ON t.id = l.token_id
+          WHERE ${conds.join(' AND ')}
+          ORDER BY l.created_at DESC, l.id DESC
+          LIMIT ${Number(limit)}`,
+        params,
+      );
+      return rows.map(({ position_ts, ...r }) => ({
+        ...r,
+        result_count: Number(r.result_count),
+        other_company_claims: Number(r.other_company_claims),
+        key: { ts: position_ts, id: r.id },
+      }));
+    },
+
+    async lookupActors(companyId: string): Promise<LookupActor[]> {
+      return db.query<LookupActor>(
+        `SELECT 'user' AS kind, id, email AS name FROM users WHERE company_id = $1
+         UNION ALL
+         SELECT 'token', id, name FROM api_tokens WHERE company_id = $1
+         ORDER BY 1 DESC, 3`,
+        [companyId],
       );
     },
 

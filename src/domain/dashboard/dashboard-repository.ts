@@ -57,6 +57,31 @@ export type StatusHistoryEntry = {
   token_name: string | null;
 };
 
+/** What the look-up log page is narrowed to. `from`/`to` are days in the service's time zone. */
+export type LookupLogFilter = {
+  kind?: 'plate_search' | 'person_search' | 'matches' | undefined;
+  userId?: string | undefined;
+  tokenId?: string | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
+};
+/** A look-up with who made it and how many of the claims it returned were other companies'. */
+export type LookupLogRow = {
+  id: string;
+  kind: 'plate_search' | 'person_search' | 'matches';
+  vehicle_registration: string | null;
+  claim_id: string | null;
+  result_count: number;
+  /** Returned claims of other companies: 0 means the look-up showed only the company's own claims. */
+  other_company_claims: number;
+  purpose: string | null;
+  created_at: string;
+  user_email: string | null;
+  token_name: string | null;
+  key: { ts: string; id: string };
+};
+export type LookupActor = { kind: 'user' | 'token'; id: string; name: string };
+
 /** Reads behind the dashboard's pages and its sessions; src/db implements them. */
 export interface DashboardRepository {
   findSignedInUser(userId: string): Promise<SignedInUser | undefined>;
@@ -68,6 +93,16 @@ export interface DashboardRepository {
   countClaims(companyId: string, filter: ClaimListFilter): Promise<number>;
   /** The status changes of one of the company's claims, newest first. */
   statusHistory(companyId: string, claimId: string): Promise<StatusHistoryEntry[]>;
+  /** The company's look-ups, newest first, after a key. */
+  listLookups(
+    companyId: string,
+    filter: LookupLogFilter,
+    timeZone: string,
+    after: { ts: string; id: string } | undefined,
+    limit: number,
+  ): Promise<LookupLogRow[]>;
+  /** The company's people and tokens (revoked ones too): who can have made a look-up. */
+  lookupActors(companyId: string): Promise<LookupActor[]>;
 }
 
 /** Rows of dashboard sessions, by the hash of the session id. */

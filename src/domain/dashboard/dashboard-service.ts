@@ -8,6 +8,7 @@ import type {
   ClaimListSeek,
   ClaimListSort,
   DashboardRepository,
+  LookupLogFilter,
   SignedInUser,
 } from './dashboard-repository';
 
@@ -49,7 +50,18 @@ export function decodeListKey(sort: ClaimListSort, raw: string): ClaimListKey | 
 }
 
 /** Reads behind the dashboard's pages that no other service offers. */
-export function createDashboardService({ store, today }: { store: { dashboard: DashboardRepository }; today: () => string }) {
+export function createDashboardService({
+  store,
+  today,
+  timeZone,
+  flushLookups,
+}: {
+  store: { dashboard: DashboardRepository };
+  today: () => string;
+  timeZone: string;
+  /** Writes the look-ups noted in memory (lookup-journal.ts), so that the log shows them all. */
+  flushLookups: () => Promise<void>;
+}) {
   return {
     /** The signed-in person with their company's name, or undefined when they no longer exist. */
     currentUser(userId: string) {
@@ -100,6 +112,15 @@ export function createDashboardService({ store, today }: { store: { dashboard: D
 
     /** Who changed a claim's status, when, from and to; newest first. The claim is the company's (the caller read it). */
     statusHistory: (companyId: string, claimId: string) => store.dashboard.statusHistory(companyId, claimId),
+
+    /** A page of the look-up log with who made each look-up; `next` is the key of the page after, if any. */
+    async lookupLog(companyId: string, filter: LookupLogFilter, after: { ts: string; id: string } | undefined, limit: number) {
+      await flushLookups();
+      const rows = await store.dashboard.listLookups(companyId, filter, timeZone, after, limit + 1);
+      return { rows: rows.slice(0, limit), next: rows.length > limit ? rows[limit - 1]!.key : null };
+    },
+
+    lookupActors: (companyId: string) => store.dashboard.lookupActors(companyId),
 
     /** Every claim of the filter in the list's order, a batch at a time (one keyset statement each). */
     async *exportClaims(companyId: string, filter: ClaimListFilter, sort: ClaimListSort): AsyncGenerator<ClaimListRow[]> {

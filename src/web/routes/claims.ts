@@ -1,6 +1,15 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 
-import { CLAIM_SOURCES, CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS, messages, type ClaimStatus } from '../../domain/claims/claim';
+import {
+  CLAIM_SOURCES,
+  CLAIM_STATUSES,
+  CLAIM_TYPES,
+  DOCUMENT_TYPES,
+  LIMITS,
+  messages,
+  normalizePlate,
+  type ClaimStatus,
+} from '../../domain/claims/claim';
 import { CLAIM_LIST_PAGE_SIZE } from '../../domain/dashboard/dashboard-service';
 import { AppError, validationError } from '../../domain/errors';
 import { exportHref, filterParams, pageLinks, parseClaimListQuery } from '../claim-list';
@@ -124,28 +133,65 @@ export async function claimRoutes(app: FastifyInstance) {
     return reply.redirect(`/claims/${id}?updated=1`, 303);
   });
 
-  app.get('/search', { preHandler: requireCompanyUser }, async (request, reply) => {
-    const plate = text(request.query as FormBody, 'plate', 100);
-    const user = companyUser(request);
+  const searchPage = (request: FastifyRequest, extra: Record<string, unknown>) => {
     const years = app.deps.config.searchHistoryYears;
-    const period = `${years} year${years === 1 ? '' : 's'}`;
+    return {
+      title: 'Search the registry',
+      plate: '',
+      purpose: '',
+      result: null,
+      error: null,
+      person: { date_of_birth: '', type: 'passport', purpose: '' },
+      personResult: null,
+      personErrors: {},
+      ownCompany: companyUser(request).companyName,
+      period: `${years} year${years === 1 ? '' : 's'}`,
+      documentTypes: DOCUMENT_TYPES,
+      ...extra,
+    };
+  };
+
+  app.get('/search', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const query = request.query as FormBody;
+    const plate = text(query, 'plate', 100);
+    const purpose = text(query, 'purpose', 300);
     let result: Awaited<ReturnType<typeof claims.searchByPlate>> | null = null;
     let error: string | null = null;
     if ([...plate].length > LIMITS.plateMaxLength) {
       error = messages.maxLength('vehicle_registration', LIMITS.plateMaxLength);
     } else if (plate !== '') {
       try {
-        result = await claims.searchByPlate(principalOf(user), plate);
+        result = await claims.searchByPlate(principalOf(companyUser(request)), plate, purpose);
       } catch (err) {
         if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
         error = err.message;
       }
     }
-    return renderPage(
-      reply,
-      'search',
-      { title: 'Search by plate', plate, result, error, ownCompany: user.companyName, period },
-      error ? 422 : 200,
-    );
+    // The heading names the plate as it was searched: spaces, dots and dashes removed, upper case.
+    const searched = result ? normalizePlate(plate) : plate;
+    return renderPage(reply, 'search', searchPage(request, { plate, searched, purpose, result, error }), error ? 422 : 200);
+  });
+
+  // A person search is a form post: document numbers never travel in an address (nor its logs).
+  app.post('/search/person', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+    const form = request.body as FormBody;
+    const person = {
+      date_of_birth: text(form, 'date_of_birth', 20),
+      type: text(form, 'type', 40),
+      purpose: text(form, 'purpose', 300),
+    };
+    const number = text(form, 'number', 300);
+    try {
+      const personResult = await app.deps.registry.searchByPerson(principalOf(companyUser(request)), {
+        date_of_birth: person.date_of_birth,
+        id_documents: [{ type: person.type, number }],
+        purpose: person.purpose === '' ? undefined : person.purpose,
+      });
+      return await renderPage(reply, 'search', searchPage(request, { person, personResult }));
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED' || !err.fields) throw err;
+      const personErrors = withDateMessages(err.fields, { date_of_birth: person.date_of_birth });
+      return renderPage(reply, 'search', searchPage(request, { person, personErrors }), 422);
+    }
   });
 }
