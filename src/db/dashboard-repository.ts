@@ -6,6 +6,7 @@ import type {
   ClaimListSort,
   DashboardRepository,
   SignedInUser,
+  EarlierImport,
   LookupActor,
   LookupLogRow,
   StatusHistoryEntry,
@@ -166,6 +167,18 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
         other_company_claims: Number(r.other_company_claims),
         key: { ts: position_ts, id: r.id },
       }));
+    },
+
+    async earlierImportOfFile(companyId: string, sha256: string, since: string): Promise<EarlierImport | undefined> {
+      const rows = await db.query<EarlierImport>(
+        `SELECT id, file_name, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') AS created_at, status, imported
+           FROM imports
+          WHERE company_id = $1 AND sha256 = $2 AND created_at >= $3::text::timestamptz AND status IN ('queued', 'processing', 'completed')
+          ORDER BY created_at DESC
+          LIMIT 1`,
+        [companyId, sha256, since],
+      );
+      return rows[0];
     },
 
     async lookupActors(companyId: string): Promise<LookupActor[]> {

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestContext, type TestContext } from '../harness';
+import { csv, futureDate, postImport, validRow } from '../import-helpers';
 import { companyWithPeople, signedIn, type WebClient } from './web-client';
 
 let ctx: TestContext;
@@ -174,5 +175,79 @@ describe('import pages', () => {
     expect((await bWeb.get(`/imports/${started.id}/status`, { accept: 'application/json' })).statusCode).toBe(404);
     expect((await bWeb.get(`/imports/${started.id}/failed-rows.csv`)).statusCode).toBe(404);
     expect((await bWeb.get('/imports')).body).not.toContain('alpha-secret.csv');
+  });
+});
+
+describe('imports at scale', () => {
+  it('asks before importing the same file again, naming the earlier import; the API imports it as asked', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.member.email);
+    await web.get('/imports');
+    const { csv } = fileWithErrors(ctx.deps.today());
+    const first = await web.postMultipart('/imports', { _csrf: web.lastCsrf }, { name: 'november.csv', content: csv });
+    expect(first.statusCode).toBe(303);
+    const firstId = first.headers.location!.split('/').pop()!;
+
+    // Again, under another name: a confirmation page that names the earlier import; nothing started.
+    await web.get('/imports');
+    const again = await web.postMultipart('/imports', { _csrf: web.lastCsrf }, { name: 'november-copy.csv', content: csv });
+    expect(again.statusCode).toBe(303);
+    expect(again.headers.location).toBe('/imports/confirm');
+    const ask = await web.get('/imports/confirm');
+    expect(ask.body).toContain('Import this file again?');
+    expect(ask.body).toContain(`<a href="/imports/${firstId}">november.csv</a> (2 claims imported)`);
+    const principal = { companyId: c.id, companyName: c.name, tokenId: null, userId: null };
+    expect((await ctx.deps.imports.list(principal, { limit: 10 })).data).toHaveLength(1);
+
+    // "Do not import it": nothing more; the page script's upload gets a 409 with the page to go to.
+    const dropped = await web.post('/imports/confirm', { action: 'cancel' });
+    expect(dropped.headers.location).toBe('/imports?dropped=1');
+    expect((await ctx.deps.imports.list(principal, { limit: 10 })).data).toHaveLength(1);
+    await web.get('/imports');
+    const scripted = await web.postMultipart(
+      '/imports',
+      {},
+      { name: 'november.csv', content: csv },
+      { accept: 'application/json', 'x-csrf-token': web.lastCsrf },
+    );
+    expect(scripted.statusCode).toBe(409);
+    expect(scripted.json()).toEqual({ message: 'This file was imported before.', confirmUrl: '/imports/confirm' });
+    await web.get('/imports/confirm');
+    const confirmed = await web.post('/imports/confirm', { action: 'import' });
+    expect(confirmed.statusCode).toBe(303);
+    expect((await ctx.deps.imports.list(principal, { limit: 10 })).data).toHaveLength(2);
+    // Without a pending file the confirmation page leads back to the upload.
+    expect((await web.get('/imports/confirm')).headers.location).toBe('/imports');
+
+    // The API is unchanged: the same file is imported without a question.
+    const api = await postImport(ctx.app, c.auth, csv);
+    expect(api.statusCode).toBe(200);
+  });
+
+  it('groups the row errors by column and message with counts, then pages them; shows the duration', async () => {
+    const c = await companyWithPeople(ctx);
+    const rows = Array.from({ length: 130 }, (_, i) => validRow(i % 2 ? { claim_date: futureDate() } : { first_name: '' }));
+    await postImport(ctx.app, c.auth, csv(rows));
+    const principal = { companyId: c.id, companyName: c.name, tokenId: null, userId: null };
+    const [run] = (await ctx.deps.imports.list(principal, { limit: 1 })).data;
+    const web = await signedIn(ctx, c.member.email);
+    const page = await web.get(`/imports/${run!.id}`);
+    const groups = [
+      ...page.body.matchAll(
+        /<tr><td data-label="Column"><code>(\w+)<\/code><\/td><td class="wide" data-label="Problem">([^<]+)<\/td><td class="num" data-label="Rows">(\d+)<\/td><td class="num" data-label="First row">(\d+)<\/td><\/tr>/gu,
+      ),
+    ];
+    expect(groups.map((g) => [g[1], g[2], g[3], g[4]])).toEqual([
+      ['first_name', 'The first name field is required.', '65', '2'],
+      ['claim_date', 'The claim date cannot be in the future.', '65', '3'],
+    ]);
+    expect(page.body).toContain("Each row's problems (1–100 of 130)");
+    expect(page.body.match(/data-label="Row"/gu)).toHaveLength(100);
+    expect(page.body).toMatch(/ · took [\d.,]+ s<\/p>/u);
+    const second = await web.get(`/imports/${run!.id}?page=2`);
+    expect(second.body.match(/data-label="Row"/gu)).toHaveLength(30);
+    expect(second.body).toContain('<td class="num" data-label="Row">131</td>');
+    const list = await web.get('/imports');
+    expect(list.body).toMatch(/<td class="num" data-label="Took">[\d.,]+ s<\/td>/u);
   });
 });

@@ -14,3 +14,8 @@ CREATE INDEX claims_company_plate_idx ON claims (company_id, vehicle_registratio
 -- found through claims_client_idx.
 CREATE INDEX clients_last_name_idx ON clients (lower(last_name) text_pattern_ops);
 CREATE INDEX clients_first_name_idx ON clients (lower(first_name) text_pattern_ops);
+
+-- The file's SHA-256 (computed at upload): the dashboard asks before importing the same file a
+-- second time within 30 days. Imports recorded before this migration have none.
+ALTER TABLE imports ADD COLUMN sha256 text;
+CREATE INDEX imports_company_sha256_idx ON imports (company_id, sha256, created_at DESC) WHERE sha256 IS NOT NULL;

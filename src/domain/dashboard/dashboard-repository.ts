@@ -82,6 +82,9 @@ export type LookupLogRow = {
 };
 export type LookupActor = { kind: 'user' | 'token'; id: string; name: string };
 
+/** An earlier import of the same file (same SHA-256) that stored or will store claims. */
+export type EarlierImport = { id: string; file_name: string; created_at: string; status: string; imported: number | null };
+
 /** Reads behind the dashboard's pages and its sessions; src/db implements them. */
 export interface DashboardRepository {
   findSignedInUser(userId: string): Promise<SignedInUser | undefined>;
@@ -101,6 +104,8 @@ export interface DashboardRepository {
     after: { ts: string; id: string } | undefined,
     limit: number,
   ): Promise<LookupLogRow[]>;
+  /** The newest import of the company since `since` (RFC 3339) with this file hash, not failed or cancelled. */
+  earlierImportOfFile(companyId: string, sha256: string, since: string): Promise<EarlierImport | undefined>;
   /** The company's people and tokens (revoked ones too): who can have made a look-up. */
   lookupActors(companyId: string): Promise<LookupActor[]>;
 }

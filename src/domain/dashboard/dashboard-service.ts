@@ -33,6 +33,8 @@ export function lastMonths(today: string, count: number): string[] {
 export const monthLabel = (month: string) => `${MONTH_NAMES[Number(month.slice(5, 7)) - 1]} ${month.slice(0, 4)}`;
 
 export const CLAIM_LIST_PAGE_SIZE = 25;
+/** The same file uploaded again within this many days is imported only after a confirmation. */
+export const DUPLICATE_FILE_DAYS = 30;
 /** Rows per statement of the claims export: the file is written as each batch arrives. */
 export const CLAIM_EXPORT_BATCH = 1000;
 
@@ -121,6 +123,12 @@ export function createDashboardService({
     },
 
     lookupActors: (companyId: string) => store.dashboard.lookupActors(companyId),
+
+    /** The company's import of the same file in the last 30 days that stored (or will store) claims, if any. */
+    earlierImportOfFile(companyId: string, sha256: string, now = new Date()) {
+      const since = new Date(now.getTime() - DUPLICATE_FILE_DAYS * 86_400_000).toISOString();
+      return store.dashboard.earlierImportOfFile(companyId, sha256, since);
+    },
 
     /** Every claim of the filter in the list's order, a batch at a time (one keyset statement each). */
     async *exportClaims(companyId: string, filter: ClaimListFilter, sort: ClaimListSort): AsyncGenerator<ClaimListRow[]> {

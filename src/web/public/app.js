@@ -77,7 +77,10 @@ function enhanceImportForm(form) {
       } catch {
         /* not JSON */
       }
-      if (xhr.status >= 200 && xhr.status < 300 && body.statusUrl) {
+      if (xhr.status === 409 && body.confirmUrl) {
+        // The same file was imported recently: the page that asks before importing it again.
+        window.location.assign(body.confirmUrl);
+      } else if (xhr.status >= 200 && xhr.status < 300 && body.statusUrl) {
         followImport(body.statusUrl, body.resultUrl, bar, label);
       } else {
         fail(body.message || 'The upload failed. Try again.');
