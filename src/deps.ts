@@ -30,7 +30,7 @@ import { importCsvProcessor } from './workers/import-csv.processor';
 import { startImportThread } from './workers/import-thread';
 import { createInProcessImportQueue } from './workers/in-process-runner';
 import type { BullImportQueue } from './workers/queues';
-import { startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
+import { sendOnce, startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
 
 export { resolveSessionSecret, StartupError };
 
@@ -198,7 +198,11 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       importQueue,
       imports,
       metrics,
-      webhooks: createWebhookService({ webhooks: store.webhooks, allowPrivate: config.webhookAllowPrivate }),
+      webhooks: createWebhookService({
+        webhooks: store.webhooks,
+        allowPrivate: config.webhookAllowPrivate,
+        sendOnce: (d) => sendOnce(d, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutSeconds * 1000 }),
+      }),
       startImportRunner,
       startWebhookDelivery,
       idempotency: createIdempotencyService({ store }),
