@@ -149,7 +149,7 @@ describe('Settings › Webhooks: test events and delivery states', () => {
     const retrying = await web.get('/settings/webhooks');
     expect(retrying.body).toContain(`<a href="/imports/${importId}">The import`);
     expect(retrying.body).toMatch(/<span class="badge badge-pending">Retrying<\/span> attempt 2 of 6, next at <time datetime="[^"]+">/u);
-    await local.deps.store.webhooks.settle(delivery!.id, { status: 'failed', statusCode: 500, error: 'HTTP 500' });
+    await local.deps.store.webhooks.settle(delivery.id, { status: 'failed', statusCode: 500, error: 'HTTP 500' });
     expect((await web.get('/settings/webhooks')).body).toMatch(/<span class="badge badge-failed">Failed<\/span> after \d+ attempts?, /u);
   });
 });
