@@ -206,6 +206,20 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       startImportRunner,
       startWebhookDelivery,
       idempotency: createIdempotencyService({ store }),
+      /**
+       * Import queue health for the operator: BullMQ's job counts, or the in-process runner's own
+       * (waiting and running now, failed for good since the server started).
+       */
+      async queueHealth(): Promise<{ mode: 'bullmq' | 'in-process'; waiting: number; active: number; failed: number }> {
+        if (importQueue.kind === 'in-process') return { mode: 'in-process', ...importQueue.counts() };
+        const c = await importQueue.bull.getJobCounts('waiting', 'delayed', 'prioritized', 'active', 'failed');
+        return {
+          mode: 'bullmq',
+          waiting: (c.waiting ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0),
+          active: c.active ?? 0,
+          failed: c.failed ?? 0,
+        };
+      },
       dashboard: createDashboardService({ store, today, timeZone: config.timezone, flushLookups: () => lookupJournal.flush() }),
       sessions: createSessionService({ store }),
       sessionSecret: () => resolveSessionSecret(config),

@@ -6,7 +6,9 @@ import type {
   ClaimListSort,
   DashboardRepository,
   SignedInUser,
+  CompanyCounts,
   EarlierImport,
+  OperatorImport,
   LookupActor,
   LookupLogRow,
   StatusHistoryEntry,
@@ -133,6 +135,36 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
           WHERE c.company_id = $1 AND s.claim_id = $2
           ORDER BY s.id DESC`,
         [companyId, claimId],
+      );
+    },
+
+    async companyCounts(): Promise<CompanyCounts[]> {
+      const rows = await db.query<CompanyCounts>(
+        `SELECT co.id,
+                (SELECT count(*)::int FROM claims c WHERE c.company_id = co.id AND ${visibleClaim('c')}) AS claims,
+                (SELECT count(*)::int FROM imports i WHERE i.company_id = co.id) AS imports,
+                (SELECT count(*)::int FROM api_tokens t WHERE t.company_id = co.id AND t.revoked_at IS NULL) AS tokens,
+                (SELECT count(*)::int FROM users u WHERE u.company_id = co.id) AS people
+           FROM companies co`,
+      );
+      return rows.map((r) => ({
+        id: r.id,
+        claims: Number(r.claims),
+        imports: Number(r.imports),
+        tokens: Number(r.tokens),
+        people: Number(r.people),
+      }));
+    },
+
+    async recentImports(limit: number): Promise<OperatorImport[]> {
+      return db.query<OperatorImport>(
+        `SELECT i.id, co.name AS company_name, i.file_name, i.status, i.rows_total, i.imported, i.failed,
+                to_char(i.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"') AS created_at,
+                to_char(i.finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"') AS finished_at
+           FROM imports i JOIN companies co ON co.id = i.company_id
+          ORDER BY i.created_at DESC, i.id DESC
+          LIMIT $1`,
+        [limit],
       );
     },
 

@@ -85,12 +85,31 @@ export type LookupActor = { kind: 'user' | 'token'; id: string; name: string };
 /** An earlier import of the same file (same SHA-256) that stored or will store claims. */
 export type EarlierImport = { id: string; file_name: string; created_at: string; status: string; imported: number | null };
 
+/** A company as the operator's list shows it. */
+export type CompanyCounts = { id: string; claims: number; imports: number; tokens: number; people: number };
+/** An import of any company, for the operator. */
+export type OperatorImport = {
+  id: string;
+  company_name: string;
+  file_name: string;
+  status: string;
+  rows_total: number;
+  imported: number | null;
+  failed: number | null;
+  created_at: string;
+  finished_at: string | null;
+};
+
 /** Reads behind the dashboard's pages and its sessions; src/db implements them. */
 export interface DashboardRepository {
   findSignedInUser(userId: string): Promise<SignedInUser | undefined>;
   claimsPerMonth(companyId: string, fromDate: string, toDate: string): Promise<{ month: string; claims: number }[]>;
   countsByStatus(companyId: string): Promise<{ status: ClaimStatus; claims: number }[]>;
   peopleCountByCompany(): Promise<Map<string, number>>;
+  /** Claims (visible), imports, live tokens and people of every company, in one statement. */
+  companyCounts(): Promise<CompanyCounts[]>;
+  /** The newest imports of all companies. */
+  recentImports(limit: number): Promise<OperatorImport[]>;
   /** A page of the company's visible claims, newest first in the sort's order (whatever the seek). */
   listClaims(companyId: string, filter: ClaimListFilter, sort: ClaimListSort, seek: ClaimListSeek, limit: number): Promise<ClaimListRow[]>;
   countClaims(companyId: string, filter: ClaimListFilter): Promise<number>;

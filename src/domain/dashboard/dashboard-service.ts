@@ -88,6 +88,8 @@ export function createDashboardService({
     },
 
     peopleCountByCompany: () => store.dashboard.peopleCountByCompany(),
+    companyCounts: () => store.dashboard.companyCounts(),
+    recentImports: (limit = 20) => store.dashboard.recentImports(limit),
 
     /**
      * A page of the claims list with the total for the filter. `page` is the number the link
