@@ -10,7 +10,10 @@ describe('in-process runner counts (the operator page in embedded mode)', () => 
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const processor: ImportProcessor = async (job) => {
-      if (job.data.importId === 'slow') return gate;
+      if (job.data.importId === 'slow') {
+        await gate;
+        return { importId: 'slow', status: 'completed', imported: 0, failed: 0, alreadyDone: false };
+      }
       throw job.data.importId === 'broken' ? new PermanentImportFailure('bad file') : new Error('lost');
     };
     await queue.enqueue('slow');
