@@ -43,7 +43,7 @@ async function main() {
       INSERT INTO claims (id, company_id, client_id, claim_date, claim_type, amount, vehicle_registration, source, status, import_id, created_at)
         SELECT gen_random_uuid(), '00000000-0000-4000-8000-000000000001',
                ('00000000-0000-4000-9000-' || lpad(to_hex(1 + g % ${CLIENTS}), 12, '0'))::uuid,
-               current_date - (g * 7919 % 1095), 'accident', (g % 5000)::numeric,
+               current_date - (g::bigint * 7919 % 1095)::int, 'accident', (g % 5000)::numeric,
                'AB' || lpad((g % 99991)::text, 5, '0'),
                (ARRAY['api','bulk_import','assisted'])[1 + g % 3],
                (ARRAY['filed','under_investigation','settled','closed','disputed'])[1 + g % 5],
