@@ -1,8 +1,8 @@
 /**
  * Screenshots of the dashboard's main pages for the README: `npm run screenshots`.
  * Starts the server on an in-memory database with demo data, drives Debian's Chromium
- * (/usr/bin/chromium) and writes docs/screenshots/*.png at 1280 px wide, plus a few at 390 px
- * (docs/screenshots/mobile-*.png).
+ * (/usr/bin/chromium) and writes docs/screenshots/*.png at 1366 × 900 and the same pages at 390 × 844
+ * (docs/screenshots/mobile-*.png). SCREENSHOTS_ONLY=claims,search takes only those pages.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -85,7 +85,7 @@ async function seed_(deps: Deps) {
     date_of_birth: '1979-04-12',
     id_documents: [{ type: 'national_id', number: docNumber() }],
   };
-  await deps.claims.submit(principal, {
+  const matched = await deps.claims.submit(principal, {
     client: shared,
     claim_date: today,
     vehicle_registration: 'KLM-482',
@@ -103,7 +103,11 @@ async function seed_(deps: Deps) {
   const old = await deps.tokens.create(company.id, 'Old broker integration', admin.user.id);
   await deps.tokens.revoke(old.id, company.id);
   void CLAIM_STATUSES;
-  return { email: admin.user.email };
+  await deps.claims.updateStatus({ ...principal, userId: admin.user.id }, matched.id, 'settled');
+  await deps.claims.searchByPlate({ ...principal, userId: admin.user.id }, 'KLM482', 'Claim 2026/118');
+  await deps.webhooks.createEndpoint(company.id, 'https://claims.baltic-mutual.example/hooks/registry');
+  await deps.companies.createUser({ companyId: null, email: 'operator@registry.example', password: PASSWORD, role: 'operator' });
+  return { email: admin.user.email, claimId: matched.id };
 }
 
 function importFile(today: string): Buffer {
@@ -117,6 +121,19 @@ function importFile(today: string): Buffer {
   rows.splice(20, 0, `Rūta,Rutaitė,1992-02-02,driving_licence,${docNumber()},${today},GH000,accident,80`);
   return Buffer.from(rows.join('\n'));
 }
+
+/** The pages pictured at both widths, and their file names (`claim` is the seeded claim's page). */
+const PAGES = [
+  ['/', 'overview'],
+  ['/claims', 'claims'],
+  ['claim', 'claim'],
+  ['/search?plate=klm+482&purpose=Claim+2026%2F118', 'search'],
+  ['/lookups', 'lookups'],
+  ['/imports', 'imports'],
+  ['/settings/tokens', 'api-tokens'],
+  ['/settings/people', 'people'],
+  ['/settings/webhooks', 'webhooks'],
+] as const;
 
 async function shot(page: Page, name: string, fullPage = true) {
   await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage });
@@ -132,9 +149,9 @@ async function main() {
   const app = await buildApp(deps, { logger: pino({ level: 'silent' }) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const browser = await launchChromium({ width: 1280, height: 800 });
+  const browser = await launchChromium({ width: 1366, height: 900 });
   try {
-    const { email } = await seed_(deps);
+    const { email, claimId } = await seed_(deps);
     const page = await browser.context.newPage();
     await page.goto(`${base}/login`);
     await page.getByLabel('Email').fill(email);
@@ -162,19 +179,44 @@ async function main() {
     await page.getByRole('button', { name: 'Upload and import' }).click();
     await page.getByText(/Import finished/u).waitFor({ timeout: 60_000 });
     await shot(page, 'import-results');
+    const importUrl = new URL(page.url()).pathname;
     await page.goto(`${base}/claims/new`);
     await page.getByRole('button', { name: 'Save claim' }).click();
     await page.getByText('The claim was not saved').waitFor();
     await shot(page, 'claim-form-errors');
 
-    await page.setViewportSize({ width: 390, height: 844 });
-    for (const [url, name] of [
-      ['/', 'mobile-overview'],
-      ['/claims', 'mobile-claims'],
-      ['/settings/tokens', 'mobile-api-tokens'],
+    // Every main page at a desktop width and at a phone's: what a person sees on opening it.
+    const only = process.env.SCREENSHOTS_ONLY?.split(',');
+    for (const [width, height, prefix] of [
+      [1366, 900, ''],
+      [390, 844, 'mobile-'],
     ] as const) {
-      await page.goto(`${base}${url}`);
-      await shot(page, name);
+      await page.setViewportSize({ width, height });
+      for (const [url, name] of PAGES) {
+        if (only && !only.includes(name)) continue;
+        await page.goto(`${base}${url === 'claim' ? `/claims/${claimId}` : url}`);
+        await shot(page, `${prefix}${name}`, false);
+      }
+      if (!only) {
+        await page.goto(`${base}${importUrl}`);
+        await shot(page, `${prefix}import-results`, false);
+      }
+    }
+    // The operator's area.
+    const op = await browser.context.newPage();
+    await browser.context.clearCookies();
+    await op.goto(`${base}/login`);
+    await op.getByLabel('Email').fill('operator@registry.example');
+    await op.getByLabel('Password').fill(PASSWORD);
+    await op.getByRole('button', { name: 'Sign in' }).click();
+    await op.getByRole('heading', { name: 'Companies', level: 1 }).waitFor();
+    for (const [width, height, prefix] of [
+      [1366, 900, ''],
+      [390, 844, 'mobile-'],
+    ] as const) {
+      await op.setViewportSize({ width, height });
+      await op.reload();
+      await shot(op, `${prefix}operator`, false);
     }
   } finally {
     await browser.close();

@@ -30,7 +30,7 @@ import { importCsvProcessor } from './workers/import-csv.processor';
 import { startImportThread } from './workers/import-thread';
 import { createInProcessImportQueue } from './workers/in-process-runner';
 import type { BullImportQueue } from './workers/queues';
-import { startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
+import { sendOnce, startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
 
 export { resolveSessionSecret, StartupError };
 
@@ -198,11 +198,29 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       importQueue,
       imports,
       metrics,
-      webhooks: createWebhookService({ webhooks: store.webhooks, allowPrivate: config.webhookAllowPrivate }),
+      webhooks: createWebhookService({
+        webhooks: store.webhooks,
+        allowPrivate: config.webhookAllowPrivate,
+        sendOnce: (d) => sendOnce(d, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutSeconds * 1000 }),
+      }),
       startImportRunner,
       startWebhookDelivery,
       idempotency: createIdempotencyService({ store }),
-      dashboard: createDashboardService({ store, today }),
+      /**
+       * Import queue health for the operator: BullMQ's job counts, or the in-process runner's own
+       * (waiting and running now, failed for good since the server started).
+       */
+      async queueHealth(): Promise<{ mode: 'bullmq' | 'in-process'; waiting: number; active: number; failed: number }> {
+        if (importQueue.kind === 'in-process') return { mode: 'in-process', ...importQueue.counts() };
+        const c = await importQueue.bull.getJobCounts('waiting', 'delayed', 'prioritized', 'active', 'failed');
+        return {
+          mode: 'bullmq',
+          waiting: (c.waiting ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0),
+          active: c.active ?? 0,
+          failed: c.failed ?? 0,
+        };
+      },
+      dashboard: createDashboardService({ store, today, timeZone: config.timezone, flushLookups: () => lookupJournal.flush() }),
       sessions: createSessionService({ store }),
       sessionSecret: () => resolveSessionSecret(config),
       async close() {

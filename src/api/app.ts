@@ -9,6 +9,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
 
 import type { Deps } from '../deps';
+import { compileInput } from '../domain/validation';
 import { authPlugin } from './plugins/auth';
 import { errorHandlerPlugin } from './plugins/error-handler';
 import { claimSchema, clientSchema } from './schemas/claims';
@@ -92,14 +93,18 @@ function childLoggerFactory(
   return new RequestLogger(logger, bindings);
 }
 
-/** Body validation is strict (no type coercion: "12" is not a boolean); query strings are coerced. */
-function validatorCompiler() {
+/**
+ * A body is validated by the domain's compiled validator of the very same schema object (one
+ * compilation for the route, the CSV rows and the forms; strict: "12" is not a boolean); query
+ * strings, params and headers are coerced.
+ */
+export function validatorCompiler() {
   // ajv-formats is CommonJS: under ESM its plugin is the default export's `default`, typed as any.
   // eslint-disable-next-line @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return
   const withFormats = (ajv: Ajv): Ajv => addFormats.default(ajv);
-  const strict = withFormats(new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, strict: false }));
   const coercing = withFormats(new Ajv({ allErrors: true, coerceTypes: 'array', useDefaults: true, strict: false }));
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? strict : coercing).compile(schema);
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
+    httpPart === 'body' ? compileInput(schema) : coercing.compile(schema);
 }
 
 export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions): Promise<FastifyInstance> {

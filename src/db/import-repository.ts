@@ -84,11 +84,12 @@ export function createImportRepository(db: Queryable) {
       objectKey: string;
       sizeBytes: number;
       rowsTotal: number;
+      sha256?: string | undefined;
     }): Promise<void> {
       await db.query(
-        `INSERT INTO imports (id, company_id, file_name, object_key, size_bytes, rows_total, history)
-         VALUES ($1, $2, $3, $4, $5, $6, jsonb_build_array(jsonb_build_object('status', 'queued', 'at', ${NOW_MS})))`,
-        [row.id, row.companyId, row.fileName, row.objectKey, row.sizeBytes, row.rowsTotal],
+        `INSERT INTO imports (id, company_id, file_name, object_key, size_bytes, rows_total, sha256, history)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, jsonb_build_array(jsonb_build_object('status', 'queued', 'at', ${NOW_MS})))`,
+        [row.id, row.companyId, row.fileName, row.objectKey, row.sizeBytes, row.rowsTotal, row.sha256 ?? null],
       );
     },
 

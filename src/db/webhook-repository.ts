@@ -46,13 +46,22 @@ export function createWebhookRepository(db: Queryable): WebhookRepository {
       return db.query<WebhookDelivery>(
         `SELECT d.id, d.endpoint_id, e.url, d.event_id, d.event_type, d.status, d.attempts, d.last_status_code, d.last_error,
                 CASE WHEN d.status = 'pending' THEN ${TS('d.next_attempt_at')} END AS next_attempt_at,
-                ${TS('d.created_at')} AS created_at, ${TS('d.finished_at')} AS finished_at
+                ${TS('d.created_at')} AS created_at, ${TS('d.finished_at')} AS finished_at,
+                CASE WHEN d.event_type LIKE 'import.%' THEN d.body::jsonb #>> '{data,id}' END AS import_id
            FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.company_id = d.company_id
           WHERE d.company_id = $1
           ORDER BY d.created_at DESC, d.id DESC
           LIMIT $2`,
         [companyId, limit],
       );
+    },
+
+    async endpointTarget(companyId, id) {
+      const rows = await db.query<{ url: string; secret: string }>(
+        'SELECT url, secret FROM webhook_endpoints WHERE company_id = $1 AND id = $2',
+        [companyId, id],
+      );
+      return rows[0];
     },
 
     /**

@@ -36,8 +36,9 @@ export function niceMax(max: number): number {
 export function monthBarChart(months: MonthCount[]): BarChart {
   const width = 720;
   const height = 280;
-  const plot = { left: 48, top: 24, width: width - 48 - 8, height: height - 24 - 56 };
   const max = niceMax(Math.max(0, ...months.map((m) => m.claims)));
+  const left = tickLabelRoom(max);
+  const plot = { left, top: 24, width: width - left - 8, height: height - 24 - 56 };
   const slot = plot.width / Math.max(1, months.length);
   const barWidth = Math.round(slot * 0.62);
   const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => ({ value: Math.round(max * f), y: round(plot.top + plot.height * (1 - f)) }));
@@ -62,3 +63,13 @@ export function monthBarChart(months: MonthCount[]): BarChart {
 }
 
 const round = (n: number) => Math.round(n * 10) / 10;
+
+/**
+ * Room left of the plot for the y-axis labels, in viewBox units: on a phone the labels are drawn
+ * at 24 px in a viewBox shown at about half its size, where a digit is some 14 units wide; with
+ * a fixed 48 units "800" lost its first digit.
+ */
+export const TICK_DIGIT_WIDTH = 14;
+export function tickLabelRoom(max: number): number {
+  return String(max).length * TICK_DIGIT_WIDTH + 16;
+}

@@ -1,11 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import type { SignedInUser } from '../domain/dashboard/dashboard-service';
+import type { ReceivedFile } from '../domain/imports/import-service';
 import type { Principal } from '../domain/principal';
 
 declare module 'fastify' {
   interface Session {
     userId?: string;
+    /** A received file waiting for "import it again?" (the same file was imported recently). */
+    pendingImport?: ReceivedFile;
   }
   interface FastifyRequest {
     /** The signed-in person, loaded from the session on every dashboard request; null when signed out. */

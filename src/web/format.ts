@@ -28,6 +28,16 @@ export function createFormatters(timeZone: string) {
     label(value: string | null): string {
       return value === null ? '—' : (value.charAt(0).toUpperCase() + value.slice(1)).replace(/_/gu, ' ');
     },
+    /** "4.2 s", "3 min 05 s", "1 h 02 min" between two RFC 3339 times; an em dash without both. */
+    duration(from: string | null | undefined, to: string | null | undefined): string {
+      if (!from || !to) return '—';
+      const ms = Math.max(0, new Date(to).getTime() - new Date(from).getTime());
+      if (Number.isNaN(ms)) return '—';
+      if (ms < 60_000) return `${(Math.round(ms / 100) / 10).toLocaleString('en-GB')} s`;
+      const s = Math.round(ms / 1000);
+      if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+      return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+    },
     number(n: number): string {
       return n.toLocaleString('en-GB');
     },

@@ -41,26 +41,28 @@ export const emptyClaimForm = (today: string): ClaimFormValues => ({
 });
 
 /**
- * Turns the form into the JSON shape of POST /api/v1/claims, so the same domain validation runs
- * and its dotted field paths (client.first_name, client.id_documents.0.number) point at inputs.
- * The second document is sent only when one of its fields is filled, so indexes stay aligned.
+ * Turns the form into the JSON shape of POST /api/v1/claims, so the same schema and rules run
+ * (src/domain/claims/claim-schema.ts; no limit is repeated here: a value is only cut at text()'s
+ * bound, far above any of the schema's) and their dotted field paths (client.first_name,
+ * client.id_documents.0.number) point at inputs. The second document is sent only when one of its
+ * fields is filled, so indexes stay aligned.
  */
 export function claimBodyFromForm(form: FormBody | undefined): { body: Record<string, unknown>; values: ClaimFormValues } {
   const values: ClaimFormValues = {
-    first_name: text(form, 'client.first_name', 300),
-    last_name: text(form, 'client.last_name', 300),
-    date_of_birth: text(form, 'client.date_of_birth', 20),
-    doc0_type: text(form, 'client.id_documents.0.type', 40),
-    doc1_type: text(form, 'client.id_documents.1.type', 40),
-    claim_date: text(form, 'claim_date', 20),
-    vehicle_registration: text(form, 'vehicle_registration', 40),
-    claim_type: text(form, 'claim_type', 40),
-    amount: text(form, 'amount', 40),
-    is_at_fault: text(form, 'is_at_fault', 10),
-    status: text(form, 'status', 40),
+    first_name: text(form, 'client.first_name'),
+    last_name: text(form, 'client.last_name'),
+    date_of_birth: text(form, 'client.date_of_birth'),
+    doc0_type: text(form, 'client.id_documents.0.type'),
+    doc1_type: text(form, 'client.id_documents.1.type'),
+    claim_date: text(form, 'claim_date'),
+    vehicle_registration: text(form, 'vehicle_registration'),
+    claim_type: text(form, 'claim_type'),
+    amount: text(form, 'amount'),
+    is_at_fault: text(form, 'is_at_fault'),
+    status: text(form, 'status'),
   };
-  const doc0Number = text(form, 'client.id_documents.0.number', 300);
-  const doc1Number = text(form, 'client.id_documents.1.number', 300);
+  const doc0Number = text(form, 'client.id_documents.0.number');
+  const doc1Number = text(form, 'client.id_documents.1.number');
   const documents: Record<string, unknown>[] = [{ type: orUndefined(values.doc0_type), number: orUndefined(doc0Number) }];
   if (values.doc1_type !== '' || doc1Number !== '')
     documents.push({ type: orUndefined(values.doc1_type), number: orUndefined(doc1Number) });

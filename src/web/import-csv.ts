@@ -14,6 +14,18 @@ export function errorLines(errors: RowError[]): { row: number; column: string; m
   );
 }
 
+/** The row errors by column and message, most frequent first, with their count and first row. */
+export function errorGroups(lines: { row: number; column: string; message: string }[]) {
+  const groups = new Map<string, { column: string; message: string; count: number; firstRow: number }>();
+  for (const l of lines) {
+    const key = `${l.column}\u0000${l.message}`;
+    const g = groups.get(key);
+    if (g) g.count++;
+    else groups.set(key, { column: l.column, message: l.message, count: 1, firstRow: l.row });
+  }
+  return [...groups.values()].sort((a, b) => b.count - a.count || a.firstRow - b.firstRow);
+}
+
 /** The failed rows of an import as CSV (what is kept of them: row number, column, message). */
 export function failedRowsCsv(errors: RowError[]): Readable {
   const out = stringify({ header: true, columns: ['row', 'column', 'message'], bom: true });

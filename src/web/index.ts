@@ -71,6 +71,8 @@ export async function dashboardPlugin(app: FastifyInstance) {
       index: false,
       wildcard: false,
     });
+    // Browsers ask for /favicon.ico on pages that name no icon (the JSON answers, /docs).
+    assets.get('/favicon.ico', async (_request, reply) => reply.redirect(`/assets/favicon.svg?v=${version}`, 301));
   });
 
   await app.register(async (pages) => {

@@ -10,6 +10,8 @@ export type InProcessImportQueue = ImportQueue & {
   readonly kind: 'in-process';
   /** Starts taking jobs. */
   start(processor: ImportProcessor): void;
+  /** Jobs waiting and running now, and those that failed for good since the server started. */
+  counts(): { waiting: number; active: number; failed: number };
 };
 
 /**
@@ -26,6 +28,7 @@ export function createInProcessImportQueue(opts: { concurrency: number; attempts
   const runs = new Map<string, Promise<void>>();
   const resolvers = new Map<string, () => void>();
   let active = 0;
+  let failed = 0;
 
   const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -37,11 +40,13 @@ export function createInProcessImportQueue(opts: { concurrency: number; attempts
         return;
       } catch (err) {
         if (err instanceof PermanentImportFailure || err instanceof ImportBusy) {
+          if (err instanceof PermanentImportFailure) failed++;
           log.info({ importId, err }, 'import stopped');
           return;
         }
         job.attemptsMade++;
         if (job.attemptsMade >= attempts || closed) {
+          failed++;
           log.error({ importId, err }, 'import failed for good');
           return;
         }
@@ -75,6 +80,7 @@ export function createInProcessImportQueue(opts: { concurrency: number; attempts
   return {
     kind: 'in-process',
     available: () => !closed,
+    counts: () => ({ waiting: waiting.length, active, failed }),
     start(p) {
       processor = p;
       pump();

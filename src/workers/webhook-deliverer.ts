@@ -107,6 +107,12 @@ function post(d: ClaimedDelivery, opts: Pick<WebhookDelivererOptions, 'allowPriv
   });
 }
 
+/** One attempt of a delivery, now (the dashboard's test event): the same checks, signature and time limit. */
+export async function sendOnce(d: ClaimedDelivery, opts: Pick<WebhookDelivererOptions, 'allowPrivate' | 'timeoutMs'>) {
+  const r = await post(d, opts);
+  return r.ok ? { ok: true, statusCode: r.statusCode } : { ok: false, statusCode: r.statusCode, error: r.error };
+}
+
 /**
  * Delivers the webhook outbox: claims due deliveries (with a lease a little longer than one
  * attempt), POSTs each, and records the outcome: delivered on a 2xx, else retried on the schedule

@@ -89,7 +89,7 @@ describe.skipIf(!run)('dashboard in Chromium', { timeout: 60_000 }, () => {
     await signIn(page, a.member.email);
     await page.getByRole('link', { name: 'Search' }).click();
     await page.getByLabel('Vehicle registration').fill(plate.toLowerCase().replace(/^(..)/u, '$1-'));
-    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('button', { name: 'Search by plate' }).click();
     await page.getByRole('heading', { name: `2 claims for` }).waitFor();
     const rows = page.getByRole('region', { name: 'Search results' }).getByRole('row');
     expect(await rows.count()).toBe(3);

@@ -3,7 +3,7 @@ import { text as streamText } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
 
 import { lastMonths, monthLabel } from '../../src/domain/dashboard/dashboard-service';
-import { monthBarChart, niceMax } from '../../src/web/chart';
+import { monthBarChart, niceMax, TICK_DIGIT_WIDTH } from '../../src/web/chart';
 import { safeNext } from '../../src/web/context';
 import { claimBodyFromForm } from '../../src/web/forms';
 import { failedRowsCsv, neutraliseCell } from '../../src/web/import-csv';
@@ -64,6 +64,15 @@ describe('claims per month', () => {
     expect(chart.bars[11]!.height).toBe(chart.plot.height / 2);
     expect(chart.bars[0]!.height).toBe(0);
     expect(chart.bars.filter((b) => b.year).map((b) => b.year)).toEqual(['2025', '2026']);
+  });
+
+  it('leaves room left of the plot for the widest y-axis label, so none is clipped on a phone', () => {
+    const months = lastMonths('2026-02-15', 12).map((m, i) => ({ month: m, label: monthLabel(m), claims: i * 70 }));
+    const chart = monthBarChart(months);
+    expect(chart.max).toBe(800);
+    // Labels end 8 units left of the plot (text-anchor end): three digits need 3 × 14 units.
+    expect(chart.plot.left - 8).toBeGreaterThanOrEqual(3 * TICK_DIGIT_WIDTH);
+    expect(chart.plot.left + chart.plot.width).toBe(chart.width - 8);
   });
 });
 

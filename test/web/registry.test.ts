@@ -49,7 +49,7 @@ describe('dashboard: matches, indicators, who looked, our look-ups', () => {
     expect(page.body).toContain('Plate with several companies');
     expect(page.body).toContain('The vehicle has claims from 2 companies');
     expect(page.body).toContain('Who looked at this claim');
-    expect(page.body).toMatch(new RegExp(`<td>${other.name}</td>\\s*<td>Plate search</td>`));
+    expect(page.body).toMatch(new RegExp(`<td data-label="Company">${other.name}</td>\\s*<td data-label="Kind">Plate search</td>`));
     expect(page.body).not.toContain(number);
 
     // Opening the page was a matches look-up of the person's company, listed under "Our look-ups".
@@ -77,5 +77,69 @@ describe('dashboard: matches, indicators, who looked, our look-ups', () => {
     const listB = await webB.get('/lookups');
     expect(listB.body).toContain(plate);
     expect(listB.body).toContain('checking B');
+  });
+});
+
+describe('dashboard: person search, purposes and the look-up log', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext({ APP_TIMEZONE: 'UTC' });
+  });
+  afterAll(async () => ctx.close());
+
+  it('finds a person by date of birth and document, records the purpose and who looked; the heading shows the normalized plate', async () => {
+    const own = await companyWithPeople(ctx, 'Own');
+    const other = await companyWithPeople(ctx, 'Other');
+    const number = `LT-D${randomBytes(5).toString('hex')}`;
+    const client = { first_name: 'Eglė', last_name: 'Žemaitė', date_of_birth: '1988-08-08', id_documents: [{ type: 'passport', number }] };
+    const plate = newPlate();
+    await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: other.auth, payload: { ...claimBody(), client } });
+    await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: own.auth, payload: claimBody({ vehicle_registration: plate }) });
+    const web = await signedIn(ctx, own.member.email);
+    await web.get('/search');
+    const found = await web.post('/search/person', {
+      date_of_birth: '1988-08-08',
+      type: 'passport',
+      number: number.toLowerCase(),
+      purpose: 'Claim 2026/118',
+    });
+    expect(found.statusCode).toBe(200);
+    expect(found.body).toContain('1 claim for the person born 1988-08-08');
+    expect(found.body).toContain(`${other.name}</td>`);
+    expect(found.body).not.toContain(number);
+    const impossible = await web.post('/search/person', { date_of_birth: '1988-02-30', type: 'passport', number: 'X1' });
+    expect(impossible.statusCode).toBe(422);
+    expect(impossible.body).toContain('The date of birth 1988-02-30 does not exist: February 1988 has 29 days.');
+
+    const plateSearch = await web.get(`/search?plate=${plate.toLowerCase().replace(/^(..)/u, '$1-')}&purpose=Own+check`);
+    expect(plateSearch.body).toMatch(new RegExp(`1 claim for <span class="plate">${plate}</span>`, 'u'));
+
+    // An API token's search, for "who".
+    const api = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims/search-by-plate',
+      headers: own.auth,
+      payload: { vehicle_registration: plate },
+    });
+    expect(api.statusCode).toBe(200);
+    const log = await web.get('/lookups');
+    const rows = [...log.body.matchAll(/<tr>\s*<td class="nowrap" data-label="When">[\s\S]*?<\/tr>/gu)].map((m) => m[0]);
+    expect(rows).toHaveLength(3);
+    const cell = (row: string, label: string) => new RegExp(`data-label="${label}">([\\s\\S]*?)</td>`, 'u').exec(row)![1]!.trim();
+    expect(cell(rows[0]!, 'Who')).toBe('API token “test token”');
+    expect(cell(rows[1]!, 'Who')).toBe(own.member.email);
+    expect(cell(rows[1]!, 'Purpose')).toBe('Own check');
+    expect(cell(rows[1]!, 'Whose claims')).toContain('Only yours');
+    expect(cell(rows[2]!, 'Kind')).toBe('Person search');
+    expect(cell(rows[2]!, 'Purpose')).toBe('Claim 2026/118');
+    expect(cell(rows[2]!, 'Whose claims')).toContain('Other companies’ (1)');
+
+    const persons = await web.get('/lookups?kind=person_search');
+    expect(persons.body.match(/data-label="When"/gu)).toHaveLength(1);
+    const mineOnly = await web.get(`/lookups?who=user:${own.member.id}`);
+    expect(mineOnly.body.match(/data-label="When"/gu)).toHaveLength(2);
+    const today = ctx.deps.today();
+    expect((await web.get(`/lookups?from=${today}&to=${today}`)).body.match(/data-label="When"/gu)).toHaveLength(3);
+    expect((await web.get(`/lookups?to=${addDays(today, -1)}`)).body).toContain('No look-ups match this filter.');
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestContext, type TestContext } from '../harness';
+import { csv, futureDate, postImport, validRow } from '../import-helpers';
+import { claimBody, createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, PASSWORD, signedIn, WebClient } from './web-client';
 
 let ctx: TestContext;
@@ -99,7 +100,7 @@ describe('operator', () => {
     const list = await op.get('/operator');
     expect(list.statusCode).toBe(200);
     // No REDIS_URL here: imports run in the server, and the page says so instead of linking Bull Board.
-    expect(list.body).toContain('there are no queues to watch');
+    expect(list.body).toContain('Imports run inside the server (REDIS_URL is not set): the counts are its runner');
     expect(list.body).not.toContain('href="/admin/queues"');
     const created = await op.post('/operator/companies', { name: 'Gamma Insurance' });
     expect(created.statusCode).toBe(303);
@@ -119,6 +120,34 @@ describe('operator', () => {
     const duplicate = await op.post('/operator/companies', { name: 'gamma insurance' });
     expect(duplicate.statusCode).toBe(422);
     expect(duplicate.body).toContain('already exists');
+  });
+
+  it('shows every company with its counts, the recent imports of all companies and the queue', async () => {
+    const email = `operator-${Math.random().toString(36).slice(2, 8)}@registry.example`;
+    await ctx.deps.companies.createUser({ companyId: null, email, password: PASSWORD, role: 'operator' });
+    const a = await companyWithPeople(ctx, 'Counted');
+    const p = { companyId: a.id, companyName: a.name, tokenId: null, userId: null };
+    await ctx.deps.claims.submit(p, claimBody());
+    await ctx.deps.claims.submit(p, claimBody());
+    await ctx.deps.tokens.create(a.id, 'second token');
+    const rows = [validRow(), validRow({ claim_date: futureDate() })];
+    await postImport(ctx.app, a.auth, csv(rows), { fileName: 'operator-sees-this.csv' });
+    const op = await signedIn(ctx, email);
+    const page = await op.get('/operator');
+    // Claims 3 (2 + 1 imported), imports 1, live tokens 2, people 2.
+    expect(page.body).toContain(
+      `<a href="/operator/companies/${a.id}">${a.name}</a></td><td class="num" data-label="Claims">3</td><td class="num" data-label="Imports">1</td><td class="num" data-label="Live tokens">2</td><td class="num" data-label="People">2</td>`,
+    );
+    const row = new RegExp(
+      `<td data-label="Company">${a.name}</td>\\s*<td class="wide" data-label="File">operator-sees-this.csv</td>[\\s\\S]*?</tr>`,
+      'u',
+    ).exec(page.body)![0];
+    expect(row).toContain('Completed');
+    expect(row).toContain('<td class="num" data-label="Rows">2</td>');
+    expect(row).toContain('<td class="num" data-label="Failed rows">1</td>');
+    expect(row).toMatch(/data-label="Took">[\d.,]+ s</u);
+    expect(page.body).toMatch(/<span class="stat-value">0<\/span> <span class="stat-label">waiting<\/span>/u);
+    expect((await ctx.deps.queueHealth()).mode).toBe('in-process');
   });
 
   it('gets 404 for a person of another company under a company page', async () => {

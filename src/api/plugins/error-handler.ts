@@ -2,8 +2,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../db/db';
-import { messages } from '../../domain/claims/claim';
 import { AppError, type ErrorCode, type FieldErrors } from '../../domain/errors';
+import { fieldErrorsOf } from '../../domain/validation';
 
 const STATUS: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
@@ -63,59 +63,6 @@ export function sendError(
   return reply.status(status).send({ message, code, request_id: request.id, ...(errors ? { errors } : {}) });
 }
 
-type AjvIssue = { keyword: string; instancePath: string; params: Record<string, unknown>; message?: string };
-
-/** Turns ajv issues into the API's `errors`: dotted field paths, messages from the domain's catalogue. */
-export function fieldErrorsFromAjv(issues: AjvIssue[]): FieldErrors {
-  const errors: FieldErrors = {};
-  for (const issue of issues) {
-    let field = issue.instancePath.slice(1).replaceAll('/', '.');
-    let message: string;
-    switch (issue.keyword) {
-      case 'required':
-        field = [field, String(issue.params.missingProperty)].filter(Boolean).join('.');
-        message = messages.required(field);
-        break;
-      case 'maxLength':
-        message = messages.maxLength(field, Number(issue.params.limit));
-        break;
-      case 'minLength':
-        message = messages.required(field);
-        break;
-      case 'enum':
-        message = messages.oneOf(field, (issue.params.allowedValues as unknown[]).filter((v) => v !== null).map(String));
-        break;
-      case 'minItems':
-        message = messages.minItems(field, Number(issue.params.limit));
-        break;
-      case 'maxItems':
-        message = messages.maxItems(field, Number(issue.params.limit));
-        break;
-      case 'minimum':
-        message = messages.min(field, Number(issue.params.limit));
-        break;
-      case 'maximum':
-        message = messages.max(field, Number(issue.params.limit));
-        break;
-      case 'type': {
-        const type = String(issue.params.type);
-        if (field === '') message = 'The request body must be a JSON object.';
-        else if (type.startsWith('boolean')) message = messages.boolean(field);
-        else if (type.startsWith('number') || type.startsWith('integer')) message = messages.number(field);
-        else if (type.startsWith('array')) message = messages.array(field);
-        else if (type.startsWith('object')) message = messages.object(field);
-        else message = messages.string(field);
-        break;
-      }
-      default:
-        message = `The ${messages.label(field || 'body')} field is invalid.`;
-    }
-    const list = (errors[field || 'body'] ??= []);
-    if (!list.includes(message)) list.push(message);
-  }
-  return errors;
-}
-
 /**
  * One error body everywhere under /api/v1: `{ message, code, request_id, errors? }`. Unexpected
  * errors are logged once and answered with a generic 500: no stack, no SQL, no input echoed.
@@ -130,7 +77,8 @@ export const errorHandlerPlugin = fp(
         return sendError(request, reply, status, err.reason ?? CODE_OF_KIND[err.code], err.message, err.fields);
       }
       if (err.validation) {
-        const errors = fieldErrorsFromAjv(err.validation);
+        // The same table as the CSV rows' and the forms' (src/domain/validation.ts).
+        const errors = fieldErrorsOf(err.validation);
         const first = Object.values(errors)[0]?.[0] ?? 'The given data was invalid.';
         return sendError(request, reply, 422, 'validation_failed', first, errors);
       }

@@ -1,14 +1,12 @@
-import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import type { FastifyInstance } from 'fastify';
 
 import { idempotentRoute } from '../plugins/idempotency';
-import { commonErrors, errorBody, idempotencyKeyHeader, type errorSchema } from '../schemas/common';
+import { commonErrors, errorBody, idempotencyKeyHeader } from '../schemas/common';
+import type { ApiTypeProvider } from '../schemas/type-provider';
 import {
   claimEnvelope,
   claimIdParams,
   claimPage,
-  type claimSchema,
-  type clientSchema,
   listClaimsQuery,
   searchByPlateBody,
   searchResult,
@@ -19,17 +17,12 @@ import {
 const notFound = { 404: { description: 'Unknown claim id, or not a UUID (claim_not_found)', ...errorBody } } as const;
 const security = [{ bearerAuth: [] }];
 
-/** Response types resolve the named schemas (`{ $ref: 'Claim#' }`) of the OpenAPI document. */
-type TypeProvider = JsonSchemaToTsProvider<{
-  SerializerSchemaOptions: { references: [typeof claimSchema, typeof clientSchema, typeof errorSchema] };
-}>;
-
 /**
- * The claims resource. Each input is declared once, in ../schemas/claims.ts; the handlers' types
- * come from those schemas (json-schema-to-ts), so what ajv checked needs no second check or cast.
+ * The claims resource. Each input is declared once, in the domain (src/domain/claims/claim-schema.ts,
+ * re-exported by ../schemas/claims.ts); the handlers' types come from those schemas (json-schema-to-ts).
  */
 export async function claimRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<TypeProvider>();
+  const app = fastify.withTypeProvider<ApiTypeProvider>();
   app.addHook('onRequest', app.requireToken);
 
   app.post(

@@ -2,13 +2,18 @@ import type { FastifyInstance } from 'fastify';
 
 import { claimIdParams } from '../schemas/claims';
 import { commonErrors, errorBody, pageQuery } from '../schemas/common';
+import type { ApiTypeProvider } from '../schemas/type-provider';
 import { claimLookupPage, lookupPage, matchesQuery, matchesResult, searchByPersonBody, searchByPersonResult } from '../schemas/registry';
 
 const notFound = { 404: { description: "Unknown claim id, not a UUID, or another company's claim", ...errorBody } } as const;
 const security = [{ bearerAuth: [] }];
 
-/** Registry intelligence: matches and indicators, search by person, the look-up log. */
-export async function registryRoutes(app: FastifyInstance) {
+/**
+ * Registry intelligence: matches and indicators, search by person, the look-up log. The handlers'
+ * types come from the route schemas (the person search's is the domain's, src/domain/claims/claim-schema.ts).
+ */
+export async function registryRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ApiTypeProvider>();
   app.addHook('onRequest', app.requireToken);
   const { registry } = app.deps;
 
@@ -31,11 +36,7 @@ export async function registryRoutes(app: FastifyInstance) {
         response: { 200: matchesResult, ...commonErrors, ...notFound },
       },
     },
-    async (request) => {
-      const { id } = request.params as { id: string };
-      const { purpose } = request.query as { purpose?: string };
-      return { data: await registry.matches(request.principal, id, purpose) };
-    },
+    async (request) => ({ data: await registry.matches(request.principal, request.params.id, request.query.purpose) }),
   );
 
   app.post(
@@ -69,7 +70,7 @@ export async function registryRoutes(app: FastifyInstance) {
         response: { 200: lookupPage, ...commonErrors },
       },
     },
-    async (request) => registry.listLookups(request.principal, request.query as { cursor?: string; limit: number }),
+    async (request) => registry.listLookups(request.principal, request.query),
   );
 
   app.get(
@@ -86,9 +87,6 @@ export async function registryRoutes(app: FastifyInstance) {
         response: { 200: claimLookupPage, ...commonErrors, ...notFound },
       },
     },
-    async (request) => {
-      const { id } = request.params as { id: string };
-      return registry.claimLookups(request.principal, id, request.query as { cursor?: string; limit: number });
-    },
+    async (request) => registry.claimLookups(request.principal, request.params.id, request.query),
   );
 }

@@ -1,17 +1,11 @@
-import { LOOKUP_KINDS, PURPOSE_MAX_LENGTH } from '../../domain/registry/registry';
-import { claimSchema, idDocuments, searchResult } from './claims';
+import { personSearchSchema, purposeSchema } from '../../domain/claims/claim-schema';
+import { LOOKUP_KINDS } from '../../domain/registry/registry';
+import { claimSchema, searchResult } from './claims';
 import { pageMeta } from './common';
-
-const purpose = {
-  type: ['string', 'null'],
-  maxLength: PURPOSE_MAX_LENGTH,
-  description: 'Why you look (at most 200 characters), kept in the look-up log; optional.',
-  examples: ['New claim 2026-1183: checking the claimant'],
-} as const;
 
 export const matchesQuery = {
   type: 'object',
-  properties: { purpose: { ...purpose, type: 'string' } },
+  properties: { purpose: { ...purposeSchema, type: 'string', examples: ['New claim 2026-1183: checking the claimant'] } },
 } as const;
 
 const indicatorSchema = {
@@ -55,16 +49,8 @@ export const matchesResult = {
   required: ['data'],
 } as const;
 
-/** Structure only; normalization and the date check live in the domain. */
-export const searchByPersonBody = {
-  type: 'object',
-  required: ['date_of_birth', 'id_documents'],
-  properties: {
-    date_of_birth: { type: 'string', maxLength: 10, examples: ['1985-06-02'] },
-    id_documents: idDocuments,
-    purpose,
-  },
-} as const;
+/** Declared in the domain (one schema for the API and the rules); see ./claims.ts. */
+export const searchByPersonBody = personSearchSchema;
 
 export const searchByPersonResult = searchResult;
 

@@ -1,24 +1,29 @@
 import { addFieldError, type FieldErrors } from '../errors';
 import { isIsoDate, minusYears } from '../dates';
+import { messages } from '../messages';
+import { compileInput, fieldErrorsOf, inSchemaOrder } from '../validation';
+import {
+  claimInputSchema,
+  LIMITS,
+  type ClaimInputBody,
+  type ClaimSource,
+  type ClaimStatus,
+  type ClaimType,
+  type DocumentType,
+} from './claim-schema';
 
-export const CLAIM_STATUSES = ['filed', 'under_investigation', 'settled', 'closed', 'disputed'] as const;
-export type ClaimStatus = (typeof CLAIM_STATUSES)[number];
-export const CLAIM_TYPES = ['accident', 'theft', 'other'] as const;
-export type ClaimType = (typeof CLAIM_TYPES)[number];
-export const DOCUMENT_TYPES = ['passport', 'national_id', 'alien_registration'] as const;
-export type DocumentType = (typeof DOCUMENT_TYPES)[number];
-export const CLAIM_SOURCES = ['api', 'bulk_import', 'assisted'] as const;
-export type ClaimSource = (typeof CLAIM_SOURCES)[number];
-
-export const LIMITS = {
-  nameMaxLength: 255,
-  documentNumberMaxLength: 255,
-  plateMaxLength: 20,
-  claimDateMaxAgeYears: 3,
-  amountMaxIntegerPart: 9_999_999_999n,
-  amountMax: '9999999999.99',
-  maxDocuments: 10,
-} as const;
+export {
+  CLAIM_SOURCES,
+  CLAIM_STATUSES,
+  CLAIM_TYPES,
+  DOCUMENT_TYPES,
+  LIMITS,
+  type ClaimSource,
+  type ClaimStatus,
+  type ClaimType,
+  type DocumentType,
+} from './claim-schema';
+export { messages } from '../messages';
 
 /** A claim as every surface returns it. Document numbers are never part of it. */
 export type Claim = {
@@ -65,97 +70,65 @@ export function normalizeDocumentNumber(raw: string): string {
     .toUpperCase();
 }
 
-const label = (field: string): string => {
-  // Array indexes are part of the path, not of the name: "client.id_documents.0" is an id document.
-  const last = field.replace(/\.\d+(?=\.|$)/gu, '').split('.');
-  const key = last.slice(-2).join('.');
-  const known: Record<string, string> = {
-    'id_documents.type': 'document type',
-    'id_documents.number': 'document number',
-    'client.id_documents': 'id documents',
-  };
-  return known[key] ?? (last.at(-1) ?? field).replace(/_/gu, ' ');
-};
+/** The fields the schema rejected: the domain's rules look only at the others. undefined: none. */
+type Rejected = FieldErrors | undefined;
+const accepted = (rejected: Rejected, field: string) => rejected === undefined || !(field in rejected);
 
-/** The message catalogue shared by schema validation, domain validation and the CSV import. */
-export const messages = {
-  label,
-  required: (f: string) => `The ${label(f)} field is required.`,
-  string: (f: string) => `The ${label(f)} field must be a string.`,
-  maxLength: (f: string, n: number) => `The ${label(f)} field must not be greater than ${n} characters.`,
-  date: (f: string) => `The ${label(f)} field must be a valid date in the format YYYY-MM-DD.`,
-  oneOf: (f: string, values: readonly string[]) => `The ${label(f)} field must be one of: ${values.join(', ')}.`,
-  boolean: (f: string) => `The ${label(f)} field must be true or false.`,
-  object: (f: string) => `The ${label(f)} field must be an object.`,
-  array: (f: string) => `The ${label(f)} field must be a list.`,
-  minItems: (f: string, n: number) => `The ${label(f)} field must have at least ${n} item${n === 1 ? '' : 's'}.`,
-  maxItems: (f: string, n: number) => `The ${label(f)} field must not have more than ${n} items.`,
-  number: (f: string) => `The ${label(f)} field must be a number.`,
-  min: (f: string, n: number) => `The ${label(f)} field must be at least ${n}.`,
-  max: (f: string, n: number) => `The ${label(f)} field must not be greater than ${n}.`,
-  characters: (f: string) => `The ${label(f)} field contains characters that are not allowed (control characters).`,
-  dobBeforeToday: 'The date of birth must be a date before today.',
-  claimDateFuture: 'The claim date cannot be in the future.',
-  claimDateTooOld: (years: number) => `The claim date must be within the last ${years} years.`,
-  amountMin: 'The amount must be at least 0.',
-  amountDecimals: 'The amount must have at most 2 decimal places.',
-  amountMax: `The amount must not be greater than ${LIMITS.amountMax}.`,
-  currency: 'The currency must be EUR; no other currency is supported.',
-  plateCharacters: 'The vehicle registration must consist of letters and digits (spaces, dots and dashes are ignored).',
-  documentNumberEmpty: 'The document number must contain more than a country prefix.',
-  dobMismatch:
-    'The date of birth does not match the client on record for this identity document (data quality error: check the date of birth and the document).',
-  documentsOfDifferentClients: 'The identity documents belong to different clients on record (data quality error: nothing was merged).',
-} as const;
-
-type Ctx = { today: string; errors: FieldErrors };
-
-function requiredString(value: unknown, field: string, max: number, { errors }: Ctx): string | undefined {
-  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) {
-    addFieldError(errors, field, messages.required(field));
-    return undefined;
-  }
-  if (typeof value !== 'string') {
-    addFieldError(errors, field, messages.string(field));
-    return undefined;
-  }
-  // Characters as people count them (code points), the same as the JSON schema's maxLength.
-  if ([...value].length > max) {
-    addFieldError(errors, field, messages.maxLength(field, max));
-    return undefined;
-  }
-  return value;
+/**
+ * Required text the schema accepted as a string: blank is "not given" (a form or a CSV cell
+ * sends blanks, the schema cannot trim). undefined when the field has an error.
+ */
+function givenText(value: unknown, field: string, errors: FieldErrors, rejected: Rejected): string | undefined {
+  if (typeof value !== 'string' || !accepted(rejected, field)) return undefined;
+  if (value.trim() !== '') return value;
+  addFieldError(errors, field, messages.required(field));
+  return undefined;
 }
 
 /** A name: PostgreSQL text cannot hold NUL or an unpaired surrogate, and no name has control characters. */
-function requiredName(value: unknown, field: string, ctx: Ctx): string | undefined {
-  const name = requiredString(value, field, LIMITS.nameMaxLength, ctx);
-  if (name !== undefined && /[\p{Cc}\p{Cs}]/u.test(name)) {
-    addFieldError(ctx.errors, field, messages.characters(field));
-    return undefined;
-  }
-  return name;
+function nameRule(value: unknown, field: string, errors: FieldErrors, rejected: Rejected): string | undefined {
+  const name = givenText(value, field, errors, rejected);
+  if (name === undefined || !/[\p{Cc}\p{Cs}]/u.test(name)) return name;
+  addFieldError(errors, field, messages.characters(field));
+  return undefined;
 }
 
-function requiredDate(value: unknown, field: string, { errors }: Ctx): string | undefined {
-  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) {
-    addFieldError(errors, field, messages.required(field));
-    return undefined;
-  }
-  if (typeof value !== 'string' || !isIsoDate(value)) {
-    addFieldError(errors, field, messages.date(field));
-    return undefined;
-  }
-  return value;
+/** A calendar date that exists, written YYYY-MM-DD. */
+function dateRule(value: unknown, field: string, errors: FieldErrors, rejected: Rejected): string | undefined {
+  const date = givenText(value, field, errors, rejected);
+  if (date === undefined || isIsoDate(date)) return date;
+  addFieldError(errors, field, messages.date(field));
+  return undefined;
 }
 
-function optionalEnum<T extends string>(value: unknown, field: string, allowed: readonly T[], { errors }: Ctx): T | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
-    addFieldError(errors, field, messages.oneOf(field, allowed));
-    return null;
+/**
+ * The identity documents' numbers (normalized, more than a country prefix) into `out`, each
+ * (type, number) once. `field` is where the list sits: `client.id_documents` or `id_documents`.
+ */
+export function documentRules(
+  raw: unknown,
+  field: string,
+  out: { type: DocumentType; number: string }[],
+  errors: FieldErrors,
+  rejected: Rejected,
+): void {
+  if (!Array.isArray(raw) || !accepted(rejected, field)) return;
+  for (let i = 0; i < raw.length; i++) {
+    const base = `${field}.${i}`;
+    const doc: unknown = raw[i];
+    if (!isObject(doc) || !accepted(rejected, base)) continue;
+    const rawNumber = givenText(doc.number, `${base}.number`, errors, rejected);
+    if (rawNumber === undefined) continue;
+    const number = normalizeDocumentNumber(rawNumber);
+    if (number === '') {
+      addFieldError(errors, `${base}.number`, messages.documentNumberEmpty);
+      continue;
+    }
+    if (typeof doc.type !== 'string' || !accepted(rejected, `${base}.type`)) continue;
+    const type = doc.type as DocumentType;
+    // The same (type, number) twice in one request counts once.
+    if (!out.some((d) => d.type === type && d.number === number)) out.push({ type, number });
   }
-  return value as T;
 }
 
 /** Accepts a JSON number or a decimal string; returns the canonical two-decimal string. */
@@ -184,34 +157,39 @@ export function parseAmount(value: unknown, field: string, errors: FieldErrors):
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+const checkClaimShape = compileInput<ClaimInputBody>(claimInputSchema);
+
 /**
- * Validates and normalizes one claim submission, shaped as the JSON body of POST /claims.
- * Field paths in the errors are the API's dotted paths (`client.id_documents.0.number`);
- * the CSV import maps them to its column names. `today` is the service's date (APP_TIMEZONE).
+ * Validates and normalizes one claim submission, shaped as the JSON body of POST /claims: the
+ * schema (claim-schema.ts, the same compiled validator as the API route's), then the rules it
+ * cannot say on the fields it accepted, so a CSV row or a form reports all its problems at once.
+ * Field paths in the errors are the API's dotted paths (`client.id_documents.0.number`); the CSV
+ * import maps them to its column names. `today` is the service's date (APP_TIMEZONE).
  */
 export function validateClaimInput(body: unknown, today: string): { value?: ClaimInput; errors: FieldErrors } {
-  const errors: FieldErrors = {};
-  const ctx: Ctx = { today, errors };
-  if (!isObject(body)) return { errors: { body: ['The request body must be a JSON object.'] } };
-
-  const client = body.client;
-  let firstName: string | undefined, lastName: string | undefined, dateOfBirth: string | undefined;
-  const documents: { type: DocumentType; number: string }[] = [];
-  if (client === undefined || client === null) {
-    addFieldError(errors, 'client', messages.required('client'));
-  } else if (!isObject(client)) {
-    addFieldError(errors, 'client', messages.object('client'));
-  } else {
-    firstName = requiredName(client.first_name, 'client.first_name', ctx);
-    lastName = requiredName(client.last_name, 'client.last_name', ctx);
-    dateOfBirth = requiredDate(client.date_of_birth, 'client.date_of_birth', ctx);
-    if (dateOfBirth !== undefined && dateOfBirth >= today) {
-      addFieldError(errors, 'client.date_of_birth', messages.dobBeforeToday);
-    }
-    collectDocuments(client.id_documents, documents, ctx);
+  if (checkClaimShape(body)) {
+    const errors: FieldErrors = {};
+    const value = claimRules(body, today, errors, undefined);
+    return value ? { value, errors } : { errors };
   }
+  const rejected = fieldErrorsOf(checkClaimShape.errors ?? []);
+  if (!isObject(body)) return { errors: rejected };
+  const broken: FieldErrors = {};
+  claimRules(body, today, broken, rejected);
+  return { errors: inSchemaOrder(claimInputSchema, Object.assign(rejected, broken)) };
+}
 
-  const claimDate = requiredDate(body.claim_date, 'claim_date', ctx);
+/** What the schema cannot say: blank text, characters, calendar dates against today, normalization, the amount. */
+function claimRules(body: Record<string, unknown>, today: string, errors: FieldErrors, rejected: Rejected): ClaimInput | undefined {
+  const client = isObject(body.client) && accepted(rejected, 'client') ? body.client : {};
+  const firstName = nameRule(client.first_name, 'client.first_name', errors, rejected);
+  const lastName = nameRule(client.last_name, 'client.last_name', errors, rejected);
+  const dateOfBirth = dateRule(client.date_of_birth, 'client.date_of_birth', errors, rejected);
+  if (dateOfBirth !== undefined && dateOfBirth >= today) addFieldError(errors, 'client.date_of_birth', messages.dobBeforeToday);
+  const documents: { type: DocumentType; number: string }[] = [];
+  documentRules(client.id_documents, 'client.id_documents', documents, errors, rejected);
+
+  const claimDate = dateRule(body.claim_date, 'claim_date', errors, rejected);
   if (claimDate !== undefined) {
     if (claimDate > today) addFieldError(errors, 'claim_date', messages.claimDateFuture);
     else if (claimDate < minusYears(today, LIMITS.claimDateMaxAgeYears)) {
@@ -219,64 +197,27 @@ export function validateClaimInput(body: unknown, today: string): { value?: Clai
     }
   }
 
-  let plate = requiredString(body.vehicle_registration, 'vehicle_registration', LIMITS.plateMaxLength, ctx);
+  let plate = givenText(body.vehicle_registration, 'vehicle_registration', errors, rejected);
   if (plate !== undefined) {
     plate = normalizePlate(plate);
     if (!/^[\p{L}\p{N}]+$/u.test(plate)) addFieldError(errors, 'vehicle_registration', messages.plateCharacters);
   }
-
-  const claimType = optionalEnum(body.claim_type, 'claim_type', CLAIM_TYPES, ctx);
-  const amount = parseAmount(body.amount, 'amount', errors);
-  if (body.currency !== undefined && body.currency !== null && body.currency !== 'EUR') {
+  const amount = accepted(rejected, 'amount') ? parseAmount(body.amount, 'amount', errors) : null;
+  const currency = body.currency;
+  if (currency !== undefined && currency !== null && currency !== 'EUR' && accepted(rejected, 'currency')) {
     addFieldError(errors, 'currency', messages.currency);
   }
-  let isAtFault: boolean | null = null;
-  if (body.is_at_fault !== undefined && body.is_at_fault !== null) {
-    if (typeof body.is_at_fault === 'boolean') isAtFault = body.is_at_fault;
-    else addFieldError(errors, 'is_at_fault', messages.boolean('is_at_fault'));
-  }
-  const status = optionalEnum(body.status, 'status', CLAIM_STATUSES, ctx) ?? 'filed';
-
-  if (Object.keys(errors).length > 0) return { errors };
+  if (rejected !== undefined || Object.keys(errors).length > 0) return undefined;
+  // The schema accepted the body as a whole: the enums and booleans are what it says.
+  const valid = body as ClaimInputBody;
   return {
-    errors,
-    value: {
-      client: { firstName: firstName!, lastName: lastName!, dateOfBirth: dateOfBirth!, documents },
-      claimDate: claimDate!,
-      claimType,
-      amount,
-      currency: 'EUR',
-      isAtFault,
-      vehicleRegistration: plate!,
-      status,
-    },
+    client: { firstName: firstName!, lastName: lastName!, dateOfBirth: dateOfBirth!, documents },
+    claimDate: claimDate!,
+    claimType: valid.claim_type ?? null,
+    amount,
+    currency: 'EUR',
+    isAtFault: valid.is_at_fault ?? null,
+    vehicleRegistration: plate!,
+    status: valid.status ?? 'filed',
   };
-}
-
-function collectDocuments(raw: unknown, out: { type: DocumentType; number: string }[], ctx: Ctx): void {
-  const field = 'client.id_documents';
-  if (raw === undefined || raw === null) return addFieldError(ctx.errors, field, messages.required(field));
-  if (!Array.isArray(raw)) return addFieldError(ctx.errors, field, messages.array(field));
-  if (raw.length < 1) return addFieldError(ctx.errors, field, messages.minItems(field, 1));
-  if (raw.length > LIMITS.maxDocuments) return addFieldError(ctx.errors, field, messages.maxItems(field, LIMITS.maxDocuments));
-  const seen = new Set<string>();
-  raw.forEach((doc: unknown, i) => {
-    const base = `${field}.${i}`;
-    if (!isObject(doc)) return addFieldError(ctx.errors, base, messages.object(base));
-    const type = doc.type === undefined || doc.type === null ? undefined : doc.type;
-    if (type === undefined) addFieldError(ctx.errors, `${base}.type`, messages.required(`${base}.type`));
-    else if (typeof type !== 'string' || !(DOCUMENT_TYPES as readonly string[]).includes(type)) {
-      addFieldError(ctx.errors, `${base}.type`, messages.oneOf(`${base}.type`, DOCUMENT_TYPES));
-    }
-    const rawNumber = requiredString(doc.number, `${base}.number`, LIMITS.documentNumberMaxLength, ctx);
-    if (rawNumber === undefined) return;
-    const number = normalizeDocumentNumber(rawNumber);
-    if (number === '') return addFieldError(ctx.errors, `${base}.number`, messages.documentNumberEmpty);
-    if (typeof type !== 'string' || !(DOCUMENT_TYPES as readonly string[]).includes(type)) return;
-    // The same (type, number) twice in one request counts once.
-    const key = `${type}\u0000${number}`;
-    if (seen.has(key)) return;
-    seen.add(key);
-    out.push({ type: type as DocumentType, number });
-  });
 }

@@ -1,6 +1,16 @@
 import { CLAIM_STATUSES, type ClaimStatus } from '../claims/claim';
 import { isUuid } from '../ids';
-import type { DashboardRepository, SignedInUser } from './dashboard-repository';
+import { isIsoDate } from '../dates';
+import type {
+  ClaimListFilter,
+  ClaimListKey,
+  ClaimListRow,
+  ClaimListSeek,
+  ClaimListSort,
+  DashboardRepository,
+  LookupLogFilter,
+  SignedInUser,
+} from './dashboard-repository';
 
 export type { SignedInUser };
 
@@ -22,8 +32,38 @@ export function lastMonths(today: string, count: number): string[] {
 
 export const monthLabel = (month: string) => `${MONTH_NAMES[Number(month.slice(5, 7)) - 1]} ${month.slice(0, 4)}`;
 
+export const CLAIM_LIST_PAGE_SIZE = 25;
+/** The same file uploaded again within this many days is imported only after a confirmation. */
+export const DUPLICATE_FILE_DAYS = 30;
+/** Rows per statement of the claims export: the file is written as each batch arrives. */
+export const CLAIM_EXPORT_BATCH = 1000;
+
+/** A list position as it travels in a link: the sort it belongs to and the row's key. */
+export function encodeListKey(sort: ClaimListSort, key: ClaimListKey): string {
+  return Buffer.from(`${sort}|${key.date}|${key.ts}|${key.id}`, 'utf8').toString('base64url');
+}
+
+/** The key of a link made for this sort, or undefined (another sort's, edited, or not ours). */
+export function decodeListKey(sort: ClaimListSort, raw: string): ClaimListKey | undefined {
+  const [s, date, ts, id] = Buffer.from(raw, 'base64url').toString('utf8').split('|');
+  if (s !== sort || !date || !ts || !id || !isIsoDate(date) || !isUuid(id)) return undefined;
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/u.test(ts)) return undefined;
+  return { date, ts, id };
+}
+
 /** Reads behind the dashboard's pages that no other service offers. */
-export function createDashboardService({ store, today }: { store: { dashboard: DashboardRepository }; today: () => string }) {
+export function createDashboardService({
+  store,
+  today,
+  timeZone,
+  flushLookups,
+}: {
+  store: { dashboard: DashboardRepository };
+  today: () => string;
+  timeZone: string;
+  /** Writes the look-ups noted in memory (lookup-journal.ts), so that the log shows them all. */
+  flushLookups: () => Promise<void>;
+}) {
   return {
     /** The signed-in person with their company's name, or undefined when they no longer exist. */
     currentUser(userId: string) {
@@ -48,6 +88,60 @@ export function createDashboardService({ store, today }: { store: { dashboard: D
     },
 
     peopleCountByCompany: () => store.dashboard.peopleCountByCompany(),
+    companyCounts: () => store.dashboard.companyCounts(),
+    recentImports: (limit = 20) => store.dashboard.recentImports(limit),
+
+    /**
+     * A page of the claims list with the total for the filter. `page` is the number the link
+     * that led here carried (keyset pages have no number of their own), kept within 1..pages.
+     */
+    async claimList(companyId: string, filter: ClaimListFilter, sort: ClaimListSort, seek: ClaimListSeek, page: number) {
+      // The last page holds what is left over after the full pages, as its number promises.
+      const lastPageSize = (total: number) => total - (Math.max(1, Math.ceil(total / CLAIM_LIST_PAGE_SIZE)) - 1) * CLAIM_LIST_PAGE_SIZE;
+      const [rows, total] =
+        seek.kind === 'last'
+          ? await store.dashboard
+              .countClaims(companyId, filter)
+              .then(
+                async (n) => [await store.dashboard.listClaims(companyId, filter, sort, seek, Math.max(1, lastPageSize(n))), n] as const,
+              )
+          : await Promise.all([
+              store.dashboard.listClaims(companyId, filter, sort, seek, CLAIM_LIST_PAGE_SIZE),
+              store.dashboard.countClaims(companyId, filter),
+            ]);
+      const pages = Math.max(1, Math.ceil(total / CLAIM_LIST_PAGE_SIZE));
+      const number = seek.kind === 'first' ? 1 : seek.kind === 'last' ? pages : Math.min(Math.max(1, page), pages);
+      return { rows, total, page: number, pages };
+    },
+
+    /** Who changed a claim's status, when, from and to; newest first. The claim is the company's (the caller read it). */
+    statusHistory: (companyId: string, claimId: string) => store.dashboard.statusHistory(companyId, claimId),
+
+    /** A page of the look-up log with who made each look-up; `next` is the key of the page after, if any. */
+    async lookupLog(companyId: string, filter: LookupLogFilter, after: { ts: string; id: string } | undefined, limit: number) {
+      await flushLookups();
+      const rows = await store.dashboard.listLookups(companyId, filter, timeZone, after, limit + 1);
+      return { rows: rows.slice(0, limit), next: rows.length > limit ? rows[limit - 1]!.key : null };
+    },
+
+    lookupActors: (companyId: string) => store.dashboard.lookupActors(companyId),
+
+    /** The company's import of the same file in the last 30 days that stored (or will store) claims, if any. */
+    earlierImportOfFile(companyId: string, sha256: string, now = new Date()) {
+      const since = new Date(now.getTime() - DUPLICATE_FILE_DAYS * 86_400_000).toISOString();
+      return store.dashboard.earlierImportOfFile(companyId, sha256, since);
+    },
+
+    /** Every claim of the filter in the list's order, a batch at a time (one keyset statement each). */
+    async *exportClaims(companyId: string, filter: ClaimListFilter, sort: ClaimListSort): AsyncGenerator<ClaimListRow[]> {
+      let seek: ClaimListSeek = { kind: 'first' };
+      for (;;) {
+        const rows = await store.dashboard.listClaims(companyId, filter, sort, seek, CLAIM_EXPORT_BATCH);
+        if (rows.length > 0) yield rows;
+        if (rows.length < CLAIM_EXPORT_BATCH) return;
+        seek = { kind: 'after', key: rows.at(-1)!.key, skip: 0 };
+      }
+    },
   };
 }
 export type DashboardService = ReturnType<typeof createDashboardService>;

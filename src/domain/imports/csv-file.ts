@@ -10,7 +10,7 @@ import type { FieldErrors } from '../errors';
  * The CSV import file format: columns, header rules, the mapping of a row to a claim input, row
  * numbers, and ONE csv-parse configuration (`createCsvParser`) that both the upload check (on the
  * file's way to storage) and the worker's row reader use, so the two can never disagree. Row
- * validation itself is the single-claim endpoint's `validateClaimInput`.
+ * validation itself is the single-claim endpoint's `validateClaimInput` (its schema and rules).
  */
 
 export const REQUIRED_COLUMNS = [
@@ -317,7 +317,10 @@ function toBoolean(cell: string | undefined): unknown {
   return cell;
 }
 
-/** One record as the JSON body of POST /claims; empty cells are "not given". */
+/**
+ * One record as the JSON body of POST /claims, checked by the same compiled schema and rules
+ * (validateClaimInput); empty cells are "not given". The one place a column meets its field.
+ */
 export function toClaimBody(record: string[], columns: Column[]): Record<string, unknown> {
   const cell: Partial<Record<Column, string>> = {};
   columns.forEach((c, i) => {
@@ -341,15 +344,23 @@ export function toClaimBody(record: string[], columns: Column[]): Record<string,
   };
 }
 
-const FIELD_TO_COLUMN: Record<string, string> = {
-  'client.first_name': 'first_name',
-  'client.last_name': 'last_name',
-  'client.date_of_birth': 'date_of_birth',
-  'client.id_documents.0.type': 'id_type',
-  'client.id_documents.0.number': 'id_number',
-  'client.id_documents.0': 'id_number',
-  'client.id_documents': 'id_number',
-};
+/**
+ * The column each field path of the body comes from, read off toClaimBody itself (a row whose
+ * cells are its column names), so the mapping is written once. The document list and the document
+ * as a whole are named by the document's number.
+ */
+const FIELD_TO_COLUMN: Record<string, string> = (() => {
+  const columns: Column[] = [...REQUIRED_COLUMNS, ...OPTIONAL_COLUMNS];
+  const out: Record<string, string> = { 'client.id_documents': 'id_number', 'client.id_documents.0': 'id_number' };
+  const walk = (value: unknown, path: string): void => {
+    if (typeof value === 'string') out[path] = value;
+    else if (typeof value === 'object' && value !== null) {
+      for (const [key, child] of Object.entries(value)) walk(child, path === '' ? key : `${path}.${key}`);
+    }
+  };
+  walk(toClaimBody(columns, columns), '');
+  return out;
+})();
 
 /** The API's field paths (`client.id_documents.0.number`) as the CSV's column names (`id_number`). */
 export function toColumnErrors(errors: FieldErrors): Record<string, string[]> {

@@ -184,6 +184,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
       objectKey: file.objectKey,
       sizeBytes: file.size,
       rowsTotal: file.dataRows,
+      sha256: file.sha256,
     });
     try {
       await queue.enqueue(file.importId);

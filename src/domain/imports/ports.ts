@@ -45,7 +45,15 @@ export type TransitionPatch = {
 };
 
 export interface ImportRepositoryPort {
-  insert(row: { id: string; companyId: string; fileName: string; objectKey: string; sizeBytes: number; rowsTotal: number }): Promise<void>;
+  insert(row: {
+    id: string;
+    companyId: string;
+    fileName: string;
+    objectKey: string;
+    sizeBytes: number;
+    rowsTotal: number;
+    sha256?: string | undefined;
+  }): Promise<void>;
   findById(id: string): Promise<ImportRecord | undefined>;
   findForCompany(companyId: string, id: string): Promise<ImportRecord | undefined>;
   listByCompany(companyId: string, opts: { after?: { ts: string; id: string } | undefined; limit: number }): Promise<ImportRecord[]>;

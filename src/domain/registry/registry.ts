@@ -1,10 +1,12 @@
-import { DOCUMENT_TYPES, LIMITS, messages, normalizeDocumentNumber, type Claim, type DocumentType } from '../claims/claim';
+import { documentRules, LIMITS, messages, type Claim, type DocumentType } from '../claims/claim';
+import { personSearchSchema, type PersonSearchBody } from '../claims/claim-schema';
 import { isIsoDate } from '../dates';
 import { addFieldError, type FieldErrors } from '../errors';
+import { compileInput, fieldErrorsOf, inSchemaOrder } from '../validation';
 
 export const LOOKUP_KINDS = ['plate_search', 'person_search', 'matches'] as const;
 export type LookupKind = (typeof LOOKUP_KINDS)[number];
-export const PURPOSE_MAX_LENGTH = 200;
+export const PURPOSE_MAX_LENGTH = LIMITS.purposeMaxLength;
 
 /** Who is looking, and why: the part of a look-up log entry that comes from the caller (lookup-journal.ts). */
 export type LookupRecord = {
@@ -159,52 +161,31 @@ export function parsePurpose(value: unknown, errors: FieldErrors, field = 'purpo
   return trimmed === '' ? null : trimmed;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 export type PersonQuery = { dateOfBirth: string; documents: { type: DocumentType; number: string }[]; purpose: string | null };
 
+const checkPersonSearchShape = compileInput<PersonSearchBody>(personSearchSchema);
+
 /**
- * The body of a search by person: `date_of_birth` and `id_documents` as in a submission (numbers
- * normalized the same way), and an optional `purpose`.
+ * The body of a search by person: `date_of_birth` and `id_documents` as in a submission (the same
+ * schema, numbers normalized by the same rules), and an optional `purpose`.
  */
 export function validatePersonQuery(body: unknown): { value?: PersonQuery; errors: FieldErrors } {
-  const errors: FieldErrors = {};
-  if (!isObject(body)) return { errors: { body: ['The request body must be a JSON object.'] } };
-  let dateOfBirth: string | undefined;
-  const dob = body.date_of_birth;
-  if (dob === undefined || dob === null || dob === '') addFieldError(errors, 'date_of_birth', messages.required('date_of_birth'));
-  else if (typeof dob !== 'string' || !isIsoDate(dob)) addFieldError(errors, 'date_of_birth', messages.date('date_of_birth'));
-  else dateOfBirth = dob;
+  const rejected = checkPersonSearchShape(body) ? undefined : fieldErrorsOf(checkPersonSearchShape.errors ?? []);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { errors: rejected ?? {} };
+  const fields = body as Record<string, unknown>;
+  const errors: FieldErrors = { ...rejected };
+  const accepted = (field: string) => rejected === undefined || !(field in rejected);
 
-  const documents: PersonQuery['documents'] = [];
-  const field = 'id_documents';
-  const raw = body.id_documents;
-  if (raw === undefined || raw === null) addFieldError(errors, field, messages.required(field));
-  else if (!Array.isArray(raw)) addFieldError(errors, field, messages.array(field));
-  else if (raw.length < 1) addFieldError(errors, field, messages.minItems(field, 1));
-  else if (raw.length > LIMITS.maxDocuments) addFieldError(errors, field, messages.maxItems(field, LIMITS.maxDocuments));
-  else {
-    raw.forEach((doc: unknown, i) => {
-      const base = `${field}.${i}`;
-      if (!isObject(doc)) return addFieldError(errors, base, messages.object(base));
-      const type = doc.type;
-      const typeOk = typeof type === 'string' && (DOCUMENT_TYPES as readonly string[]).includes(type);
-      if (type === undefined || type === null) addFieldError(errors, `${base}.type`, messages.required(`${base}.type`));
-      else if (!typeOk) addFieldError(errors, `${base}.type`, messages.oneOf(`${base}.type`, DOCUMENT_TYPES));
-      const n = doc.number;
-      if (n === undefined || n === null || (typeof n === 'string' && n.trim() === '')) {
-        return addFieldError(errors, `${base}.number`, messages.required(`${base}.number`));
-      }
-      if (typeof n !== 'string') return addFieldError(errors, `${base}.number`, messages.string(`${base}.number`));
-      if ([...n].length > LIMITS.documentNumberMaxLength) {
-        return addFieldError(errors, `${base}.number`, messages.maxLength(`${base}.number`, LIMITS.documentNumberMaxLength));
-      }
-      const number = normalizeDocumentNumber(n);
-      if (number === '') return addFieldError(errors, `${base}.number`, messages.documentNumberEmpty);
-      if (typeOk && !documents.some((d) => d.type === type && d.number === number)) documents.push({ type: type as DocumentType, number });
-    });
+  let dateOfBirth: string | undefined;
+  const dob = fields.date_of_birth;
+  if (typeof dob === 'string' && accepted('date_of_birth')) {
+    if (dob === '') addFieldError(errors, 'date_of_birth', messages.required('date_of_birth'));
+    else if (!isIsoDate(dob)) addFieldError(errors, 'date_of_birth', messages.date('date_of_birth'));
+    else dateOfBirth = dob;
   }
-  const purpose = parsePurpose(body.purpose, errors);
-  if (Object.keys(errors).length > 0) return { errors };
+  const documents: PersonQuery['documents'] = [];
+  documentRules(fields.id_documents, 'id_documents', documents, errors, rejected);
+  const purpose = accepted('purpose') ? parsePurpose(fields.purpose, errors) : null;
+  if (Object.keys(errors).length > 0) return { errors: inSchemaOrder(personSearchSchema, errors) };
   return { errors, value: { dateOfBirth: dateOfBirth!, documents, purpose } };
 }

@@ -23,6 +23,8 @@ export type WebhookDelivery = {
   next_attempt_at: string | null;
   created_at: string;
   finished_at: string | null;
+  /** The import an import.* event is about. */
+  import_id: string | null;
 };
 /** A delivery taken by a deliverer for one attempt (its lease keeps others off it meanwhile). */
 export type ClaimedDelivery = { id: string; url: string; secret: string; body: string; eventType: string; attempts: number };
@@ -39,6 +41,8 @@ export interface WebhookRepository extends WebhookOutbox {
   listEndpoints(companyId: string): Promise<WebhookEndpoint[]>;
   deleteEndpoint(companyId: string, id: string): Promise<boolean>;
   listDeliveries(companyId: string, limit: number): Promise<WebhookDelivery[]>;
+  /** The address and signing secret of one of the company's endpoints (for a test event). */
+  endpointTarget(companyId: string, id: string): Promise<{ url: string; secret: string } | undefined>;
   /** Takes up to `limit` due deliveries for `leaseSeconds`, counting the attempt. */
   claimDue(limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]>;
   /** Records an attempt's result: delivered, to be retried after `retryInSeconds`, or failed for good. */
@@ -113,7 +117,10 @@ export function checkWebhookUrl(raw: unknown, allowPrivate: boolean): string {
   return url.toString();
 }
 
-export function createWebhookService(deps: { webhooks: WebhookRepository; allowPrivate: boolean }) {
+/** One signed POST, now, outside the outbox: the answer's status code, or why there was none. */
+export type SendOnce = (d: ClaimedDelivery) => Promise<{ ok: boolean; statusCode: number | null; error?: string }>;
+
+export function createWebhookService(deps: { webhooks: WebhookRepository; allowPrivate: boolean; sendOnce?: SendOnce }) {
   const { webhooks, allowPrivate } = deps;
   return {
     /** A new endpoint; its secret is returned here only. */
@@ -128,6 +135,23 @@ export function createWebhookService(deps: { webhooks: WebhookRepository; allowP
       if (!isUuid(id) || !(await webhooks.deleteEndpoint(companyId, id))) throw new AppError('NOT_FOUND', webhookMessages.notFound);
     },
     listDeliveries: (companyId: string, limit = 50) => webhooks.listDeliveries(companyId, limit),
+
+    /**
+     * Sends a signed `ping` event to one of the company's endpoints at once, signed and sent as
+     * deliveries are, and returns the answer. Not stored and not retried: it tests the receiver.
+     */
+    async sendTestEvent(companyId: string, id: string) {
+      const target = isUuid(id) ? await webhooks.endpointTarget(companyId, id) : undefined;
+      if (!target || !deps.sendOnce) throw new AppError('NOT_FOUND', webhookMessages.notFound);
+      const eventId = randomUUID();
+      const body = JSON.stringify({
+        id: eventId,
+        type: 'ping',
+        created_at: new Date().toISOString().replace(/\.\d{3}Z$/u, '+00:00'),
+        data: { endpoint_id: id },
+      });
+      return deps.sendOnce({ id: eventId, url: target.url, secret: target.secret, body, eventType: 'ping', attempts: 0 });
+    },
   };
 }
 export type WebhookService = ReturnType<typeof createWebhookService>;

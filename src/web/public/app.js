@@ -22,6 +22,12 @@ document.addEventListener('DOMContentLoaded', () => {
   for (const input of document.querySelectorAll('[data-select-on-focus]')) {
     input.addEventListener('focus', () => input.select());
   }
+  // On a phone the navigation is one scrolling strip: the current page's link is brought into view.
+  const current = document.querySelector('.main-nav [aria-current="page"]');
+  const strip = current && current.closest('.main-nav');
+  if (strip && strip.scrollWidth > strip.clientWidth) {
+    current.scrollIntoView({ block: 'nearest', inline: 'center' });
+  }
   // After a failed form, move focus to the error summary (or the first invalid field).
   const focusTarget = document.querySelector('[data-focus]');
   if (focusTarget) focusTarget.focus();
@@ -71,7 +77,10 @@ function enhanceImportForm(form) {
       } catch {
         /* not JSON */
       }
-      if (xhr.status >= 200 && xhr.status < 300 && body.statusUrl) {
+      if (xhr.status === 409 && body.confirmUrl) {
+        // The same file was imported recently: the page that asks before importing it again.
+        window.location.assign(body.confirmUrl);
+      } else if (xhr.status >= 200 && xhr.status < 300 && body.statusUrl) {
         followImport(body.statusUrl, body.resultUrl, bar, label);
       } else {
         fail(body.message || 'The upload failed. Try again.');
@@ -103,7 +112,7 @@ function followImport(statusUrl, resultUrl, bar, label) {
       if (typeof body.processed === 'number' && typeof body.total === 'number' && body.total > 0) {
         bar.max = body.total;
         bar.value = body.processed;
-        label.textContent = `Processing… ${body.processed} of ${body.total} rows`;
+        label.textContent = `Processing… ${body.processed.toLocaleString('en-GB')} of ${body.total.toLocaleString('en-GB')} rows`;
       } else {
         label.textContent = 'Processing the rows…';
       }

@@ -1,43 +1,67 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 
-import { CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS, messages, type ClaimStatus } from '../../domain/claims/claim';
+import { CLAIM_SOURCES, CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS, normalizePlate } from '../../domain/claims/claim';
+import { plateSearchSchema, type PlateSearchBody, statusChangeSchema, type StatusChangeBody } from '../../domain/claims/claim-schema';
+import { CLAIM_LIST_PAGE_SIZE } from '../../domain/dashboard/dashboard-service';
+import { validateInput } from '../../domain/validation';
 import { AppError, validationError } from '../../domain/errors';
+import { exportHref, filterParams, pageLinks, parseClaimListQuery } from '../claim-list';
+import { claimsCsv } from '../claims-export';
 import { companyUser, principalOf, requireCompanyUser } from '../context';
 import { claimBodyFromForm, emptyClaimForm, errorSummary, text, type FormBody } from '../forms';
+import { withDateMessages } from '../messages';
 import { renderPage } from '../render';
 import { claimPageRegistry } from './lookups';
 
-const PAGE_SIZE = 25;
-const isStatus = (v: string): v is ClaimStatus => (CLAIM_STATUSES as readonly string[]).includes(v);
-const choices = { statuses: CLAIM_STATUSES, claimTypes: CLAIM_TYPES, documentTypes: DOCUMENT_TYPES };
+// The inputs' maxlength attributes come from the schema's limits, not written again in the views.
+const choices = { statuses: CLAIM_STATUSES, claimTypes: CLAIM_TYPES, documentTypes: DOCUMENT_TYPES, limits: LIMITS };
 
 export async function claimRoutes(app: FastifyInstance) {
   const { claims } = app.deps;
 
   app.get('/claims', { preHandler: requireCompanyUser }, async (request, reply) => {
-    const query = request.query as FormBody;
-    const status = text(query, 'status', 40);
-    const cursor = text(query, 'cursor', 200);
-    const filter = isStatus(status) ? status : undefined;
-    const page = await claims.list(principalOf(companyUser(request)), { status: filter, cursor: cursor || undefined, limit: PAGE_SIZE });
-    const nextUrl = page.meta.next_cursor
-      ? `/claims?${new URLSearchParams({ ...(filter ? { status: filter } : {}), cursor: page.meta.next_cursor }).toString()}`
-      : null;
-    return renderPage(reply, 'claims', {
-      title: 'Claims',
-      claims: page.data,
-      filter: filter ?? '',
-      isFirstPage: !cursor,
-      firstUrl: filter ? `/claims?status=${filter}` : '/claims',
-      nextUrl,
-      ...choices,
-    });
+    const user = companyUser(request);
+    const q = parseClaimListQuery(request.query as FormBody);
+    const list = await app.deps.dashboard.claimList(user.companyId, q.filter, q.sort, q.seek, q.page);
+    const filtered = Object.keys(filterParams(q)).some((k) => k !== 'sort');
+    return renderPage(
+      reply,
+      'claims',
+      {
+        title: 'Claims',
+        claims: list.rows,
+        total: list.total,
+        page: list.page,
+        pages: list.pages,
+        pageSize: CLAIM_LIST_PAGE_SIZE,
+        links: pageLinks(q, { page: list.page, pages: list.pages, first: list.rows[0]?.key, last: list.rows.at(-1)?.key }),
+        values: q.values,
+        errors: q.errors,
+        filtered,
+        exportUrl: exportHref(q),
+        sources: CLAIM_SOURCES,
+        ...choices,
+      },
+      Object.keys(q.errors).length ? 422 : 200,
+    );
+  });
+
+  app.get('/claims/export.csv', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const user = companyUser(request);
+    const q = parseClaimListQuery(request.query as FormBody);
+    const day = app.deps.today();
+    request.log.info({ filtered: Object.keys(filterParams(q)) }, 'claims exported');
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="claims-${day}.csv"`)
+      .send(claimsCsv(app.deps.dashboard.exportClaims(user.companyId, q.filter, q.sort)));
   });
 
   app.get('/claims/new', { preHandler: requireCompanyUser }, async (request, reply) => {
     return renderPage(reply, 'claim-new', {
       title: 'Enter a claim',
       values: emptyClaimForm(app.deps.today()),
+      today: app.deps.today(),
       errors: {},
       summary: [],
       ...choices,
@@ -51,11 +75,13 @@ export async function claimRoutes(app: FastifyInstance) {
       return reply.redirect(`/claims/${claim.id}?saved=1`, 303);
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED' || !err.fields) throw err;
-      const summary = errorSummary(err.fields);
+      // A date written right but not on the calendar is told so, not "must be in the format".
+      const errors = withDateMessages(err.fields, { 'client.date_of_birth': values.date_of_birth, claim_date: values.claim_date });
+      const summary = errorSummary(errors);
       return renderPage(
         reply,
         'claim-new',
-        { title: 'Enter a claim', path: '/claims/new', values, errors: err.fields, summary, ...choices },
+        { title: 'Enter a claim', path: '/claims/new', values, errors, summary, today: app.deps.today(), ...choices },
         422,
       );
     }
@@ -69,17 +95,28 @@ export async function claimRoutes(app: FastifyInstance) {
     const notice =
       text(query, 'saved') === '1' ? 'The claim was saved.' : text(query, 'updated') === '1' ? 'The status was changed.' : null;
     // Matches are a cross-company read, recorded in the look-up log like the API's.
-    const registry = await claimPageRegistry(app, principal, id);
-    return renderPage(reply, 'claim', { title: `Claim of ${claim.claim_date}`, claim, notice, statuses: CLAIM_STATUSES, ...registry });
+    const [registry, history] = await Promise.all([
+      claimPageRegistry(app, principal, id),
+      app.deps.dashboard.statusHistory(principal.companyId, id),
+    ]);
+    return renderPage(reply, 'claim', {
+      title: `Claim of ${claim.claim_date}`,
+      claim,
+      notice,
+      history,
+      ownCompany: principal.companyName,
+      statuses: CLAIM_STATUSES,
+      ...registry,
+    });
   });
 
   app.post('/claims/:id/status', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    // A form sends text: its one check is here (the API's is its JSON schema).
-    const status = text(request.body as FormBody, 'status', 40);
-    if (!isStatus(status)) throw validationError({ status: [messages.oneOf('status', CLAIM_STATUSES)] });
+    // The same schema as the API's PATCH body.
+    const { value, errors } = validateInput<StatusChangeBody>(statusChangeSchema, { status: text(request.body as FormBody, 'status') });
+    if (errors) throw validationError(errors);
     try {
-      await claims.updateStatus(principalOf(companyUser(request)), id, status);
+      await claims.updateStatus(principalOf(companyUser(request)), id, value.status);
     } catch (err) {
       if (err instanceof AppError && err.code === 'FORBIDDEN') {
         throw new AppError('FORBIDDEN', 'This claim belongs to another company. Only that company can change its status.');
@@ -89,28 +126,68 @@ export async function claimRoutes(app: FastifyInstance) {
     return reply.redirect(`/claims/${id}?updated=1`, 303);
   });
 
-  app.get('/search', { preHandler: requireCompanyUser }, async (request, reply) => {
-    const plate = text(request.query as FormBody, 'plate', 100);
-    const user = companyUser(request);
+  const searchPage = (request: FastifyRequest, extra: Record<string, unknown>) => {
     const years = app.deps.config.searchHistoryYears;
-    const period = `${years} year${years === 1 ? '' : 's'}`;
+    return {
+      title: 'Search the registry',
+      plate: '',
+      purpose: '',
+      result: null,
+      error: null,
+      person: { date_of_birth: '', type: 'passport', purpose: '' },
+      personResult: null,
+      personErrors: {},
+      ownCompany: companyUser(request).companyName,
+      period: `${years} year${years === 1 ? '' : 's'}`,
+      documentTypes: DOCUMENT_TYPES,
+      limits: LIMITS,
+      ...extra,
+    };
+  };
+
+  app.get('/search', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const query = request.query as FormBody;
+    const plate = text(query, 'plate', 100);
+    const purpose = text(query, 'purpose', 300);
     let result: Awaited<ReturnType<typeof claims.searchByPlate>> | null = null;
     let error: string | null = null;
-    if ([...plate].length > LIMITS.plateMaxLength) {
-      error = messages.maxLength('vehicle_registration', LIMITS.plateMaxLength);
+    // The same schema as the API's search by plate.
+    const checked = plate === '' ? undefined : validateInput<PlateSearchBody>(plateSearchSchema, { vehicle_registration: plate });
+    if (checked?.errors) {
+      error = Object.values(checked.errors)[0]![0]!;
     } else if (plate !== '') {
       try {
-        result = await claims.searchByPlate(principalOf(user), plate);
+        result = await claims.searchByPlate(principalOf(companyUser(request)), plate, purpose);
       } catch (err) {
         if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
         error = err.message;
       }
     }
-    return renderPage(
-      reply,
-      'search',
-      { title: 'Search by plate', plate, result, error, ownCompany: user.companyName, period },
-      error ? 422 : 200,
-    );
+    // The heading names the plate as it was searched: spaces, dots and dashes removed, upper case.
+    const searched = result ? normalizePlate(plate) : plate;
+    return renderPage(reply, 'search', searchPage(request, { plate, searched, purpose, result, error }), error ? 422 : 200);
+  });
+
+  // A person search is a form post: document numbers never travel in an address (nor its logs).
+  app.post('/search/person', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+    const form = request.body as FormBody;
+    const person = {
+      date_of_birth: text(form, 'date_of_birth', 20),
+      type: text(form, 'type', 40),
+      purpose: text(form, 'purpose', 300),
+    };
+    const number = text(form, 'number', 300);
+    try {
+      const personResult = await app.deps.registry.searchByPerson(principalOf(companyUser(request)), {
+        date_of_birth: person.date_of_birth,
+        id_documents: [{ type: person.type, number }],
+        purpose: person.purpose === '' ? undefined : person.purpose,
+      });
+      return await renderPage(reply, 'search', searchPage(request, { person, personResult }));
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED' || !err.fields) throw err;
+      const personErrors = withDateMessages(err.fields, { date_of_birth: person.date_of_birth });
+      return renderPage(reply, 'search', searchPage(request, { person, personErrors }), 422);
+    }
   });
 }

@@ -3,15 +3,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import type { ImportRecord } from '../../db/import-repository';
 import { AppError, validationError } from '../../domain/errors';
-import { ALLOWED_EXTENSIONS, fileMessages, OPTIONAL_COLUMNS, REQUIRED_COLUMNS } from '../../domain/imports/csv-file';
+import { ALLOWED_EXTENSIONS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS } from '../../domain/imports/csv-file';
 import type { ReceivedFile } from '../../domain/imports/import-service';
 import { companyUser, principalOf, requireCompanyUser, wantsJson } from '../context';
 import { text, type FormBody } from '../forms';
-import { errorLines, failedRowsFile } from '../import-csv';
+import { errorGroups, errorLines, failedRowsFile } from '../import-csv';
+import { noFileChosen } from '../messages';
 import { renderPage } from '../render';
 
-/** Row errors shown on the results page; all of them are in the CSV download. */
-const ERRORS_ON_PAGE = 500;
+/** Row errors on a page of the results (the groups above them count them all; the CSV download has them all). */
+const ERRORS_ON_PAGE = 100;
 const HISTORY_PAGE = 20;
 
 const isDone = (run: ImportRecord) => run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled';
@@ -66,14 +67,16 @@ export async function importRoutes(app: FastifyInstance) {
       isFirstPage: !cursor,
       fileError: null,
       checkResult: null,
+      notice: null,
       ...help,
       ...extra,
     };
   }
 
-  app.get('/imports', { preHandler: requireCompanyUser }, async (request, reply) =>
-    renderPage(reply, 'imports', await historyPage(request)),
-  );
+  app.get('/imports', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const dropped = text(request.query as FormBody, 'dropped') === '1';
+    return renderPage(reply, 'imports', await historyPage(request, { notice: dropped ? 'The file was not imported again.' : null }));
+  });
 
   app.post('/imports', { preHandler: requireCompanyUser }, async (request, reply) => {
     const principal = principalOf(companyUser(request));
@@ -97,7 +100,8 @@ export async function importRoutes(app: FastifyInstance) {
             });
             checked = true;
           }
-          if (part.fieldname !== 'file' || received) {
+          // A form sent without a chosen file still has a file part: no name, no bytes.
+          if (part.fieldname !== 'file' || received || part.filename === '') {
             part.file.resume();
             continue;
           }
@@ -105,7 +109,7 @@ export async function importRoutes(app: FastifyInstance) {
         }
       }
       if (!checked) await verifyCsrf(app, request, token);
-      if (!received) throw validationError({ file: [fileMessages.required] });
+      if (!received) throw validationError({ file: [noFileChosen] });
     } catch (err) {
       if (received) await imports.discard(received);
       if (!(err instanceof AppError) || (err.code !== 'VALIDATION_FAILED' && err.code !== 'UNAVAILABLE')) throw err;
@@ -125,6 +129,7 @@ export async function importRoutes(app: FastifyInstance) {
           checkResult: {
             imported: result.imported,
             failed: result.failed,
+            errorGroups: errorGroups(lines),
             errorLines: lines.slice(0, ERRORS_ON_PAGE),
             errorLineCount: lines.length,
             shownLimit: ERRORS_ON_PAGE,
@@ -132,6 +137,22 @@ export async function importRoutes(app: FastifyInstance) {
         }),
       );
     }
+    // The same file imported recently: the person is asked first (the API imports it as asked).
+    const earlier = await app.deps.dashboard.earlierImportOfFile(principal.companyId, received.sha256);
+    if (earlier) {
+      const previous = request.session.pendingImport;
+      if (previous) await imports.discard(previous);
+      request.session.pendingImport = received;
+      if (wantsJson(request)) {
+        return reply.status(409).send({ message: 'This file was imported before.', confirmUrl: '/imports/confirm' });
+      }
+      return reply.redirect('/imports/confirm', 303);
+    }
+    return startImport(request, reply, received);
+  });
+
+  async function startImport(request: FastifyRequest, reply: FastifyReply, received: ReceivedFile) {
+    const principal = principalOf(companyUser(request));
     const run = await imports.start(principal, received);
     request.log.info({ importId: run.id }, 'import started from the dashboard');
     if (wantsJson(request)) {
@@ -140,6 +161,24 @@ export async function importRoutes(app: FastifyInstance) {
     // Without the page script: wait for the result like the API does, then show it.
     await imports.waitForResult(principal, run.id, config.importWaitSeconds * 1000);
     return reply.redirect(`/imports/${run.id}`, 303);
+  }
+
+  app.get('/imports/confirm', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const pending = request.session.pendingImport;
+    if (!pending) return reply.redirect('/imports', 303);
+    const earlier = await app.deps.dashboard.earlierImportOfFile(companyUser(request).companyId, pending.sha256);
+    return renderPage(reply, 'import-confirm', { title: 'Import this file again?', pending, earlier });
+  });
+
+  app.post('/imports/confirm', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+    const pending = request.session.pendingImport;
+    if (!pending) return reply.redirect('/imports', 303);
+    request.session.pendingImport = undefined;
+    if (text(request.body as FormBody, 'action', 20) !== 'import') {
+      await imports.discard(pending);
+      return reply.redirect('/imports?dropped=1', 303);
+    }
+    return startImport(request, reply, pending);
   });
 
   app.get('/imports/:id/status', { preHandler: requireCompanyUser }, async (request, reply) => {
@@ -151,13 +190,18 @@ export async function importRoutes(app: FastifyInstance) {
     const { id } = request.params as { id: string };
     const run = await imports.get(principalOf(companyUser(request)), id);
     const lines = errorLines(run.errors ?? []);
+    const pages = Math.max(1, Math.ceil(lines.length / ERRORS_ON_PAGE));
+    const page = Math.min(pages, Math.max(1, Number.parseInt(text(request.query as FormBody, 'page', 10), 10) || 1));
     return renderPage(reply, 'import', {
       title: `Import of ${run.fileName}`,
       run,
       done: isDone(run),
-      errorLines: lines.slice(0, ERRORS_ON_PAGE),
+      errorGroups: errorGroups(lines),
+      errorLines: lines.slice((page - 1) * ERRORS_ON_PAGE, page * ERRORS_ON_PAGE),
       errorLineCount: lines.length,
-      shownLimit: ERRORS_ON_PAGE,
+      errorPage: page,
+      errorPages: pages,
+      firstShown: (page - 1) * ERRORS_ON_PAGE + 1,
     });
   });
 

@@ -1,7 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 
+import { decodeCursor, encodeCursor } from '../../domain/cursor';
+import type { LookupLogFilter } from '../../domain/dashboard/dashboard-repository';
+import { isIsoDate } from '../../domain/dates';
+import { isUuid } from '../../domain/ids';
 import type { Principal } from '../../domain/principal';
-import { companyUser, principalOf, requireCompanyUser } from '../context';
+import { companyUser, requireCompanyUser } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 
@@ -23,16 +27,66 @@ export async function claimPageRegistry(app: FastifyInstance, principal: Princip
   };
 }
 
-/** "Our look-ups": every cross-company read of the company, newest first. */
+const KINDS = ['plate_search', 'person_search', 'matches'] as const;
+type Kind = (typeof KINDS)[number];
+export const KIND_NAMES: Record<Kind, string> = {
+  plate_search: 'Plate search',
+  person_search: 'Person search',
+  matches: 'Matches of a claim',
+};
+
+/** "Our look-ups": every cross-company read of the company, newest first, with who made it; filtered by kind, who and days. */
 export async function lookupRoutes(app: FastifyInstance) {
   app.get('/lookups', { preHandler: requireCompanyUser }, async (request, reply) => {
-    const cursor = text(request.query as FormBody, 'cursor', 200);
-    const page = await app.deps.registry.listLookups(principalOf(companyUser(request)), { cursor: cursor || undefined, limit: PAGE_SIZE });
-    return renderPage(reply, 'lookups', {
-      title: 'Our look-ups',
-      lookups: page.data,
-      isFirstPage: !cursor,
-      nextUrl: page.meta.next_cursor ? `/lookups?cursor=${encodeURIComponent(page.meta.next_cursor)}` : null,
-    });
+    const user = companyUser(request);
+    const query = request.query as FormBody;
+    const values = {
+      kind: text(query, 'kind', 40),
+      who: text(query, 'who', 60),
+      from: text(query, 'from', 20),
+      to: text(query, 'to', 20),
+    };
+    const errors: Record<string, string> = {};
+    const day = (field: 'from' | 'to', label: string) => {
+      if (values[field] === '') return undefined;
+      if (isIsoDate(values[field])) return values[field];
+      errors[field] = `The ${label} must be a date written YYYY-MM-DD, such as 2026-03-31.`;
+      return undefined;
+    };
+    const [whoKind, whoId] = values.who.split(':');
+    const filter: LookupLogFilter = {
+      kind: (KINDS as readonly string[]).includes(values.kind) ? (values.kind as Kind) : undefined,
+      userId: whoKind === 'user' && isUuid(whoId ?? '') ? whoId : undefined,
+      tokenId: whoKind === 'token' && isUuid(whoId ?? '') ? whoId : undefined,
+      from: day('from', 'first day'),
+      to: day('to', 'last day'),
+    };
+    const after = decodeCursor(text(query, 'cursor', 200));
+    const [page, actors] = await Promise.all([
+      app.deps.dashboard.lookupLog(user.companyId, filter, after, PAGE_SIZE),
+      app.deps.dashboard.lookupActors(user.companyId),
+    ]);
+    const params = Object.fromEntries(Object.entries(values).filter(([, v]) => v !== ''));
+    const qs = (extra: Record<string, string> = {}) => {
+      const s = new URLSearchParams({ ...params, ...extra }).toString();
+      return s ? `/lookups?${s}` : '/lookups';
+    };
+    return renderPage(
+      reply,
+      'lookups',
+      {
+        title: 'Our look-ups',
+        lookups: page.rows,
+        actors,
+        values,
+        errors,
+        kinds: KIND_NAMES,
+        filtered: Object.keys(params).length > 0,
+        isFirstPage: !after,
+        firstUrl: qs(),
+        nextUrl: page.next ? qs({ cursor: encodeCursor(page.next) }) : null,
+      },
+      Object.keys(errors).length ? 422 : 200,
+    );
   });
 }

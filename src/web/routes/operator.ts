@@ -12,10 +12,19 @@ export async function operatorRoutes(app: FastifyInstance) {
   const { companies, dashboard } = app.deps;
 
   async function companiesPage(extra: Record<string, unknown> = {}) {
-    const [list, people] = await Promise.all([companies.listCompanies(), dashboard.peopleCountByCompany()]);
+    const [list, counts, imports, queue] = await Promise.all([
+      companies.listCompanies(),
+      dashboard.companyCounts(),
+      dashboard.recentImports(20),
+      app.deps.queueHealth(),
+    ]);
+    const byId = new Map(counts.map((c) => [c.id, c]));
+    const none = { claims: 0, imports: 0, tokens: 0, people: 0 };
     return {
       title: 'Companies',
-      companies: list.map((c) => ({ ...c, people: people.get(c.id) ?? 0 })),
+      companies: list.map((c) => ({ ...c, ...none, ...byId.get(c.id), id: c.id })),
+      imports,
+      queue,
       name: '',
       error: null,
       ...extra,

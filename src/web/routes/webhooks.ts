@@ -4,6 +4,7 @@ import { AppError } from '../../domain/errors';
 import { webhookMessages } from '../../domain/webhooks/webhook-service';
 import { companyUser, requireCompanyUser } from '../context';
 import { text, type FormBody } from '../forms';
+import { webhookUrlMessage } from '../messages';
 import { renderPage } from '../render';
 
 /**
@@ -16,7 +17,8 @@ export async function webhookRoutes(app: FastifyInstance) {
 
   async function listPage(companyId: string, extra: Record<string, unknown> = {}) {
     const [endpoints, deliveries] = await Promise.all([webhooks.listEndpoints(companyId), webhooks.listDeliveries(companyId, 50)]);
-    return { title: 'Webhooks', endpoints, deliveries, url: '', error: null, notice: null, ...extra };
+    const maxAttempts = app.deps.config.webhookRetrySchedule.length + 1;
+    return { title: 'Webhooks', endpoints, deliveries, maxAttempts, url: '', error: null, notice: null, testResult: null, ...extra };
   }
 
   app.get('/settings/webhooks', { preHandler: requireCompanyUser }, async (request, reply) => {
@@ -34,7 +36,7 @@ export async function webhookRoutes(app: FastifyInstance) {
       return renderPage(reply, 'webhook-created', { title: 'Webhook created', webhook: created }, 201);
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
-      return renderPage(reply, 'webhooks', await listPage(user.companyId, { url, error: err.message }), 422);
+      return renderPage(reply, 'webhooks', await listPage(user.companyId, { url, error: webhookUrlMessage(err.message) }), 422);
     }
   });
 
@@ -45,6 +47,15 @@ export async function webhookRoutes(app: FastifyInstance) {
     if (!endpoint) throw new AppError('NOT_FOUND', webhookMessages.notFound);
     return endpoint;
   }
+
+  app.post('/settings/webhooks/:id/test', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+    const user = companyUser(request);
+    const endpoint = await endpointOf(request);
+    const answer = await webhooks.sendTestEvent(user.companyId, endpoint.id);
+    request.log.info({ webhookId: endpoint.id, ok: answer.ok, statusCode: answer.statusCode }, 'webhook test event sent');
+    const testResult = { url: endpoint.url, ok: answer.ok, statusCode: answer.statusCode, error: answer.error ?? null };
+    return renderPage(reply, 'webhooks', await listPage(user.companyId, { testResult }));
+  });
 
   app.get('/settings/webhooks/:id/delete', { preHandler: requireCompanyUser }, async (request, reply) =>
     renderPage(reply, 'webhook-delete', { title: 'Delete webhook', webhook: await endpointOf(request) }),
