@@ -8,12 +8,13 @@ import { importJobCounts } from './db/metrics-repository';
 import { migrate } from './db/migrate';
 import { createRegistryRepository } from './db/registry-repository';
 import { createStore, type StoreTx } from './db/store';
+import { createAlertService } from './domain/alerts/alert-service';
 import { createClaimService } from './domain/claims/claim-service';
 import { createDocumentHasher, keyFingerprint } from './domain/clients/identity';
 import { createCompanyService } from './domain/companies/company-service';
 import { createDashboardService } from './domain/dashboard/dashboard-service';
 import { createSessionService } from './domain/dashboard/session-service';
-import { todayIn } from './domain/dates';
+import { minusYears, todayIn } from './domain/dates';
 import { createIdempotencyService } from './domain/idempotency/idempotency-service';
 import { createImportClaimWriter } from './domain/imports/claim-writer';
 import { announceImportOutcome } from './domain/imports/import-events';
@@ -107,6 +108,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       today,
       searchHistoryYears: config.searchHistoryYears,
       journal: lookupJournal,
+      alertsEnabled: config.alertsEnabled,
     });
     const registry = createRegistryService({
       registry: registryRepository,
@@ -142,7 +144,15 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         chunkSize: config.importChunkSize,
         uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000,
       },
-      onTerminal: announceImportOutcome,
+      // A completed import's match alerts are made in the same transaction as its completion,
+      // set-based: its claims become visible and are alerted together, and a failed or cancelled
+      // import alerts nobody. Then the import's own webhook event.
+      onTerminal: async (tx, run) => {
+        if (run.status === 'completed' && config.alertsEnabled) {
+          await tx.alerts.matchImport(run.id, minusYears(today(), config.searchHistoryYears));
+        }
+        await announceImportOutcome(tx, run);
+      },
       ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
       ...(options.whileChunkWrites ? { whileChunkWrites: options.whileChunkWrites } : {}),
     });
@@ -198,6 +208,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       importQueue,
       imports,
       metrics,
+      alerts: createAlertService({ alerts: store.alerts }),
       webhooks: createWebhookService({ webhooks: store.webhooks, allowPrivate: config.webhookAllowPrivate }),
       startImportRunner,
       startWebhookDelivery,

@@ -17,6 +17,8 @@ import { metricsPlugin } from './plugins/metrics';
 import { claimRoutes } from './routes/claims';
 import { importRoutes } from './routes/imports';
 import { registryRoutes } from './routes/registry';
+import { alertRoutes } from './routes/alerts';
+import { alertSchema } from './schemas/alerts';
 import { dashboardPlugin } from '../web/index';
 
 declare module 'fastify' {
@@ -125,7 +127,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   });
   await app.register(errorHandlerPlugin);
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
-  addSharedSchemas(app, [errorSchema, clientSchema, claimSchema]);
+  addSharedSchemas(app, [errorSchema, clientSchema, claimSchema, alertSchema]);
   await app.register(metricsPlugin);
   await app.register(authPlugin);
 
@@ -168,6 +170,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
       await api.register(claimRoutes);
       await api.register(importRoutes);
       await api.register(registryRoutes);
+      await api.register(alertRoutes);
     },
     { prefix: '/api/v1' },
   );

@@ -2,7 +2,7 @@ import { DOCUMENT_TYPES, LIMITS, messages, normalizeDocumentNumber, type Claim, 
 import { isIsoDate } from '../dates';
 import { addFieldError, type FieldErrors } from '../errors';
 
-export const LOOKUP_KINDS = ['plate_search', 'person_search', 'matches'] as const;
+export const LOOKUP_KINDS = ['plate_search', 'person_search', 'matches', 'alert'] as const;
 export type LookupKind = (typeof LOOKUP_KINDS)[number];
 export const PURPOSE_MAX_LENGTH = 200;
 
