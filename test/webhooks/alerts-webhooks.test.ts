@@ -95,4 +95,39 @@ describe('alerts.created', () => {
     await expect.poll(() => ctx.deps.webhooks.listDeliveries(told.id)).toHaveLength(3);
     expect((await ctx.deps.webhooks.listDeliveries(alsoTold.id)).map((d) => d.event_type)).toEqual(['alerts.created']);
   });
+
+  it('delivers a status change alert to the company that looked at the claim', async () => {
+    const [owner, looker] = [await ctx.newCompany('Status owner'), await ctx.newCompany('Status looker')];
+    const r = await receiver();
+    const endpoint = await ctx.deps.webhooks.createEndpoint(looker.id, r.url);
+    const p = plate();
+    const claim = await submitClaim(ctx, owner, { vehicle_registration: p });
+    await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims/search-by-plate',
+      headers: looker.auth,
+      payload: { vehicle_registration: p },
+    });
+    const res = await ctx.app.inject({
+      method: 'PATCH',
+      url: `/api/v1/claims/${claim.id}/status`,
+      headers: owner.auth,
+      payload: { status: 'closed' },
+    });
+    expect(res.statusCode).toBe(200);
+    const [got] = await r.waitFor(1);
+    expect(verify(endpoint.secret, got!.headers['claims-signature'] as string, got!.body)).toBe(true);
+    expect(JSON.parse(got!.body).data).toEqual({
+      alerts: [
+        expect.objectContaining({
+          kind: 'status_changed',
+          claim_id: null,
+          from: 'filed',
+          to: 'closed',
+          matched_claim: { ...claim, status: 'closed' },
+        }),
+      ],
+      count: 1,
+    });
+  });
 });
