@@ -6,6 +6,7 @@ import type { Config } from './config';
 import { openDb, type Db } from './db/db';
 import { importJobCounts } from './db/metrics-repository';
 import { migrate } from './db/migrate';
+import { createPlateBatchRepository } from './db/plate-batch-repository';
 import { createRegistryRepository } from './db/registry-repository';
 import { createStore, type StoreTx } from './db/store';
 import { createAlertService } from './domain/alerts/alert-service';
@@ -19,6 +20,7 @@ import { createIdempotencyService } from './domain/idempotency/idempotency-servi
 import { createImportClaimWriter } from './domain/imports/claim-writer';
 import { announceImportOutcome } from './domain/imports/import-events';
 import { createImportService, type ImportQueue } from './domain/imports/import-service';
+import { createPlateBatchService } from './domain/lookups/plate-batch';
 import { createLookupJournal } from './domain/registry/lookup-journal';
 import { createRegistryService } from './domain/registry/registry-service';
 import { createTokenService } from './domain/tokens/token-service';
@@ -30,6 +32,7 @@ import { createObjectStore } from './storage/object-store';
 import { importCsvProcessor } from './workers/import-csv.processor';
 import { startImportThread } from './workers/import-thread';
 import { createInProcessImportQueue } from './workers/in-process-runner';
+import { createInProcessBatchQueue } from './workers/plate-batch-runner';
 import type { BullImportQueue } from './workers/queues';
 import { startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
 
@@ -131,6 +134,24 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
           log,
         })
       : createInProcessImportQueue({ concurrency: config.workerConcurrency, attempts: config.importAttempts, log });
+    // Batch plate look-ups: a job per file, on BullMQ with REDIS_URL (the worker runs it), else in this process.
+    const batchQueue = config.redisUrl
+      ? (await import('./workers/plate-batch-queue')).createBullBatchQueue({
+          url: config.redisUrl,
+          prefix: config.queuePrefix,
+          attempts: config.importAttempts,
+          log,
+        })
+      : createInProcessBatchQueue({ attempts: config.importAttempts, log });
+    const plateBatches = createPlateBatchService({
+      batches: createPlateBatchRepository(db),
+      storage,
+      queue: batchQueue,
+      today,
+      searchHistoryYears: config.searchHistoryYears,
+      limits: { maxBytes: config.importMaxBytes, uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000 },
+    });
+    if (batchQueue.kind === 'in-process') batchQueue.start(plateBatches);
     const imports = createImportService<StoreTx>({
       store,
       // PostgreSQL looks the next chunk up beside the one being written; PGlite has one session.
@@ -209,6 +230,8 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       imports,
       metrics,
       alerts: createAlertService({ alerts: store.alerts }),
+      plateBatches,
+      batchQueue,
       webhooks: createWebhookService({ webhooks: store.webhooks, allowPrivate: config.webhookAllowPrivate }),
       startImportRunner,
       startWebhookDelivery,
@@ -219,6 +242,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       async close() {
         await tokens.close();
         await importQueue.close();
+        await batchQueue.close();
         await importThread?.close();
         await deliverer?.stop();
         await lookupJournal.close();

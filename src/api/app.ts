@@ -19,6 +19,8 @@ import { importRoutes } from './routes/imports';
 import { registryRoutes } from './routes/registry';
 import { alertRoutes } from './routes/alerts';
 import { alertSchema } from './schemas/alerts';
+import { lookupBatchRoutes } from './routes/lookup-batches';
+import { lookupBatchSchema } from './schemas/lookup-batches';
 import { dashboardPlugin } from '../web/index';
 
 declare module 'fastify' {
@@ -127,7 +129,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   });
   await app.register(errorHandlerPlugin);
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
-  addSharedSchemas(app, [errorSchema, clientSchema, claimSchema, alertSchema]);
+  addSharedSchemas(app, [errorSchema, clientSchema, claimSchema, alertSchema, lookupBatchSchema]);
   await app.register(metricsPlugin);
   await app.register(authPlugin);
 
@@ -171,6 +173,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
       await api.register(importRoutes);
       await api.register(registryRoutes);
       await api.register(alertRoutes);
+      await api.register(lookupBatchRoutes);
     },
     { prefix: '/api/v1' },
   );

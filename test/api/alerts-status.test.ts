@@ -79,7 +79,7 @@ describe('status change alerts', () => {
     await setStatus(owner, claim.id, 'settled');
     await setStatus(owner, claim.id, 'settled');
     await setStatus(owner, claim.id, 'closed');
-    expect((await statusAlerts(looker)).map((a) => [(a as { from: string }).from, (a as { to: string }).to])).toEqual([
+    expect((await statusAlerts(looker)).map((a) => [(a as unknown as { from: string }).from, (a as unknown as { to: string }).to])).toEqual([
       ['settled', 'closed'],
       ['filed', 'settled'],
     ]);

@@ -33,3 +33,38 @@ CREATE UNIQUE INDEX alerts_pair_key ON alerts (least(claim_id, matched_claim_id)
 -- The look-up log's kinds: an alert received is a look-up of the company told.
 ALTER TABLE lookups DROP CONSTRAINT IF EXISTS lookups_kind_check;
 ALTER TABLE lookups ADD CONSTRAINT lookups_kind_check CHECK (kind IN ('plate_search', 'person_search', 'matches', 'alert'));
+
+-- Batch plate look-ups: a file of plates, answered for all of them at once by a job. The results
+-- hold one row per distinct normalized plate, in the order of its first row in the file (seq).
+CREATE TABLE lookup_batches (
+  id uuid PRIMARY KEY,
+  company_id uuid NOT NULL REFERENCES companies (id) ON DELETE CASCADE,
+  token_id uuid,
+  user_id uuid,
+  purpose text CHECK (length(purpose) <= 200),
+  status text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'processing', 'completed', 'failed')),
+  file_name text NOT NULL CHECK (length(file_name) BETWEEN 1 AND 255),
+  object_key text NOT NULL,
+  -- Data rows in the file (counted at upload), rows read so far, and what they gave.
+  plates integer NOT NULL DEFAULT 0,
+  rows_done integer NOT NULL DEFAULT 0,
+  distinct_plates integer NOT NULL DEFAULT 0,
+  invalid_rows integer NOT NULL DEFAULT 0,
+  message text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  finished_at timestamptz
+);
+CREATE INDEX lookup_batches_company_created_idx ON lookup_batches (company_id, created_at DESC, id DESC);
+CREATE INDEX lookup_batches_unfinished_idx ON lookup_batches (created_at) WHERE status IN ('queued', 'processing');
+
+CREATE TABLE lookup_batch_results (
+  batch_id uuid NOT NULL REFERENCES lookup_batches (id) ON DELETE CASCADE,
+  vehicle_registration text NOT NULL,
+  seq integer NOT NULL,
+  claims integer NOT NULL,
+  companies integer NOT NULL,
+  latest_claim_date date,
+  PRIMARY KEY (batch_id, vehicle_registration)
+);
+-- results.csv in file order, keyset-paged.
+CREATE INDEX lookup_batch_results_seq_idx ON lookup_batch_results (batch_id, seq);
