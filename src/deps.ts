@@ -7,6 +7,7 @@ import { openDb, type Db } from './db/db';
 import { importJobCounts } from './db/metrics-repository';
 import { migrate } from './db/migrate';
 import { createPlateBatchRepository } from './db/plate-batch-repository';
+import { createQualityRepository } from './db/quality-repository';
 import { createRegistryRepository } from './db/registry-repository';
 import { createStore, type StoreTx } from './db/store';
 import { createAlertService } from './domain/alerts/alert-service';
@@ -21,6 +22,7 @@ import { createImportClaimWriter } from './domain/imports/claim-writer';
 import { announceImportOutcome } from './domain/imports/import-events';
 import { createImportService, type ImportQueue } from './domain/imports/import-service';
 import { createPlateBatchService } from './domain/lookups/plate-batch';
+import { createQualityService } from './domain/quality/quality';
 import { createLookupJournal } from './domain/registry/lookup-journal';
 import { createRegistryService } from './domain/registry/registry-service';
 import { createTokenService } from './domain/tokens/token-service';
@@ -232,6 +234,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       alerts: createAlertService({ alerts: store.alerts }),
       plateBatches,
       batchQueue,
+      quality: createQualityService({ quality: createQualityRepository(db), timeZone: config.timezone }),
       webhooks: createWebhookService({ webhooks: store.webhooks, allowPrivate: config.webhookAllowPrivate }),
       startImportRunner,
       startWebhookDelivery,
