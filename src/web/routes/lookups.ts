@@ -10,9 +10,10 @@ const WHO_LOOKED_SHOWN = 25;
 
 /** The registry sections of a claim's page: matches with indicators, and who looked at the claim. */
 export async function claimPageRegistry(app: FastifyInstance, principal: Principal, claimId: string) {
-  const [found, lookedAt] = await Promise.all([
+  const [found, lookedAt, alerts] = await Promise.all([
     app.deps.registry.matches(principal, claimId),
     app.deps.registry.claimLookups(principal, claimId, { limit: WHO_LOOKED_SHOWN }),
+    app.deps.alerts.list(principal, { claim_id: claimId, limit: WHO_LOOKED_SHOWN }),
   ]);
   return {
     matches: found.matches,
@@ -20,6 +21,7 @@ export async function claimPageRegistry(app: FastifyInstance, principal: Princip
     lookedAt: lookedAt.data,
     moreLookedAt: lookedAt.meta.next_cursor !== null,
     searchYears: app.deps.config.searchHistoryYears,
+    claimAlerts: alerts.data,
   };
 }
 
