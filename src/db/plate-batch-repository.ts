@@ -2,6 +2,7 @@ import type { BatchRecord, PlateBatchRepository, ResultLine } from '../domain/lo
 import { visibleClaim } from './claim-visibility';
 import { arrayLiteral, jsonArray } from './columns';
 import type { Queryable } from './db';
+import { newId } from '../domain/ids';
 
 const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 
@@ -29,9 +30,9 @@ const toRecord = ({ company_id, token_id, user_id, object_key, ...b }: Row): Bat
  * those (with the claims it returned), and the batch's progress.
  */
 const WRITE_CHUNK = `
-  WITH q AS (
-    SELECT p.plate, min(p.seq) AS seq
-      FROM ROWS FROM (json_array_elements_text($2::text::json), unnest($3::text::int[])) AS p(plate, seq)
+  WITH q AS MATERIALIZED (
+    SELECT p.plate, min(p.seq) AS seq, min(p.id::text)::uuid AS lookup_id
+      FROM ROWS FROM (json_array_elements_text($2::text::json), unnest($3::text::int[]), unnest($7::text::uuid[])) AS p(plate, seq, id)
      GROUP BY p.plate
   ), found AS MATERIALIZED (
     SELECT q.plate, c.id, c.company_id, c.claim_date
@@ -47,9 +48,10 @@ const WRITE_CHUNK = `
   ), logged AS (
     INSERT INTO lookups (id, company_id, token_id, user_id, kind, vehicle_registration, result_count, purpose, created_at,
                          claim_ids, plate_key)
-    SELECT gen_random_uuid(), b.company_id, b.token_id, b.user_id, 'plate_search', r.vehicle_registration,
+    SELECT q.lookup_id, b.company_id, b.token_id, b.user_id, 'plate_search', r.vehicle_registration,
            cardinality(x.ids), b.purpose, now(), x.ids, r.vehicle_registration
       FROM res r
+      JOIN q ON q.plate = r.vehicle_registration
       CROSS JOIN lookup_batches b
       CROSS JOIN LATERAL (SELECT coalesce(array_agg(f.id), '{}'::uuid[]) AS ids FROM found f WHERE f.plate = r.vehicle_registration) x
      WHERE b.id = $1
@@ -90,6 +92,8 @@ export function createPlateBatchRepository(db: Queryable): PlateBatchRepository 
         fromDate,
         rows,
         invalid,
+        // Time-ordered ids (newId) for the look-up entries: neighbouring pages of the log's primary key.
+        arrayLiteral(plates, () => newId()),
       ]);
     },
 
