@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
+import { decodeCursor, encodeCursor, invalidCursorMessage, type Cursor } from '../cursor';
 import { validationError } from '../errors';
 import type { Principal } from '../principal';
 import type { AlertRepository } from './alerts';
@@ -9,7 +9,7 @@ export function createAlertService({ alerts, now = Date.now }: { alerts: AlertRe
     principal: Pick<Principal, 'companyId'>,
     opts: { claim_id?: string | undefined; cursor?: string | undefined; limit: number },
   ) {
-    let after;
+    let after: Cursor | undefined;
     if (opts.cursor) {
       after = decodeCursor(opts.cursor);
       if (!after) throw validationError({ cursor: [invalidCursorMessage] });
