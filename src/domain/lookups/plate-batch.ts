@@ -143,7 +143,9 @@ export async function* csvRecords(source: AsyncIterable<Buffer>): AsyncGenerator
     parser.destroy(err as Error);
   });
   try {
-    for await (const record of parser as AsyncIterable<string[]>) yield record;
+    // The import's parser gives each record with csv-parse's counts (`info`): the cells are `record`.
+    for await (const parsed of parser as AsyncIterable<string[] | { record: string[] }>)
+      yield Array.isArray(parsed) ? parsed : parsed.record;
   } catch (err) {
     if (err instanceof InvalidImportFile) throw err;
     const code = (err as { code?: string }).code;
