@@ -45,6 +45,7 @@ const envSchema = {
     WEBHOOK_ALLOW_PRIVATE: { type: 'boolean', default: false },
     WEBHOOK_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 60, default: 10 },
     WEBHOOK_RETRY_SCHEDULE: { type: 'string', pattern: '^\\d{1,6}(,\\d{1,6}){0,19}$', default: '60,300,1800,7200,43200' },
+    ALERTS_ENABLED: { type: 'boolean', default: true },
   },
 } as const;
 
@@ -95,6 +96,8 @@ export type Config = Readonly<{
   webhookTimeoutSeconds: number;
   /** Seconds to wait after each failed delivery attempt; after the last one the delivery fails. */
   webhookRetrySchedule: readonly number[];
+  /** Match and status-change alerts are made (ALERTS_ENABLED, default true; off only to measure their cost). */
+  alertsEnabled: boolean;
 }>;
 
 export class ConfigError extends Error {}
@@ -180,6 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivate: v.WEBHOOK_ALLOW_PRIVATE,
     webhookTimeoutSeconds: v.WEBHOOK_TIMEOUT_SECONDS,
     webhookRetrySchedule: Object.freeze(String(v.WEBHOOK_RETRY_SCHEDULE).split(',').map(Number)),
+    alertsEnabled: v.ALERTS_ENABLED,
   });
 }
 

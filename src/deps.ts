@@ -6,18 +6,23 @@ import type { Config } from './config';
 import { openDb, type Db } from './db/db';
 import { importJobCounts } from './db/metrics-repository';
 import { migrate } from './db/migrate';
+import { createPlateBatchRepository } from './db/plate-batch-repository';
+import { createQualityRepository } from './db/quality-repository';
 import { createRegistryRepository } from './db/registry-repository';
 import { createStore, type StoreTx } from './db/store';
+import { createAlertService } from './domain/alerts/alert-service';
 import { createClaimService } from './domain/claims/claim-service';
 import { createDocumentHasher, keyFingerprint } from './domain/clients/identity';
 import { createCompanyService } from './domain/companies/company-service';
 import { createDashboardService } from './domain/dashboard/dashboard-service';
 import { createSessionService } from './domain/dashboard/session-service';
-import { todayIn } from './domain/dates';
+import { minusYears, todayIn } from './domain/dates';
 import { createIdempotencyService } from './domain/idempotency/idempotency-service';
 import { createImportClaimWriter } from './domain/imports/claim-writer';
 import { announceImportOutcome } from './domain/imports/import-events';
 import { createImportService, type ImportQueue } from './domain/imports/import-service';
+import { createPlateBatchService } from './domain/lookups/plate-batch';
+import { createQualityService } from './domain/quality/quality';
 import { createLookupJournal } from './domain/registry/lookup-journal';
 import { createRegistryService } from './domain/registry/registry-service';
 import { createTokenService } from './domain/tokens/token-service';
@@ -29,6 +34,7 @@ import { createObjectStore } from './storage/object-store';
 import { importCsvProcessor } from './workers/import-csv.processor';
 import { startImportThread } from './workers/import-thread';
 import { createInProcessImportQueue } from './workers/in-process-runner';
+import { createInProcessBatchQueue } from './workers/plate-batch-runner';
 import type { BullImportQueue } from './workers/queues';
 import { sendOnce, startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
 
@@ -107,6 +113,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       today,
       searchHistoryYears: config.searchHistoryYears,
       journal: lookupJournal,
+      alertsEnabled: config.alertsEnabled,
     });
     const registry = createRegistryService({
       registry: registryRepository,
@@ -129,6 +136,24 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
           log,
         })
       : createInProcessImportQueue({ concurrency: config.workerConcurrency, attempts: config.importAttempts, log });
+    // Batch plate look-ups: a job per file, on BullMQ with REDIS_URL (the worker runs it), else in this process.
+    const batchQueue = config.redisUrl
+      ? (await import('./workers/plate-batch-queue')).createBullBatchQueue({
+          url: config.redisUrl,
+          prefix: config.queuePrefix,
+          attempts: config.importAttempts,
+          log,
+        })
+      : createInProcessBatchQueue({ attempts: config.importAttempts, log });
+    const plateBatches = createPlateBatchService({
+      batches: createPlateBatchRepository(db),
+      storage,
+      queue: batchQueue,
+      today,
+      searchHistoryYears: config.searchHistoryYears,
+      limits: { maxBytes: config.importMaxBytes, uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000 },
+    });
+    if (batchQueue.kind === 'in-process') batchQueue.start(plateBatches);
     const imports = createImportService<StoreTx>({
       store,
       // PostgreSQL looks the next chunk up beside the one being written; PGlite has one session.
@@ -142,7 +167,15 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         chunkSize: config.importChunkSize,
         uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000,
       },
-      onTerminal: announceImportOutcome,
+      // A completed import's match alerts are made in the same transaction as its completion,
+      // set-based: its claims become visible and are alerted together, and a failed or cancelled
+      // import alerts nobody. Then the import's own webhook event.
+      onTerminal: async (tx, run) => {
+        if (run.status === 'completed' && config.alertsEnabled) {
+          await tx.alerts.matchImport(run.id, minusYears(today(), config.searchHistoryYears));
+        }
+        await announceImportOutcome(tx, run);
+      },
       ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
       ...(options.whileChunkWrites ? { whileChunkWrites: options.whileChunkWrites } : {}),
     });
@@ -198,6 +231,10 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       importQueue,
       imports,
       metrics,
+      alerts: createAlertService({ alerts: store.alerts }),
+      plateBatches,
+      batchQueue,
+      quality: createQualityService({ quality: createQualityRepository(db), timeZone: config.timezone }),
       webhooks: createWebhookService({
         webhooks: store.webhooks,
         allowPrivate: config.webhookAllowPrivate,
@@ -226,6 +263,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       async close() {
         await tokens.close();
         await importQueue.close();
+        await batchQueue.close();
         await importThread?.close();
         await deliverer?.stop();
         await lookupJournal.close();

@@ -9,6 +9,7 @@ import { createLogger } from './logger';
 import { serveMetrics } from './metrics';
 import { createHeapTrim, IMPORT_WORKER_HEAP_GROWTH_BYTES } from './workers/heap-trim';
 import { startImportWorker } from './workers/import-worker';
+import { startBatchWorker } from './workers/plate-batch-queue';
 import { checkEvictionPolicy } from './workers/queues';
 
 /**
@@ -45,6 +46,7 @@ async function main() {
     whileChunkWrites: trimHeap,
   });
   const worker = startImportWorker(deps, config, logger);
+  const batchWorker = startBatchWorker(deps.plateBatches, config, logger);
   startRetentionSchedule(deps.registry, logger);
   // The workers deliver the webhook outbox when imports run on BullMQ.
   deps.startWebhookDelivery();
@@ -56,6 +58,7 @@ async function main() {
     if (err) logger.error({ err }, 'worker closing after an error');
     else logger.info({ signal }, 'worker closing: finishing running imports');
     await worker.close();
+    await batchWorker.close();
     await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
     await deps.close();
   });

@@ -18,6 +18,12 @@ import { metricsPlugin } from './plugins/metrics';
 import { claimRoutes } from './routes/claims';
 import { importRoutes } from './routes/imports';
 import { registryRoutes } from './routes/registry';
+import { alertRoutes } from './routes/alerts';
+import { alertSchema } from './schemas/alerts';
+import { lookupBatchRoutes } from './routes/lookup-batches';
+import { lookupBatchSchema } from './schemas/lookup-batches';
+import { qualityRoutes } from './routes/quality';
+import { qualityReportSchema } from './schemas/quality';
 import { dashboardPlugin } from '../web/index';
 
 declare module 'fastify' {
@@ -130,7 +136,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   });
   await app.register(errorHandlerPlugin);
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
-  addSharedSchemas(app, [errorSchema, clientSchema, claimSchema]);
+  addSharedSchemas(app, [errorSchema, clientSchema, claimSchema, alertSchema, lookupBatchSchema, qualityReportSchema]);
   await app.register(metricsPlugin);
   await app.register(authPlugin);
 
@@ -173,6 +179,9 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
       await api.register(claimRoutes);
       await api.register(importRoutes);
       await api.register(registryRoutes);
+      await api.register(alertRoutes);
+      await api.register(lookupBatchRoutes);
+      await api.register(qualityRoutes);
     },
     { prefix: '/api/v1' },
   );

@@ -11,7 +11,7 @@ const position = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-D
  * A claim as JSON in the API's shape, the same fields a plate search returns and no more.
  * Aliases: c claims, cl clients, co companies.
  */
-const CLAIM_JSON = `json_build_object(
+export const CLAIM_JSON = `json_build_object(
     'id', c.id,
     'client', json_build_object(
       'id', cl.id, 'first_name', cl.first_name, 'last_name', cl.last_name, 'date_of_birth', cl.date_of_birth,

@@ -1,3 +1,4 @@
+import { createAlertRepository } from './alert-repository';
 import { createClaimRepository } from './claim-repository';
 import { createCompanyRepository } from './company-repository';
 import { createDashboardRepository } from './dashboard-repository';
@@ -21,6 +22,7 @@ function repositories(q: Queryable, soleSession = false) {
     sessions: createSessionRepository(q),
     dashboard: createDashboardRepository(q),
     webhooks: createWebhookRepository(q),
+    alerts: createAlertRepository(q),
     meta: {
       async get(key: string): Promise<string | undefined> {
         return (await q.query<{ value: string }>('SELECT value FROM app_meta WHERE key = $1', [key]))[0]?.value;

@@ -13,6 +13,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The signed-in person, loaded from the session on every dashboard request; null when signed out. */
     webUser: SignedInUser | null;
+    /** Alerts the signed-in person's company received in the last 7 days (the navigation's count). */
+    alertCount: number;
   }
 }
 

@@ -22,6 +22,7 @@ import { importRoutes } from './routes/imports';
 import { lookupRoutes } from './routes/lookups';
 import { operatorRoutes } from './routes/operator';
 import { overviewRoutes } from './routes/overview';
+import { registryExtrasRoutes } from './routes/registry-extras';
 import { peopleRoutes } from './routes/people';
 import { tokenRoutes } from './routes/tokens';
 import { webhookRoutes } from './routes/webhooks';
@@ -112,6 +113,7 @@ export async function dashboardPlugin(app: FastifyInstance) {
     });
 
     pages.decorateRequest('webUser', null);
+    pages.decorateRequest('alertCount', 0);
     pages.addHook('onSend', async (_request, reply) => {
       reply.headers(SECURITY_HEADERS);
       if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
@@ -120,6 +122,9 @@ export async function dashboardPlugin(app: FastifyInstance) {
     pages.addHook('preHandler', async (request) => {
       const userId = request.session?.userId;
       request.webUser = userId ? ((await deps.dashboard.currentUser(userId)) ?? null) : null;
+      // The navigation's count of alerts received in the last 7 days.
+      const companyId = request.webUser?.companyId;
+      if (companyId) request.alertCount = await deps.alerts.recentCount({ companyId });
     });
     pages.setErrorHandler(webErrorHandler);
 
@@ -132,6 +137,7 @@ export async function dashboardPlugin(app: FastifyInstance) {
     await pages.register(importRoutes);
     await pages.register(lookupRoutes);
     await pages.register(operatorRoutes);
+    await pages.register(registryExtrasRoutes);
 
     // Unknown page addresses get an HTML page; anything under /api keeps the API's JSON 404.
     pages.get('/*', async (request, reply) => {

@@ -6,7 +6,7 @@ function pageContext(reply: FastifyReply) {
   // The sign-out button and every form carry the token; a page without a session (error pages
   // after sign-out) simply has none.
   const csrfToken = request.session && typeof request.session === 'object' && 'cookie' in request.session ? reply.generateCsrf() : '';
-  return { user: request.webUser, csrfToken, path: request.url.split('?')[0] ?? '/' };
+  return { user: request.webUser, csrfToken, path: request.url.split('?')[0] ?? '/', alertCount: request.alertCount };
 }
 
 /** Renders views/<template>.eta inside the layout and sends it; dashboard pages are never cached. */

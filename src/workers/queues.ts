@@ -47,7 +47,7 @@ export function workerConnection(url: string): BullRedisOptions {
  * The API's connection: commands fail at once while Redis is down (no offline queue, one retry),
  * so an import gets a quick 503 and nothing else waits on Redis.
  */
-function producerConnection(url: string, log: Logger): Redis {
+export function producerConnection(url: string, log: Logger): Redis {
   const redis = new Redis(url, {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
@@ -85,7 +85,7 @@ export async function checkEvictionPolicy(redis: Pick<Redis, 'info'>, log: Logge
   }
 }
 
-async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+export async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([

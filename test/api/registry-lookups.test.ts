@@ -75,8 +75,18 @@ describe('look-up log: GET /api/v1/lookups and GET /api/v1/claims/{id}/lookups',
         created_at: expect.stringMatching(RFC3339),
       },
     ]);
-    // The owner did not look at anything.
-    expect((await get(ctx, owner, '/api/v1/lookups')).json().data).toEqual([]);
+    // The owner did not look at anything; it was told of the looker's claim on its plate (an alert).
+    expect((await get(ctx, owner, '/api/v1/lookups')).json().data).toEqual([
+      {
+        id: expect.stringMatching(UUID),
+        kind: 'alert',
+        vehicle_registration: plate,
+        claim_id: own.id,
+        result_count: 1,
+        purpose: null,
+        created_at: expect.stringMatching(RFC3339),
+      },
+    ]);
 
     // The owner sees which companies' look-ups returned the claim: the plate search and the matches, no people.
     const who = await get(ctx, owner, `/api/v1/claims/${claim.id}/lookups`);

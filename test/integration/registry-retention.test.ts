@@ -252,9 +252,14 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
       id_documents: [{ type: 'passport' }],
     });
     expect(out.claims.map((x: { company_name: string }) => x.company_name).sort()).toEqual([a.name, b.name].sort());
-    expect(out.lookups).toEqual([
-      { company_name: c.name, kind: 'plate_search', claim_id: expect.any(String), created_at: expect.any(String) },
-    ]);
+    // C's plate search, and the alert that told A of B's later claim of the person.
+    expect(out.lookups).toHaveLength(2);
+    expect(out.lookups).toEqual(
+      expect.arrayContaining([
+        { company_name: c.name, kind: 'plate_search', claim_id: expect.any(String), created_at: expect.any(String) },
+        { company_name: a.name, kind: 'alert', claim_id: expect.any(String), created_at: expect.any(String) },
+      ]),
+    );
     expect(subjectWrongDob.code).toBe(0);
     expect(JSON.parse(subjectWrongDob.stdout)).toEqual({ person: null, claims: [], lookups: [] });
   });

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { generateCsv } from '../../scripts/gen-csv';
 import { normalizePlate } from '../../src/domain/claims/claim';
-import { createTestContext, dbKind, TEST_HASH_KEY, type TestContext } from '../harness';
+import { createTestContext, dbKind, submitClaim, TEST_HASH_KEY, type TestContext } from '../harness';
 import { postImport } from '../import-helpers';
 
 /**
@@ -216,6 +216,9 @@ describe.skipIf(!enabled)('a worker killed in the middle of an import', () => {
     const lastChunk = Math.ceil(ROWS / CHUNK) - 1;
     for (const chunk of [2, lastChunk]) {
       const company = await ctx.newCompany(`Crash after chunk ${chunk}`);
+      // Another company's claim on the file's first plate: told once per claim of the import on that plate.
+      const told = await ctx.newCompany(`Told ${chunk}`);
+      const mine = await submitClaim(ctx, told, { vehicle_registration: firstPlate() });
       const first = startWorker({ TEST_KILL_WORKER_AFTER_CHUNK: String(chunk) });
       const exited = new Promise<void>((resolve) => first.once('exit', () => resolve()));
       const res = await postImport(ctx.app, company.auth, fs.readFileSync(file), { headers: { prefer: 'respond-async' } });
@@ -227,6 +230,14 @@ describe.skipIf(!enabled)('a worker killed in the middle of an import', () => {
       const second = startWorker();
       await expectExactlyOnce(id, 2);
       await kill(second, 'SIGTERM');
+      const [onPlate] = await ctx.deps.db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM claims WHERE import_id = $1 AND vehicle_registration = $2',
+        [id, mine.vehicle_registration],
+      );
+      const alerts = (await ctx.app.inject({ method: 'GET', url: '/api/v1/alerts?limit=100', headers: told.auth })).json().data;
+      expect(onPlate!.n).toBeGreaterThan(0);
+      expect(alerts).toHaveLength(onPlate!.n);
+      expect(new Set(alerts.map((a: { matched_claim: { id: string } }) => a.matched_claim.id)).size).toBe(onPlate!.n);
     }
   }, 300_000);
 

@@ -1,3 +1,4 @@
+import type { AlertWriter } from '../alerts/alerts';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../clients/identity';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 
@@ -47,8 +48,8 @@ export interface ClaimRepository {
   statusHistory(companyId: string, id: string): Promise<StatusChange[]>;
 }
 
-/** The claims repository, and a transaction over it. */
+/** The claims repository, and a transaction over it (with the alerts a claim's write makes). */
 export type ClaimStore = {
   claims: ClaimRepository;
-  transaction<T>(fn: (tx: { claims: ClaimRepository }) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: { claims: ClaimRepository; alerts: AlertWriter }) => Promise<T>): Promise<T>;
 };

@@ -8,6 +8,7 @@ import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 import type { ClaimRepository, ClaimStore, NewClaimRow, StoredClaim } from './claim-repository';
 import { messages, normalizePlate, validateClaimInput } from './claim';
+import { STATUS_ALERT_DAYS } from '../alerts/alerts';
 import { parsePurpose } from '../registry/registry';
 import { lookupOf } from '../registry/registry-service';
 import type { LookupJournal } from '../registry/lookup-journal';
@@ -18,8 +19,10 @@ export type ClaimServiceDeps = {
   /** Today's date in the service's time zone. */
   today: () => string;
   searchHistoryYears: number;
-  /** Where plate searches are noted for the look-up log. */
-  journal: Pick<LookupJournal, 'record'>;
+  /** Where plate searches are noted for the look-up log (flushed before a status change reads it). */
+  journal: Pick<LookupJournal, 'record' | 'flush'>;
+  /** Match and status-change alerts (ALERTS_ENABLED); default on. */
+  alertsEnabled?: boolean;
 };
 
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
@@ -31,7 +34,7 @@ export function toPublic({ companyId: _c, cursor: _k, ...claim }: StoredClaim): 
   return claim;
 }
 
-export function createClaimService({ store, hashDocument, today, searchHistoryYears, journal }: ClaimServiceDeps) {
+export function createClaimService({ store, hashDocument, today, searchHistoryYears, journal, alertsEnabled = true }: ClaimServiceDeps) {
   /** The first day of the search window, worked out once per day. */
   let window = { today: '', from: '' };
   const windowStart = (day: string): string => {
@@ -116,8 +119,17 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
   async function submit(principal: Principal, body: unknown, source: ClaimSource = 'api'): Promise<Claim> {
     const { value, errors } = validateClaimInput(body, today());
     if (!value) throw validationError(errors);
-    // One look-up and one (atomic) write statement: no explicit transaction needed.
-    const { outcomes, claims, createdAt } = await withRetries(() => storeBatch(store, principal, [value], source, null));
+    // The claim and the alerts it makes (with their look-up entries and webhook deliveries) commit
+    // together: an alert exists exactly when its claim does, and is never lost between the two.
+    const from = windowStart(today());
+    const { outcomes, claims, createdAt } = await withRetries(() =>
+      store.transaction(async (tx) => {
+        const stored = await storeBatch(tx, principal, [value], source, null);
+        const row = stored.claims[0];
+        if (alertsEnabled && row) await tx.alerts.matchClaims([row.id], from);
+        return stored;
+      }),
+    );
     const outcome = outcomes[0]!;
     if (!outcome.ok) throw validationError({ [outcome.field]: [outcome.message] });
     const row = claims[0]!;
@@ -167,12 +179,17 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
   /** `status` is one of CLAIM_STATUSES: the callers' input schemas check that. */
   async function updateStatus(principal: Principal, id: string, status: ClaimStatus): Promise<Claim> {
     if (!isUuid(id)) throw notFound();
+    // The companies to tell are found in the look-up log: what this process noted is written first.
+    if (alertsEnabled) await journal.flush();
     const result = await store.transaction(async (tx) => {
       const r = await tx.claims.updateStatus(principal.companyId, id, status, {
         tokenId: principal.tokenId,
         userId: principal.userId,
       });
-      return r.found === 'own' ? tx.claims.findById(principal.companyId, id) : r.found;
+      if (r.found !== 'own') return r.found;
+      // Setting the same status again is no change, and tells nobody.
+      if (alertsEnabled && r.previous !== status) await tx.alerts.statusChanged(id, r.previous, status, STATUS_ALERT_DAYS);
+      return tx.claims.findById(principal.companyId, id);
     });
     if (result === 'other') throw new AppError('FORBIDDEN', 'This action is unauthorized.');
     if (result === 'none' || !result) throw notFound();

@@ -4,7 +4,7 @@ import { isIsoDate } from '../dates';
 import { addFieldError, type FieldErrors } from '../errors';
 import { compileInput, fieldErrorsOf, inSchemaOrder } from '../validation';
 
-export const LOOKUP_KINDS = ['plate_search', 'person_search', 'matches'] as const;
+export const LOOKUP_KINDS = ['plate_search', 'person_search', 'matches', 'alert'] as const;
 export type LookupKind = (typeof LOOKUP_KINDS)[number];
 export const PURPOSE_MAX_LENGTH = LIMITS.purposeMaxLength;
 

@@ -6,7 +6,7 @@ import { isUuid } from '../ids';
 import { isPrivateAddress } from './addresses';
 
 /** The events a company can receive. */
-export const WEBHOOK_EVENTS = ['import.completed', 'import.failed', 'import.cancelled'] as const;
+export const WEBHOOK_EVENTS = ['import.completed', 'import.failed', 'import.cancelled', 'alerts.created'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
 
 export type WebhookEndpoint = { id: string; company_id: string; url: string; created_at: string };

@@ -14,9 +14,10 @@ const WHO_LOOKED_SHOWN = 25;
 
 /** The registry sections of a claim's page: matches with indicators, and who looked at the claim. */
 export async function claimPageRegistry(app: FastifyInstance, principal: Principal, claimId: string) {
-  const [found, lookedAt] = await Promise.all([
+  const [found, lookedAt, alerts] = await Promise.all([
     app.deps.registry.matches(principal, claimId),
     app.deps.registry.claimLookups(principal, claimId, { limit: WHO_LOOKED_SHOWN }),
+    app.deps.alerts.list(principal, { claim_id: claimId, limit: WHO_LOOKED_SHOWN }),
   ]);
   return {
     matches: found.matches,
@@ -24,15 +25,17 @@ export async function claimPageRegistry(app: FastifyInstance, principal: Princip
     lookedAt: lookedAt.data,
     moreLookedAt: lookedAt.meta.next_cursor !== null,
     searchYears: app.deps.config.searchHistoryYears,
+    claimAlerts: alerts.data,
   };
 }
 
-const KINDS = ['plate_search', 'person_search', 'matches'] as const;
+const KINDS = ['plate_search', 'person_search', 'matches', 'alert'] as const;
 type Kind = (typeof KINDS)[number];
 export const KIND_NAMES: Record<Kind, string> = {
   plate_search: 'Plate search',
   person_search: 'Person search',
   matches: 'Matches of a claim',
+  alert: 'Alert received',
 };
 
 /** "Our look-ups": every cross-company read of the company, newest first, with who made it; filtered by kind, who and days. */

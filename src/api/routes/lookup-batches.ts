@@ -1,0 +1,137 @@
+import multipart, { type MultipartFile } from '@fastify/multipart';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+
+import { validationError } from '../../domain/errors';
+import { fileMessages } from '../../domain/imports/csv-file';
+import { commonErrors, errorBody } from '../schemas/common';
+import { lookupBatchBodyDoc, lookupBatchEnvelope, lookupBatchParams } from '../schemas/lookup-batches';
+
+const security = [{ bearerAuth: [] }];
+const notFound = { 404: { description: 'Unknown batch id, or a batch of another company (not_found)', ...errorBody } } as const;
+const locationOf = (id: string) => `/api/v1/lookups/batch/${id}`;
+
+/** The `file` part; anything else (no multipart, no file, another field name) is a 422, as for the import. */
+async function filePart(request: FastifyRequest): Promise<MultipartFile> {
+  let part: MultipartFile | undefined;
+  try {
+    part = request.isMultipart() ? await request.file() : undefined;
+  } catch {
+    part = undefined;
+  }
+  if (!part || part.fieldname !== 'file') {
+    part?.file.resume();
+    throw validationError({ file: [fileMessages.required] });
+  }
+  return part;
+}
+
+/** The `purpose` form field (sent before the file), or the `purpose` query parameter. */
+function purposeOf(request: FastifyRequest, part: MultipartFile): unknown {
+  const field = part.fields.purpose;
+  const value = field && !Array.isArray(field) && field.type === 'field' ? field.value : undefined;
+  return value ?? (request.query as { purpose?: unknown } | undefined)?.purpose;
+}
+
+/** Batch plate look-ups: a file of plates answered for all of them by a job, then a results file. */
+export async function lookupBatchRoutes(app: FastifyInstance) {
+  const { config, plateBatches, batchQueue } = app.deps;
+  await app.register(multipart, { limits: { fileSize: config.importMaxBytes, files: 1, fields: 10, fieldSize: 1024, parts: 20 } });
+  app.addHook('onRequest', app.requireToken);
+  if (batchQueue.kind === 'in-process') {
+    app.addHook('onReady', async () => {
+      const resumed = await plateBatches.resumeUnfinished();
+      if (resumed > 0) app.log.info({ resumed }, 'resumed unfinished batch look-ups');
+    });
+  }
+
+  app.post(
+    '/lookups/batch',
+    {
+      schema: {
+        operationId: 'createLookupBatch',
+        summary: 'Look up a whole file of plates at once',
+        description:
+          'multipart/form-data: one `file` part, a CSV (.csv or .txt, UTF-8, at most IMPORT_MAX_BYTES) with a `vehicle_registration` ' +
+          'column (other columns are ignored) and at most 100,000 data rows, and an optional `purpose` field before it. A bad file ' +
+          "is a 422 with the import's file errors. Answers 202 with the batch and `Location`; a job looks every plate up (each " +
+          'distinct plate is a `plate_search` entry of your look-up log, with the purpose and its result count). Poll the batch, ' +
+          'then download `results.csv`.',
+        tags: ['registry'],
+        security,
+        consumes: ['multipart/form-data'],
+        body: lookupBatchBodyDoc,
+        response: {
+          202: { description: 'The batch, queued, with `Location: /api/v1/lookups/batch/{id}`', ...lookupBatchEnvelope },
+          ...commonErrors,
+          503: { description: 'The queue is unavailable (service_unavailable)', ...errorBody },
+        },
+      },
+      // The body is a stream read by the handler (as the import's); the schema documents it.
+      validatorCompiler: () => () => true,
+    },
+    async (request, reply) => {
+      const part = await filePart(request);
+      const data = await plateBatches.submit(
+        request.principal,
+        { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated },
+        purposeOf(request, part),
+      );
+      return reply.code(202).header('location', locationOf(data.id)).send({ data });
+    },
+  );
+
+  app.get(
+    '/lookups/batch/:id',
+    {
+      schema: {
+        operationId: 'getLookupBatch',
+        summary: 'A batch plate look-up: status (queued, processing, completed, failed) and progress',
+        tags: ['registry'],
+        security,
+        params: lookupBatchParams,
+        response: { 200: lookupBatchEnvelope, ...commonErrors, ...notFound },
+      },
+    },
+    async (request) => ({ data: await plateBatches.get(request.principal, (request.params as { id: string }).id) }),
+  );
+
+  app.get(
+    '/lookups/batch/:id/results.csv',
+    {
+      schema: {
+        operationId: 'getLookupBatchResults',
+        summary: 'The results of a completed batch: one line per distinct normalized plate, in file order',
+        description:
+          '`vehicle_registration,claims,companies,latest_claim_date`: the claims within the search window (all companies, yours ' +
+          'included), the number of companies they belong to, and the latest claim date (empty when none). 409 until the batch completed.',
+        tags: ['registry'],
+        security,
+        params: lookupBatchParams,
+        produces: ['text/csv'],
+        response: {
+          200: {
+            description: 'CSV (UTF-8, CRLF)',
+            content: {
+              'text/csv': {
+                schema: {
+                  type: 'string',
+                  examples: ['vehicle_registration,claims,companies,latest_claim_date\r\nAB123C,2,2,2026-03-14\r\n'],
+                },
+              },
+            },
+          },
+          ...commonErrors,
+          ...notFound,
+          409: { description: 'The batch has not completed (conflict)', ...errorBody },
+        },
+      },
+    },
+    async (request, reply) => {
+      const { batch, csv } = await plateBatches.results(request.principal, (request.params as { id: string }).id);
+      return reply
+        .type('text/csv; charset=utf-8')
+        .header('content-disposition', `attachment; filename="lookup-batch-${batch.id.slice(0, 8)}-results.csv"`)
+        .send(csv);
+    },
+  );
+}

@@ -1,0 +1,169 @@
+import type { Alert, AlertRepository } from '../domain/alerts/alerts';
+import { ALERTS_PER_EVENT } from '../domain/alerts/alerts';
+import type { Cursor } from '../domain/cursor';
+import { visibleClaim } from './claim-visibility';
+import type { Queryable } from './db';
+import { CLAIM_JSON } from './registry-repository';
+
+const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+const position = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/**
+ * An alert (alias a) as the API shows it, its other company's claim joined as c, cl, co (CLAIM_JSON).
+ * Match alerts have no from/to; status alerts have claim_id null.
+ */
+const ALERT_JSON = `CASE a.kind
+    WHEN 'match' THEN json_build_object(
+      'id', a.id, 'kind', a.kind, 'claim_id', a.claim_id, 'matched_claim', ${CLAIM_JSON},
+      'matched_on', CASE WHEN a.on_plate AND a.on_client THEN '["vehicle_registration","client"]'::json
+                         WHEN a.on_plate THEN '["vehicle_registration"]'::json ELSE '["client"]'::json END,
+      'created_at', ${ts('a.created_at')})
+    ELSE json_build_object(
+      'id', a.id, 'kind', a.kind, 'claim_id', NULL, 'matched_claim', ${CLAIM_JSON},
+      'from', a.from_status, 'to', a.to_status, 'created_at', ${ts('a.created_at')})
+  END`;
+
+/**
+ * What follows the INSERT of alerts (a CTE named `made`, RETURNING every column), in the same
+ * statement: each alert in the told company's look-up log, and the `alerts.created` webhook
+ * deliveries. Deliveries: the companies with an endpoint only, their alerts numbered per company
+ * and grouped by ALERTS_PER_EVENT, one event (and its body, built here in the envelope of
+ * enqueueWebhookEvent) per group, one delivery per endpoint. Only alerts this statement made are
+ * announced, so a run again (same claims, same import) announces nothing.
+ */
+const LOG_AND_ANNOUNCE = `
+  logged AS (
+    INSERT INTO lookups (id, company_id, kind, vehicle_registration, claim_id, result_count, created_at, claim_ids, plate_key, client_key)
+    SELECT gen_random_uuid(), m.company_id, 'alert', c.vehicle_registration, m.matched_claim_id, 1, m.created_at,
+           ARRAY[m.matched_claim_id], c.vehicle_registration, c.client_id
+      FROM made m JOIN claims c ON c.id = m.matched_claim_id
+  ), hooked AS (
+    SELECT m.*, (row_number() OVER (PARTITION BY m.company_id ORDER BY m.created_at DESC, m.id DESC) - 1) / ${ALERTS_PER_EVENT} AS batch_no
+      FROM made m
+     WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.company_id = m.company_id)
+  ), events AS (
+    SELECT a.company_id, gen_random_uuid() AS event_id,
+           json_agg(${ALERT_JSON} ORDER BY a.created_at DESC, a.id DESC) AS alerts, count(*)::int AS n
+      FROM hooked a
+      JOIN claims c ON c.id = a.matched_claim_id
+      JOIN clients cl ON cl.id = c.client_id
+      JOIN companies co ON co.id = c.company_id
+     GROUP BY a.company_id, a.batch_no
+  ), delivered AS (
+    INSERT INTO webhook_deliveries (company_id, endpoint_id, event_key, event_id, event_type, body)
+    SELECT e.company_id, w.id, 'alerts.created:' || e.event_id, e.event_id, 'alerts.created',
+           json_build_object('id', e.event_id, 'type', 'alerts.created', 'created_at', ${ts('now()')},
+                             'data', json_build_object('alerts', e.alerts, 'count', e.n))::text
+      FROM events e JOIN webhook_endpoints w ON w.company_id = e.company_id
+    ON CONFLICT (endpoint_id, event_key) DO NOTHING
+  )
+  SELECT count(*)::int AS made FROM made`;
+
+/**
+ * Match alerts for the claims of \`fresh\` (a query giving id, company_id, client_id,
+ * vehicle_registration): the candidates through the plate index and the client index, set-based,
+ * each pair once, other companies' visible claims within the window ($2) only.
+ */
+const MATCH = (fresh: string) => `
+  WITH fresh AS MATERIALIZED (${fresh}),
+  candidates AS (
+    SELECT f.id AS new_id, o.id AS old_id
+      FROM fresh f JOIN claims o ON o.vehicle_registration = f.vehicle_registration AND o.claim_date >= $2::date AND o.company_id <> f.company_id
+    UNION
+    SELECT f.id, o.id
+      FROM fresh f JOIN claims o ON o.client_id = f.client_id AND o.claim_date >= $2::date AND o.company_id <> f.company_id
+  ), made AS (
+    INSERT INTO alerts (company_id, kind, claim_id, matched_claim_id, on_plate, on_client)
+    SELECT o.company_id, 'match', o.id, f.id, o.vehicle_registration = f.vehicle_registration, o.client_id = f.client_id
+      FROM candidates x
+      JOIN fresh f ON f.id = x.new_id
+      JOIN claims o ON o.id = x.old_id
+     WHERE ${visibleClaim('o')}
+    ON CONFLICT DO NOTHING
+    RETURNING *
+  ),${LOG_AND_ANNOUNCE}`;
+
+const MATCH_CLAIMS = MATCH(`
+  SELECT c.id, c.company_id, c.client_id, c.vehicle_registration FROM claims c WHERE c.id = ANY ($1::uuid[])`);
+
+/** An import's claims through the company's newest-first index, from the import's creation on (as its purge finds them). */
+const MATCH_IMPORT = MATCH(`
+  SELECT c.id, c.company_id, c.client_id, c.vehicle_registration
+    FROM imports i JOIN claims c ON c.company_id = i.company_id AND c.created_at >= i.created_at
+   WHERE i.id = $1 AND c.import_id = $1`);
+
+/**
+ * The companies whose look-ups (alerts included: each is a look-up entry) returned the claim in
+ * the last $4 days, found as the claim's own look-ups are (plate_key / client_key indexes, then
+ * claim_ids), the owner left out: one status alert each.
+ */
+const STATUS_CHANGED = `
+  WITH changed AS MATERIALIZED (
+    SELECT c.id, c.company_id, c.vehicle_registration, c.client_id FROM claims c WHERE c.id = $1
+  ), told AS (
+    SELECT l.company_id FROM changed x
+      JOIN lookups l ON l.plate_key = x.vehicle_registration AND x.id = ANY (l.claim_ids)
+     WHERE l.created_at >= now() - make_interval(days => $4::int)
+    UNION
+    SELECT l.company_id FROM changed x
+      JOIN lookups l ON l.client_key = x.client_id AND x.id = ANY (l.claim_ids)
+     WHERE l.created_at >= now() - make_interval(days => $4::int)
+  ), made AS (
+    INSERT INTO alerts (company_id, kind, claim_id, matched_claim_id, from_status, to_status)
+    SELECT t.company_id, 'status_changed', NULL, x.id, $2, $3
+      FROM told t CROSS JOIN changed x
+     WHERE t.company_id <> x.company_id
+    RETURNING *
+  ),${LOG_AND_ANNOUNCE}`;
+
+/** A company's alerts newest first ($1 company, $3/$4 the position after which, $5 how many; $2 a claim, or unused). */
+const list = (forClaim: boolean) => `
+  SELECT ${ALERT_JSON} AS alert, ${position('a.created_at')} AS position_ts, a.id
+    FROM alerts a
+    JOIN claims c ON c.id = a.matched_claim_id
+    JOIN clients cl ON cl.id = c.client_id
+    JOIN companies co ON co.id = c.company_id
+   WHERE a.company_id = $1 AND ${forClaim ? 'a.claim_id = $2::uuid' : '$2::uuid IS NULL'}
+     AND ($3::timestamptz IS NULL OR (a.created_at, a.id) < ($3::timestamptz, $4::uuid))
+   ORDER BY a.created_at DESC, a.id DESC
+   LIMIT $5`;
+const LIST = list(false);
+const LIST_FOR_CLAIM = list(true);
+
+export function createAlertRepository(db: Queryable): AlertRepository {
+  return {
+    async matchClaims(claimIds, fromDate) {
+      if (claimIds.length === 0) return 0;
+      return (await db.query<{ made: number }>(MATCH_CLAIMS, [claimIds, fromDate]))[0]!.made;
+    },
+
+    async matchImport(importId, fromDate) {
+      return (await db.query<{ made: number }>(MATCH_IMPORT, [importId, fromDate]))[0]!.made;
+    },
+
+    async statusChanged(claimId, from, to, days) {
+      return (await db.query<{ made: number }>(STATUS_CHANGED, [claimId, from, to, days]))[0]!.made;
+    },
+
+    async list(companyId, { claimId, after, limit }) {
+      // Two statements rather than one with an optional filter: each keeps its own index range
+      // (alerts_company_created_idx, or alerts_claim_idx for one claim) in a prepared plan.
+      const rows = await db.query<{ alert: Alert; position_ts: string; id: string }>(claimId === undefined ? LIST : LIST_FOR_CLAIM, [
+        companyId,
+        claimId ?? null,
+        after?.ts ?? null,
+        after?.id ?? null,
+        limit,
+      ]);
+      return rows.map((r) => Object.assign(r.alert, { position: { ts: r.position_ts, id: r.id } satisfies Cursor }));
+    },
+
+    async countSince(companyId, since) {
+      const rows = await db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM alerts WHERE company_id = $1 AND created_at >= $2::timestamptz',
+        [companyId, since],
+      );
+      return rows[0]!.n;
+    },
+  };
+}

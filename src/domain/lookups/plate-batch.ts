@@ -1,0 +1,336 @@
+import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+import { ObjectTooLarge, StorageTimeout, type ObjectStore } from '../storage';
+import { LIMITS, normalizePlate } from '../claims/claim';
+import { minusYears } from '../dates';
+import { AppError, validationError } from '../errors';
+import { isUuid } from '../ids';
+import {
+  checkFileName,
+  createCsvParser,
+  detectDelimiter,
+  fileMessages,
+  InvalidImportFile,
+  MAX_HEADER_BYTES,
+  sanitizeFileName,
+} from '../imports/csv-file';
+import type { Principal } from '../principal';
+import { parsePurpose } from '../registry/registry';
+
+/** The column a batch file must have; any other column is ignored. */
+export const PLATE_COLUMN = 'vehicle_registration';
+/** At most this many data rows in one batch file. */
+export const MAX_BATCH_ROWS = 100_000;
+/** Plates looked up per statement. */
+export const BATCH_CHUNK = 5000;
+
+export const BATCH_STATUSES = ['queued', 'processing', 'completed', 'failed'] as const;
+export type BatchStatus = (typeof BATCH_STATUSES)[number];
+
+export const batchMessages = {
+  notFound: 'Batch not found.',
+  tooManyRows: `The file must not have more than ${MAX_BATCH_ROWS} data rows.`,
+  notCompleted: 'The batch has not completed yet; its results are not ready.',
+  failed: 'The batch could not be completed. Upload the file again later.',
+  unavailable: 'Batch look-ups cannot be queued right now. Try again later.',
+} as const;
+
+/** A batch as GET /lookups/batch/{id} shows it. */
+export type PlateBatch = {
+  id: string;
+  status: BatchStatus;
+  file_name: string;
+  purpose: string | null;
+  /** Data rows in the file. */
+  plates: number;
+  rows_done: number;
+  /** Distinct valid normalized plates looked up so far (one results line each). */
+  distinct_plates: number;
+  /** Rows whose plate is empty or not letters and digits: not looked up. */
+  invalid_rows: number;
+  message: string | null;
+  created_at: string;
+  finished_at: string | null;
+};
+export type BatchRecord = PlateBatch & { companyId: string; tokenId: string | null; userId: string | null; objectKey: string };
+
+export type ResultLine = { vehicle_registration: string; claims: number; companies: number; latest_claim_date: string | null; seq: number };
+
+/** What the batch look-up needs from storage; src/db/plate-batch-repository.ts implements it. */
+export interface PlateBatchRepository {
+  insert(b: {
+    id: string;
+    companyId: string;
+    tokenId: string | null;
+    userId: string | null;
+    purpose: string | null;
+    fileName: string;
+    objectKey: string;
+    plates: number;
+  }): Promise<void>;
+  findForCompany(companyId: string, id: string): Promise<BatchRecord | undefined>;
+  /** queued or processing → processing; undefined when the batch is finished or gone. */
+  start(id: string): Promise<BatchRecord | undefined>;
+  /**
+   * One statement: looks the plates up (within the window from `fromDate`), stores a results line
+   * for each plate not yet in the batch, writes a plate_search look-up log entry for each of those,
+   * and moves rows_done on by `rows`.
+   */
+  writeChunk(batch: BatchRecord, plates: { plate: string; seq: number }[], rows: number, invalid: number, fromDate: string): Promise<void>;
+  finish(id: string, status: 'completed' | 'failed', message: string | null): Promise<void>;
+  /** Results after `afterSeq` in file order, at most `limit`. */
+  results(batchId: string, afterSeq: number, limit: number): Promise<ResultLine[]>;
+  listUnfinished(): Promise<string[]>;
+}
+
+export interface BatchQueue {
+  enqueue(batchId: string): Promise<void>;
+}
+export class BatchQueueUnavailable extends Error {}
+
+type Upload = { fileName: string | undefined; stream: Readable; truncated: () => boolean };
+
+const notFound = () => new AppError('NOT_FOUND', batchMessages.notFound, undefined, 'not_found');
+
+/**
+ * The records of a stored CSV file, read as a stream: the delimiter is found on the header line
+ * (as the import finds it), the bytes are checked on the way (no NUL byte, UTF-8), and csv-parse
+ * (the import's configuration) gives one record at a time.
+ */
+export async function* csvRecords(source: AsyncIterable<Buffer>): AsyncGenerator<string[]> {
+  const it = source[Symbol.asyncIterator]();
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  const check = (chunk: Buffer) => {
+    if (chunk.indexOf(0) !== -1) throw new InvalidImportFile([fileMessages.binary]);
+    try {
+      decoder.decode(chunk, { stream: true });
+    } catch {
+      throw new InvalidImportFile([fileMessages.notUtf8]);
+    }
+    return chunk;
+  };
+  let head = Buffer.alloc(0);
+  let ended = false;
+  while (head.indexOf(10) === -1 && head.indexOf(13) === -1 && head.length <= MAX_HEADER_BYTES) {
+    const next = await it.next();
+    if (next.done) {
+      ended = true;
+      break;
+    }
+    head = Buffer.concat([head, check(next.value)]);
+  }
+  if (head.length === 0) throw new InvalidImportFile([fileMessages.empty]);
+  const firstLine = head
+    .toString('utf8')
+    .split(/\r\n|\n|\r/u)[0]!
+    .replace(/^\uFEFF/u, '');
+  const parser = createCsvParser(detectDelimiter(firstLine));
+  const bytes = Readable.from(
+    (async function* () {
+      yield head;
+      if (ended) return;
+      for (let next = await it.next(); !next.done; next = await it.next()) yield check(next.value);
+      try {
+        decoder.decode();
+      } catch {
+        throw new InvalidImportFile([fileMessages.notUtf8]);
+      }
+    })(),
+  );
+  const fed = pipeline(bytes, parser).catch((err: unknown) => {
+    parser.destroy(err as Error);
+  });
+  try {
+    // The import's parser gives each record with csv-parse's counts (`info`): the cells are `record`.
+    for await (const parsed of parser as AsyncIterable<string[] | { record: string[] }>)
+      yield Array.isArray(parsed) ? parsed : parsed.record;
+  } catch (err) {
+    if (err instanceof InvalidImportFile) throw err;
+    const code = (err as { code?: string }).code;
+    const row = parser.info.records + 1;
+    throw new InvalidImportFile([code === 'CSV_MAX_RECORD_SIZE' ? fileMessages.recordTooLarge(row) : fileMessages.unclosedQuote(row)]);
+  } finally {
+    await fed;
+  }
+}
+
+const blank = (record: string[]) => record.every((cell) => cell.trim() === '');
+
+/** The column of the plates, or InvalidImportFile naming the missing column. */
+function plateColumn(header: string[]): number {
+  const index = header.findIndex((name, i) => (i === 0 ? name.replace(/^\uFEFF/u, '') : name) === PLATE_COLUMN);
+  if (index === -1) throw new InvalidImportFile([fileMessages.missing([PLATE_COLUMN])]);
+  return index;
+}
+
+/** A plate cell normalized as a search normalizes it, or undefined when it cannot be searched. */
+export function batchPlate(cell: string | undefined): string | undefined {
+  if (cell === undefined || [...cell].length > LIMITS.plateMaxLength) return undefined;
+  const plate = normalizePlate(cell);
+  return plate !== '' && /^[\p{L}\p{N}]+$/u.test(plate) ? plate : undefined;
+}
+
+export type PlateBatchDeps = {
+  batches: PlateBatchRepository;
+  storage: ObjectStore;
+  queue: BatchQueue;
+  today: () => string;
+  searchHistoryYears: number;
+  limits: { maxBytes: number; uploadTimeoutMs: number };
+};
+
+export function createPlateBatchService(deps: PlateBatchDeps) {
+  const { batches, storage, queue, limits } = deps;
+
+  /** Counts the data rows of a stored file, checking it as the import checks a file (422 on a problem). */
+  async function inspect(objectKey: string): Promise<number> {
+    let rows = 0;
+    let header = true;
+    for await (const record of csvRecords(await storage.getStream(objectKey))) {
+      if (header) {
+        plateColumn(record);
+        header = false;
+      } else if (!blank(record) && ++rows > MAX_BATCH_ROWS) throw new InvalidImportFile([batchMessages.tooManyRows]);
+    }
+    if (header) throw new InvalidImportFile([fileMessages.empty]);
+    return rows;
+  }
+
+  /**
+   * POST /lookups/batch: stores the file, checks it (the import's file errors, a 422, leave
+   * nothing behind), records the batch (queued) and queues its job.
+   */
+  async function submit(principal: Principal, upload: Upload, purposeRaw: unknown): Promise<PlateBatch> {
+    const errors = {};
+    const purpose = parsePurpose(purposeRaw, errors);
+    const badName = checkFileName(upload.fileName);
+    if (badName || Object.keys(errors).length > 0) {
+      upload.stream.resume();
+      throw validationError({ ...(badName ? { file: [badName] } : {}), ...errors });
+    }
+    const id = randomUUID();
+    const objectKey = `lookup-batches/${principal.companyId}/${id}`;
+    let plates: number;
+    try {
+      await storage.putStream(objectKey, upload.stream, { maxBytes: limits.maxBytes + 1, timeoutMs: limits.uploadTimeoutMs });
+      if (upload.truncated()) throw new ObjectTooLarge(limits.maxBytes);
+      plates = await inspect(objectKey);
+    } catch (err) {
+      upload.stream.resume();
+      await storage.delete(objectKey).catch(() => {});
+      if (upload.truncated() || err instanceof ObjectTooLarge) throw validationError({ file: [fileMessages.tooLarge(limits.maxBytes)] });
+      if (err instanceof InvalidImportFile) throw validationError(err.fields);
+      if (err instanceof StorageTimeout) throw new AppError('UNAVAILABLE', batchMessages.unavailable);
+      throw err;
+    }
+    await batches.insert({
+      id,
+      companyId: principal.companyId,
+      tokenId: principal.tokenId,
+      userId: principal.userId,
+      purpose,
+      fileName: sanitizeFileName(upload.fileName),
+      objectKey,
+      plates,
+    });
+    try {
+      await queue.enqueue(id);
+    } catch (err) {
+      await batches.finish(id, 'failed', batchMessages.unavailable);
+      if (err instanceof BatchQueueUnavailable) throw new AppError('UNAVAILABLE', batchMessages.unavailable);
+      throw err;
+    }
+    return get(principal, id);
+  }
+
+  async function find(principal: Pick<Principal, 'companyId'>, id: string): Promise<BatchRecord> {
+    const found = isUuid(id) ? await batches.findForCompany(principal.companyId, id) : undefined;
+    if (!found) throw notFound();
+    return found;
+  }
+
+  const publicOf = ({ companyId: _c, tokenId: _t, userId: _u, objectKey: _o, ...batch }: BatchRecord): PlateBatch => batch;
+
+  async function get(principal: Pick<Principal, 'companyId'>, id: string): Promise<PlateBatch> {
+    return publicOf(await find(principal, id));
+  }
+
+  /**
+   * The job: reads the stored file as a stream and looks its plates up BATCH_CHUNK at a time, one
+   * statement per chunk (results, look-up log, progress together), so memory stays flat whatever
+   * the file's size. A run that starts again goes on after the rows already done.
+   */
+  async function process(batchId: string): Promise<void> {
+    const batch = await batches.start(batchId);
+    if (!batch) return;
+    const fromDate = minusYears(deps.today(), deps.searchHistoryYears);
+    let column = -1;
+    let row = 0;
+    let chunk: { plate: string; seq: number }[] = [];
+    let rows = 0;
+    let invalid = 0;
+    const flush = async () => {
+      if (rows === 0) return;
+      await batches.writeChunk(batch, chunk, rows, invalid, fromDate);
+      chunk = [];
+      rows = 0;
+      invalid = 0;
+    };
+    try {
+      for await (const record of csvRecords(await storage.getStream(batch.objectKey))) {
+        if (column === -1) {
+          column = plateColumn(record);
+          continue;
+        }
+        if (blank(record)) continue;
+        row++;
+        if (row <= batch.rows_done) continue;
+        const plate = batchPlate(record[column]);
+        if (plate === undefined) invalid++;
+        else chunk.push({ plate, seq: row });
+        rows++;
+        if (rows >= BATCH_CHUNK) await flush();
+      }
+      await flush();
+    } catch (err) {
+      if (err instanceof InvalidImportFile) {
+        await batches.finish(batchId, 'failed', err.messages[0] ?? batchMessages.failed);
+        return;
+      }
+      throw err;
+    }
+    await batches.finish(batchId, 'completed', null);
+    await storage.delete(batch.objectKey).catch(() => {});
+  }
+
+  /** A job that failed for good. */
+  const markFailed = (batchId: string) => batches.finish(batchId, 'failed', batchMessages.failed);
+
+  /** results.csv: one line per distinct plate in file order, read in pages (flat memory). */
+  async function results(principal: Pick<Principal, 'companyId'>, id: string): Promise<{ batch: PlateBatch; csv: Readable }> {
+    const batch = await find(principal, id);
+    if (batch.status !== 'completed') throw new AppError('CONFLICT', batchMessages.notCompleted, undefined, 'conflict');
+    const lines = async function* () {
+      yield 'vehicle_registration,claims,companies,latest_claim_date\r\n';
+      for (let after = 0; ;) {
+        const page = await batches.results(batch.id, after, 5000);
+        if (page.length === 0) return;
+        yield page.map((r) => `${r.vehicle_registration},${r.claims},${r.companies},${r.latest_claim_date ?? ''}\r\n`).join('');
+        after = page.at(-1)!.seq;
+      }
+    };
+    return { batch: publicOf(batch), csv: Readable.from(lines()) };
+  }
+
+  /** Batches a stopped process left unfinished, queued again (their rows done are kept). */
+  async function resumeUnfinished(): Promise<number> {
+    const ids = await batches.listUnfinished();
+    for (const id of ids) await queue.enqueue(id);
+    return ids.length;
+  }
+
+  return { submit, get, process, markFailed, results, resumeUnfinished };
+}
+export type PlateBatchService = ReturnType<typeof createPlateBatchService>;

@@ -1,0 +1,148 @@
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+import { AppError, validationError } from '../../domain/errors';
+import { fileMessages } from '../../domain/imports/csv-file';
+import { MAX_BATCH_ROWS, type PlateBatch } from '../../domain/lookups/plate-batch';
+import { monthBarChart } from '../chart';
+import { companyUser, principalOf, requireCompanyUser, requireOperator } from '../context';
+import { text, type FormBody } from '../forms';
+import { renderPage } from '../render';
+
+const PAGE_SIZE = 25;
+
+/** Bars of a chart of named values (the overview's chart geometry, one bar per name). */
+const namedChart = (values: { label: string; value: number }[]) =>
+  monthBarChart(values.map((v, i) => ({ month: String(i), label: v.label, claims: v.value })));
+
+/** The CSRF check for a multipart form (token in the `_csrf` field before the file), as the import page does it. */
+function verifyCsrf(app: FastifyInstance, request: FastifyRequest, token: string | undefined): Promise<void> {
+  const body = request.body;
+  request.body = { _csrf: token };
+  return new Promise<void>((resolve, reject) => {
+    const refuse = { send: (err: Error) => reject(err) } as unknown as FastifyReply;
+    app.csrfProtection(request, refuse, () => resolve());
+  }).finally(() => {
+    request.body = body;
+  });
+}
+
+const batchDone = (b: PlateBatch) => b.status === 'completed' || b.status === 'failed';
+
+/** The dashboard's pages for alerts, batch plate look-ups and data quality. */
+export async function registryExtrasRoutes(app: FastifyInstance) {
+  const { alerts, plateBatches, quality, config } = app.deps;
+  await app.register(multipart, { limits: { fileSize: config.importMaxBytes, files: 1, fields: 5, fieldSize: 1024, parts: 10 } });
+
+  app.get('/alerts', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const cursor = text(request.query as FormBody, 'cursor', 200);
+    const page = await alerts.list(principalOf(companyUser(request)), { cursor: cursor || undefined, limit: PAGE_SIZE });
+    return renderPage(reply, 'alerts', {
+      title: 'Alerts',
+      alerts: page.data,
+      isFirstPage: !cursor,
+      nextUrl: page.meta.next_cursor ? `/alerts?cursor=${encodeURIComponent(page.meta.next_cursor)}` : null,
+    });
+  });
+
+  app.get('/lookups/batch', { preHandler: requireCompanyUser }, async (_request, reply) =>
+    renderPage(reply, 'lookup-batch-new', { title: 'Check a file of plates', maxRows: MAX_BATCH_ROWS }),
+  );
+
+  app.post('/lookups/batch', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const principal = principalOf(companyUser(request));
+    let token: string | undefined;
+    let purpose: string | undefined;
+    let batch: PlateBatch | undefined;
+    let checked = false;
+    try {
+      if (request.isMultipart()) {
+        for await (const part of request.parts()) {
+          if (part.type === 'field') {
+            if (part.fieldname === '_csrf' && typeof part.value === 'string') token ??= part.value;
+            if (part.fieldname === 'purpose' && typeof part.value === 'string') purpose = part.value;
+            continue;
+          }
+          if (!checked) {
+            await verifyCsrf(app, request, token).catch((err: unknown) => {
+              part.file.resume();
+              throw err;
+            });
+            checked = true;
+          }
+          if (part.fieldname !== 'file' || batch) {
+            part.file.resume();
+            continue;
+          }
+          batch = await plateBatches.submit(
+            principal,
+            { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated },
+            purpose,
+          );
+        }
+      }
+      if (!checked) await verifyCsrf(app, request, token);
+      if (!batch) throw validationError({ file: [fileMessages.required] });
+    } catch (err) {
+      if (!(err instanceof AppError) || (err.code !== 'VALIDATION_FAILED' && err.code !== 'UNAVAILABLE')) throw err;
+      const status = err.code === 'UNAVAILABLE' ? 503 : 422;
+      return renderPage(
+        reply,
+        'lookup-batch-new',
+        { title: 'Check a file of plates', maxRows: MAX_BATCH_ROWS, fileError: err.message },
+        status,
+      );
+    }
+    return reply.redirect(`/lookups/batch/${batch.id}`, 303);
+  });
+
+  app.get('/lookups/batch/:id', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const batch = await plateBatches.get(principalOf(companyUser(request)), id);
+    const done = batchDone(batch);
+    return renderPage(reply, 'lookup-batch', {
+      title: 'Plate file check',
+      batch,
+      done,
+      percent: batch.plates === 0 ? 100 : Math.floor((batch.rows_done / batch.plates) * 100),
+      ...(done ? {} : { refreshSeconds: 2 }),
+    });
+  });
+
+  app.get('/lookups/batch/:id/results.csv', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const { batch, csv } = await plateBatches.results(principalOf(companyUser(request)), id);
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="lookup-batch-${batch.id.slice(0, 8)}-results.csv"`)
+      .send(csv);
+  });
+
+  app.get('/quality', { preHandler: requireCompanyUser }, async (request, reply) => {
+    const days = text(request.query as FormBody, 'days', 4) || undefined;
+    const report = await quality.report(principalOf(companyUser(request)), days);
+    const pct = (x: number) => Math.round(x * 1000) / 10;
+    return renderPage(reply, 'quality', {
+      title: 'Data quality',
+      report,
+      sourceChart: namedChart([
+        { label: 'API', value: report.by_source.api },
+        { label: 'Import', value: report.by_source.bulk_import },
+        { label: 'Dashboard', value: report.by_source.assisted },
+      ]),
+      missingChart: namedChart([
+        { label: 'Type', value: pct(report.missing.claim_type) },
+        { label: 'Amount', value: pct(report.missing.amount) },
+        { label: 'At-fault', value: pct(report.missing.is_at_fault) },
+        { label: 'Rejected', value: pct(report.import_rejection_rate) },
+      ]),
+      pct,
+    });
+  });
+
+  app.get('/operator/quality', { preHandler: requireOperator }, async (request, reply) => {
+    const days = text(request.query as FormBody, 'days', 4) || undefined;
+    const rows = await quality.allCompanies(days);
+    return renderPage(reply, 'operator-quality', { title: 'Data quality by company', rows, days: rows[0]?.report.period_days ?? 90 });
+  });
+}
