@@ -1,14 +1,66 @@
+import fs from 'node:fs';
+
 import { defineConfig } from 'vitest/config';
 
-// Every test file runs against the embedded PGlite; when TEST_DATABASE_URL is set (CI does),
-// the same files run a second time against the real PostgreSQL, each file in its own schema.
+/**
+ * Every test file runs against the embedded PGlite; when TEST_DATABASE_URL is set (CI does), the
+ * files run a second time against the real PostgreSQL, each file in its own schema. A file that
+ * belongs to one database says so in its name, and is in that project only (never "skipped" in the
+ * other):
+ *
+ *   *.pglite.test.ts      the embedded database only (its lock, its one session, the admin CLI's default)
+ *   *.postgres.test.ts    PostgreSQL only (pools, locks between sessions, a proxy that cuts connections)
+ *   *.redis.test.ts       PostgreSQL and the Redis of TEST_REDIS_URL (BullMQ, worker processes)
+ *   *.pg-restart.test.ts  restarts the PostgreSQL cluster: only with TEST_PG_RESTART=1, alone (.ci/run)
+ *
+ * The browser tests (test/browser) run in the pglite project only, and need /usr/bin/chromium. What cannot run here is left out with a
+ * notice, never skipped in silence; under CI=true a missing requirement is an error instead.
+ */
+const ci = process.env.CI === 'true';
+const postgres = Boolean(process.env.TEST_DATABASE_URL);
+const redis = Boolean(process.env.TEST_REDIS_URL);
+const chromium = fs.existsSync('/usr/bin/chromium');
+const pgRestart = process.env.TEST_PG_RESTART === '1';
+
+function missing(what: string, why: string): void {
+  if (ci) throw new Error(`CI runs every test, but ${why}: ${what} cannot run.`);
+  console.warn(`\n  Left out of this run: ${what} (${why}).\n`);
+}
+
+if (!chromium) missing('the browser tests (test/browser)', '/usr/bin/chromium is missing: apt-get install chromium');
+if (postgres && !redis) missing('the *.redis.test.ts files', 'TEST_REDIS_URL is not set');
+
 const shared = { include: ['test/**/*.test.ts'], testTimeout: 30_000, hookTimeout: 60_000 };
+const browser = chromium ? [] : ['test/browser/**'];
 
 export default defineConfig({
   test: {
     projects: [
-      { test: { ...shared, name: 'pglite', env: { TEST_DB_KIND: 'pglite' } } },
-      ...(process.env.TEST_DATABASE_URL ? [{ test: { ...shared, name: 'postgres', env: { TEST_DB_KIND: 'postgres' } } }] : []),
+      {
+        test: {
+          ...shared,
+          name: 'pglite',
+          env: { TEST_DB_KIND: 'pglite' },
+          exclude: ['**/*.postgres.test.ts', '**/*.redis.test.ts', '**/*.pg-restart.test.ts', ...browser],
+        },
+      },
+      ...(postgres
+        ? [
+            {
+              test: {
+                ...shared,
+                name: 'postgres',
+                env: { TEST_DB_KIND: 'postgres' },
+                exclude: [
+                  '**/*.pglite.test.ts',
+                  'test/browser/**',
+                  ...(redis ? [] : ['**/*.redis.test.ts']),
+                  ...(redis && pgRestart ? [] : ['**/*.pg-restart.test.ts']),
+                ],
+              },
+            },
+          ]
+        : []),
     ],
   },
 });

@@ -1,9 +1,12 @@
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+
 import closeWithGrace from 'close-with-grace';
 import { Redis } from 'ioredis';
 
 import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
-import { createDeps, StartupError } from './deps';
+import { createDeps, StartupError, type DepsOptions } from './deps';
 import { startRetentionSchedule } from './domain/registry/retention-schedule';
 import { createLogger } from './logger';
 import { serveMetrics } from './metrics';
@@ -20,7 +23,8 @@ import { checkEvictionPolicy } from './workers/queues';
  */
 const SHUTDOWN_GRACE_MS = 110_000;
 
-async function main() {
+/** The worker process; `hooks` are for a test's own entry file (test/crash-worker.ts), never set here. */
+export async function runWorker(hooks: Pick<DepsOptions, 'afterChunkCommit'> = {}) {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   if (!config.redisUrl)
@@ -35,14 +39,10 @@ async function main() {
   });
   probe.once('ready', () => void checkEvictionPolicy(probe, logger).finally(() => probe.disconnect()));
 
-  // Crash tests only: the worker kills itself right after committing this chunk, before it reports progress.
-  const killAfter = process.env.TEST_KILL_WORKER_AFTER_CHUNK;
   const trimHeap = createHeapTrim(IMPORT_WORKER_HEAP_GROWTH_BYTES);
   const deps = await createDeps(config, {
     logger,
-    afterChunkCommit: (n: number) => {
-      if (killAfter && n === Number(killAfter)) process.kill(process.pid, 'SIGKILL');
-    },
+    ...hooks,
     whileChunkWrites: trimHeap,
   });
   const worker = startImportWorker(deps, config, logger);
@@ -68,11 +68,15 @@ async function main() {
   await deps.imports.purgeLeftovers().catch((err: unknown) => logger.error({ err }, 'could not remove the claims of failed imports'));
 }
 
-main().catch((err: unknown) => {
+/** Exits 1 with a one-line message when the worker cannot start. */
+export function exitOnStartFailure(err: unknown): never {
   if (err instanceof ConfigError || err instanceof StartupError || err instanceof DatabaseLockedError) {
     console.error(err.message);
   } else {
     console.error('Worker failed to start:', err instanceof Error ? err.message : err);
   }
   process.exit(1);
-});
+}
+
+// Run when started as the program (`npm run worker`), not when a test's entry file imports it.
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) runWorker().catch(exitOnStartFailure);

@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,9 +15,8 @@ import { minusYears } from '../../src/domain/dates';
 import { createRegistryService } from '../../src/domain/registry/registry-service';
 import { createDeps, type Deps } from '../../src/deps';
 import { addDays, claimBody, dbKind, TEST_HASH_KEY } from '../harness';
+import { runAdmin } from '../processes';
 
-const TSX = path.resolve('node_modules/.bin/tsx');
-const ADMIN = path.resolve('src/main-admin.ts');
 const SPAWN_TIMEOUT = 90_000;
 const kind = dbKind();
 const url = process.env.TEST_DATABASE_URL;
@@ -60,15 +58,7 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     };
   }
 
-  function admin(...args: string[]): Promise<Result> {
-    const childEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: os.tmpdir(), ...env };
-    return new Promise((resolve, reject) => {
-      execFile(TSX, [ADMIN, ...args], { env: childEnv, timeout: SPAWN_TIMEOUT }, (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return reject(err instanceof Error ? err : new Error('the command could not be run'));
-        resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-      });
-    });
-  }
+  const admin = (...args: string[]): Promise<Result> => runAdmin(env, args, SPAWN_TIMEOUT);
 
   const today = () => current.deps.today();
   const inject = (opts: InjectOptions) => current.app.inject(opts);

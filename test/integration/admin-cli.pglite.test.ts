@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -7,10 +6,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { openDb } from '../../src/db/db';
-import { dbKind } from '../harness';
+import { runAdmin } from '../processes';
 
-const TSX = path.resolve('node_modules/.bin/tsx');
-const ADMIN = path.resolve('src/main-admin.ts');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const SPAWN_TIMEOUT = 60_000;
 
@@ -20,19 +17,11 @@ type Result = { code: number; stdout: string; stderr: string };
  * Runs the admin CLI as an operator would, against the embedded database in `dataDir`. The
  * environment is built from scratch so that a DATABASE_URL of the developer's shell cannot leak in.
  */
-function admin(dataDir: string, ...args: string[]): Promise<Result> {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: os.tmpdir(), DATA_DIR: dataDir };
-  return new Promise((resolve, reject) => {
-    execFile(TSX, [ADMIN, ...args], { env, timeout: SPAWN_TIMEOUT }, (err, stdout, stderr) => {
-      if (err && typeof err.code !== 'number') return reject(new Error(`admin ${args.join(' ')} did not run`, { cause: err }));
-      resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-    });
-  });
-}
+const admin = (dataDir: string, ...args: string[]): Promise<Result> => runAdmin({ DATA_DIR: dataDir }, args, SPAWN_TIMEOUT);
 
 // Spawning costs a second or two each, and the CLI's PostgreSQL path is the same code as the
 // server's: one run, against the embedded database, is enough.
-describe.skipIf(dbKind() === 'postgres')('admin CLI (embedded database)', () => {
+describe('admin CLI (embedded database)', () => {
   let dir: string;
   let dataDir: string;
   let created: Result;

@@ -2,21 +2,17 @@ import { randomBytes } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestContext, dbKind, type TestContext } from '../harness';
+import { createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, PASSWORD, signedIn } from './web-client';
 
-// Bull Board is mounted when imports run on BullMQ (REDIS_URL), which needs PostgreSQL: these
-// tests run in the postgres project (CI runs Redis and PostgreSQL).
-const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
+// Bull Board is mounted when imports run on BullMQ (REDIS_URL), which needs PostgreSQL.
 let ctx: TestContext;
 beforeAll(async () => {
-  if (dbKind() === 'postgres')
-    ctx = await createTestContext({ REDIS_URL: redisUrl, QUEUE_PREFIX: `test-${randomBytes(4).toString('hex')}` });
+  ctx = await createTestContext({ REDIS_URL: process.env.TEST_REDIS_URL!, QUEUE_PREFIX: `test-${randomBytes(4).toString('hex')}` });
 });
 afterAll(async () => ctx?.close());
 
-describe.skipIf(dbKind() !== 'postgres')('Bull Board at /admin/queues behind the operator sign-in', () => {
+describe('Bull Board at /admin/queues behind the operator sign-in', () => {
   it('sends a signed-out browser to the sign-in page and back, and answers 401 to anything else', async () => {
     const page = await ctx.app.inject({ method: 'GET', url: '/admin/queues', headers: { accept: 'text/html' } });
     expect(page.statusCode).toBe(303);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { claimBody, createTestContext, dbKind, type Company, type TestContext } from '../harness';
+import { claimBody, createTestContext, type Company, type TestContext } from '../harness';
 import { startTcpProxy } from '../tcp-proxy';
 import { companyWithPeople, signedIn } from '../web/web-client';
 
@@ -9,7 +9,7 @@ import { companyWithPeople, signedIn } from '../web/web-client';
  * API answers 503 with Retry-After (like a missing import queue), never 500 "Server error.". The
  * fault is real: the server talks to PostgreSQL through a TCP proxy that the test cuts.
  */
-describe.skipIf(dbKind() !== 'postgres')('the database connection is lost or refused', () => {
+describe('the database connection is lost or refused', () => {
   let ctx: TestContext;
   let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
   let company: Company;

@@ -1,45 +1,32 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { openDb } from '../../src/db/db';
-import { dbKind, TEST_HASH_KEY } from '../harness';
+import { TEST_HASH_KEY } from '../harness';
+import { runAdmin } from '../processes';
 
 /**
  * `npm run admin -- ... --json` with REDIS_URL set: stdout holds exactly one JSON value (scripts
  * parse it), and whatever the process logs (the queue connection closing, say) goes to stderr.
  */
-const redisUrl = process.env.TEST_REDIS_URL;
-const enabled = Boolean(redisUrl) && dbKind() === 'postgres';
+const redisUrl = process.env.TEST_REDIS_URL!;
 const schema = `test_admin_${randomBytes(5).toString('hex')}`;
 
-function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    DATABASE_URL: process.env.TEST_DATABASE_URL,
-    DB_SEARCH_PATH: schema,
-    REDIS_URL: redisUrl,
-    QUEUE_PREFIX: `test-admin-${randomBytes(3).toString('hex')}`,
-    DOCUMENT_HASH_KEY: TEST_HASH_KEY,
-    LOG_LEVEL: 'info',
-  };
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', path.resolve('src/main-admin.ts'), ...args],
-      { env, timeout: 60_000 },
-      (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return reject(err instanceof Error ? err : new Error('the command could not be run'));
-        resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-      },
-    );
-  });
-}
+const admin = (...args: string[]) =>
+  runAdmin(
+    {
+      DATABASE_URL: process.env.TEST_DATABASE_URL!,
+      DB_SEARCH_PATH: schema,
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: `test-admin-${randomBytes(3).toString('hex')}`,
+      DOCUMENT_HASH_KEY: TEST_HASH_KEY,
+      LOG_LEVEL: 'info',
+    },
+    args,
+  );
 
-describe.skipIf(!enabled)('admin command line with REDIS_URL', () => {
+describe('admin command line with REDIS_URL', () => {
   beforeAll(async () => {
     const db = await openDb({ kind: 'postgres', url: process.env.TEST_DATABASE_URL!, poolSize: 1 });
     await db.exec(`CREATE SCHEMA ${schema}`);
