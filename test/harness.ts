@@ -8,7 +8,7 @@ import { buildApp } from '../src/api/app';
 import { loadConfig, type Config } from '../src/config';
 import { openDb } from '../src/db/db';
 import { todayIn } from '../src/domain/dates';
-import { createDeps, type Deps } from '../src/deps';
+import { createDeps, type Deps, type DepsOptions } from '../src/deps';
 
 export const TEST_HASH_KEY = 'test-document-hash-key-0123456789abcdef';
 /** scrypt N = 2^10 in tests: fast; production's floor is 2^15 (PASSWORD_HASH_COST). */
@@ -34,6 +34,8 @@ export async function createTestContext(
     logger?: Logger;
     /** The service's "today" (YYYY-MM-DD); default: the real date in APP_TIMEZONE. */
     today?: () => string;
+    /** Called right after each import chunk commits (0-based), before its progress is reported. */
+    afterChunkCommit?: DepsOptions['afterChunkCommit'];
   } = {},
 ): Promise<TestContext> {
   const kind = dbKind();
@@ -59,6 +61,7 @@ export async function createTestContext(
     logger,
     testPasswordHashCost: TEST_PASSWORD_HASH_COST,
     ...(options.today ? { today: options.today } : {}),
+    ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
   });
   // As the server without REDIS_URL: imports run and webhooks are delivered in this process.
   if (deps.importQueue.kind === 'in-process') {
