@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -29,8 +28,9 @@ describe('when Redis is down', () => {
       ),
     );
     // Refused up front (the queue is not connected), not after the upload and a queue time-out:
-    // the file never reached storage (the local store's folder for the company's imports).
-    expect(fs.existsSync(path.join(ctx.config.dataDir, 'imports', company.id))).toBe(false);
+    // the file never reached storage (the local store, under DATA_DIR, has no folder for the company).
+    const stored = fs.existsSync(ctx.config.dataDir) ? fs.readdirSync(ctx.config.dataDir, { recursive: true }) : [];
+    expect(stored.filter((p) => String(p).includes(company.id))).toEqual([]);
     expect((await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth })).json().data).toEqual([]);
     const claim = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: claimBody() });
     expect(claim.statusCode).toBe(201);
