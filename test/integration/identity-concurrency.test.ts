@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { claimBody, createTestContext, dbKind, type TestContext, addDays, type Company } from '../harness';
+import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
 import { csv, postImport, validRow } from '../import-helpers';
 
 // Meaningful mainly on PostgreSQL, where the submissions really run in parallel on a pool of
@@ -152,52 +152,4 @@ describe('an import racing API submissions of the same new persons', () => {
     );
     expect(row).toEqual({ claims: 800, clients: 400 });
   });
-
-  // PostgreSQL only: the removal holds its transaction open while the submission waits on it, which
-  // the embedded database's one connection cannot do.
-  it.skipIf(dbKind() !== 'postgres')(
-    'answers 201 with a new person when the person it found is removed (retention) before its claim is written',
-    async () => {
-      const company = await ctx.newCompany();
-      const number = docNo();
-      const client = { date_of_birth: '1969-09-09', id_documents: [{ type: 'passport', number }] };
-      const first = await post(company, client);
-      expect(first.statusCode, first.body).toBe(201);
-      const person = first.json().data.client.id as string;
-
-      // The purge's removal of the person (claims, then the client and its documents), not yet committed.
-      let commit!: () => void;
-      const committed = new Promise<void>((resolve) => (commit = resolve));
-      let removing!: () => void;
-      const removed = new Promise<void>((resolve) => (removing = resolve));
-      const removal = ctx.deps.db.transaction(async (tx) => {
-        await tx.query('DELETE FROM claims WHERE client_id = $1', [person]);
-        await tx.query('DELETE FROM clients WHERE id = $1', [person]);
-        removing();
-        await committed;
-      });
-      await removed;
-
-      // The submission still finds the person (the removal is not committed) and its claim's write
-      // waits on the person's row; the removal then commits under it.
-      const submitting = post(company, client);
-      for (let i = 0; i < 200; i++) {
-        const [waiting] = await ctx.deps.db.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE '%new_claims%'`,
-        );
-        if (waiting!.n > 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-      commit();
-      await removal;
-
-      const res = await submitting;
-      expect(res.statusCode, res.body).toBe(201);
-      const now = res.json().data.client.id as string;
-      expect(now).not.toBe(person);
-      const [row] = await ctx.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM claims WHERE client_id = $1', [now]);
-      expect(row!.n).toBe(1);
-    },
-  );
 });
