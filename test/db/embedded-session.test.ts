@@ -6,7 +6,7 @@ import { createTestContext, type TestContext } from '../harness';
 /**
  * The database as the server uses it, embedded or PostgreSQL: a long statement does not stop the
  * server answering, a failed statement keeps PostgreSQL's error code, and a transaction's rows are
- * all there or none.
+ * all there or none. The embedded database's one session: embedded-session.pglite.test.ts.
  */
 let ctx: TestContext;
 beforeAll(async () => {
@@ -36,16 +36,20 @@ describe('the database session', () => {
     await ctx.deps.db.query('DELETE FROM session_probe');
   });
 
-  it('writes a failed transaction not at all, and makes a statement sent meanwhile wait for its end', async () => {
+  it('writes a failed transaction not at all: a statement sent meanwhile does not see its row, nor one sent after', async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
+    let inserted!: () => void;
+    const insertedRow = new Promise<void>((resolve) => (inserted = resolve));
     const tx = ctx.deps.db.transaction(async (q) => {
       await q.query('INSERT INTO session_probe (id) VALUES (2)');
+      inserted();
       await held;
       throw new Error('changed its mind');
     });
     tx.catch(() => {});
-    // Sent while the transaction holds the session: it must not see the row, before or after.
+    await insertedRow;
+    // Sent while the transaction holds its row: it must not see it, before or after the rollback.
     const seen = ctx.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM session_probe');
     release();
     await expect(tx).rejects.toThrow('changed its mind');
