@@ -1,11 +1,12 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { buildApp } from '../../src/api/app';
-import { apiError, createTestContext, type TestContext } from '../harness';
+import { apiError, createTestContext, submitClaim, type TestContext } from '../harness';
+import { csv, postImport, validRow } from '../import-helpers';
 import { companyWithPeople, PASSWORD, signedIn, WebClient } from './web-client';
 
 let ctx: TestContext;
@@ -256,11 +257,43 @@ describe('logs', () => {
 
 describe('page headers', () => {
   it('sends a strict content security policy and no caching on every page', async () => {
-    const res = await new WebClient(ctx.app).get('/login');
-    expect(res.headers['content-security-policy']).toContain("script-src 'self'");
-    expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
-    expect(res.headers['cache-control']).toBe('no-store');
-    expect(res.headers['x-frame-options']).toBe('DENY');
+    const c = await companyWithPeople(ctx);
+    const claim = await submitClaim(ctx, c);
+    const imported = await postImport(ctx.app, c.auth, csv([validRow()]));
+    expect(imported.statusCode, imported.body).toBe(200);
+    const importId = (await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: c.auth })).json().data[0].id as string;
+    const operatorEmail = `operator-${randomBytes(3).toString('hex')}@registry.example`;
+    await ctx.deps.companies.createUser({ companyId: null, email: operatorEmail, password: PASSWORD, role: 'operator' });
+
+    const signedOut = new WebClient(ctx.app);
+    const admin = await signedIn(ctx, c.admin.email);
+    const operator = await signedIn(ctx, operatorEmail);
+    const pages: [WebClient, string, number][] = [
+      [signedOut, '/login', 200],
+      [signedOut, '/claims', 303],
+      [signedOut, '/nothing-here', 404],
+      [admin, '/', 200],
+      [admin, '/claims', 200],
+      [admin, '/claims/new', 200],
+      [admin, `/claims/${claim.id}`, 200],
+      [admin, `/search?plate=${encodeURIComponent(claim.vehicle_registration)}`, 200],
+      [admin, '/imports', 200],
+      [admin, `/imports/${importId}`, 200],
+      [admin, '/lookups', 200],
+      [admin, '/settings/people', 200],
+      [admin, '/settings/tokens', 200],
+      [admin, '/settings/webhooks', 200],
+      [operator, '/operator', 200],
+      [operator, `/operator/companies/${c.id}`, 200],
+    ];
+    for (const [web, url, status] of pages) {
+      const res = await web.get(url);
+      expect(res.statusCode, url).toBe(status);
+      expect(res.headers['content-security-policy'], url).toContain("script-src 'self'");
+      expect(res.headers['content-security-policy'], url).toContain("frame-ancestors 'none'");
+      expect(res.headers['cache-control'], url).toBe('no-store');
+      expect(res.headers['x-frame-options'], url).toBe('DENY');
+    }
   });
 
   it('serves the stylesheet and script from /assets', async () => {
