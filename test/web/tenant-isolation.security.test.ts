@@ -10,6 +10,7 @@ let b: Awaited<ReturnType<typeof companyWithPeople>>;
 let bAdmin: WebClient;
 let aClaimId: string;
 let aPlate: string;
+let bClaimId: string;
 const principal = (c: { id: string; name: string }): Principal => ({ companyId: c.id, companyName: c.name, tokenId: null, userId: null });
 
 beforeAll(async () => {
@@ -19,7 +20,9 @@ beforeAll(async () => {
   const body = claimBody();
   aPlate = body.vehicle_registration;
   aClaimId = (await ctx.deps.claims.submit(principal(a), body)).id;
+  bClaimId = (await ctx.deps.claims.submit(principal(b), claimBody())).id;
   await ctx.deps.tokens.create(a.id, 'Alpha secret system');
+  await ctx.deps.tokens.create(b.id, 'Beta own system');
   bAdmin = await signedIn(ctx, b.admin.email);
 });
 afterAll(async () => ctx.close());
@@ -28,15 +31,17 @@ describe("a person of company B and company A's records", () => {
   it("does not list A's tokens, people or claims", async () => {
     const tokens = await bAdmin.get('/settings/tokens');
     expect(tokens.statusCode).toBe(200);
+    expect(tokens.body).toContain('Beta own system');
     expect(tokens.body).not.toContain('Alpha secret system');
     const people = await bAdmin.get('/settings/people');
     expect(people.body).not.toContain(a.admin.email);
     expect(people.body).not.toContain(a.member.email);
     expect(people.body).toContain(b.member.email);
     const claims = await bAdmin.get('/claims');
+    expect(claims.body).toContain(bClaimId);
     expect(claims.body).not.toContain(aClaimId);
     const overview = await bAdmin.get('/');
-    expect(overview.body).toContain('0 claims in total');
+    expect(overview.body).toContain('1 claims in total');
   });
 
   it("gets 404 for A's token, and cannot revoke it", async () => {
