@@ -104,13 +104,14 @@ export async function postImport(
   });
 }
 
-/** Polls GET /api/v1/imports/:id until the import is finished (or the time runs out). */
+/** Polls GET /api/v1/imports/:id until the import is finished; throws if it is not within `timeoutMs`. */
 export async function waitForImport(app: FastifyInstance, auth: Record<string, string>, id: string, timeoutMs = 30_000) {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const res = await app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: auth });
     const data = res.json().data;
-    if (data.status === 'completed' || data.status === 'failed' || Date.now() > until) return data;
+    if (data.status === 'completed' || data.status === 'failed') return data;
+    if (Date.now() > until) throw new Error(`import ${id} did not finish in ${timeoutMs} ms (status ${data.status})`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
