@@ -1,8 +1,3 @@
-import type { Readable } from 'node:stream';
-
-import { stringify } from 'csv-stringify';
-
-import { neutraliseCell } from '../domain/imports/failed-rows-file';
 import type { RowError } from '../domain/imports/ports';
 
 export { failedRowsFile, neutraliseCell } from '../domain/imports/failed-rows-file';
@@ -24,12 +19,4 @@ export function errorGroups(lines: { row: number; column: string; message: strin
     else groups.set(key, { column: l.column, message: l.message, count: 1, firstRow: l.row });
   }
   return [...groups.values()].sort((a, b) => b.count - a.count || a.firstRow - b.firstRow);
-}
-
-/** The failed rows of an import as CSV (what is kept of them: row number, column, message). */
-export function failedRowsCsv(errors: RowError[]): Readable {
-  const out = stringify({ header: true, columns: ['row', 'column', 'message'], bom: true });
-  for (const line of errorLines(errors)) out.write([String(line.row), neutraliseCell(line.column), neutraliseCell(line.message)]);
-  out.end();
-  return out;
 }

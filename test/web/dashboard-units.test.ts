@@ -3,35 +3,29 @@ import { text as streamText } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
 
 import { lastMonths, monthLabel } from '../../src/domain/dashboard/dashboard-service';
+import { failedRowsFile, neutraliseCell } from '../../src/domain/imports/failed-rows-file';
 import { monthBarChart, niceMax, TICK_DIGIT_WIDTH } from '../../src/web/chart';
 import { safeNext } from '../../src/web/context';
 import { claimBodyFromForm } from '../../src/web/forms';
-import { failedRowsCsv, neutraliseCell } from '../../src/web/import-csv';
 
-describe('failed rows CSV', () => {
+describe("the failed rows' file", () => {
   it('neutralises cells that a spreadsheet would run as a formula', () => {
     for (const v of ['=1+1', '+1', '-1', '@SUM(A1)', '\t=x', '\r=x']) expect(neutraliseCell(v)).toBe(`'${v}`);
     for (const v of ['The claim date', '12', '', "'already"]) expect(neutraliseCell(v)).toBe(v);
   });
 
-  it('writes row, column and message for every problem, quoted per RFC 4180, formulas neutralised', async () => {
-    const csv = await streamText(
-      failedRowsCsv([
-        { row: 3, messages: { claim_date: ['The claim date cannot be in the future.'] } },
-        { row: 7, messages: { '=cmd': ['@evil, "quoted"', 'second'] } },
-      ]),
-    );
+  it('gives back the uploaded columns, then row and errors: formulas neutralised, a negative amount kept, quoted per RFC 4180', async () => {
+    async function* rows() {
+      yield ['=cmd', '-5', '3', 'amount: The amount must be at least 0.'];
+      yield ['Ona, "Jr."', '+1', '7', '@evil'];
+    }
+    const csv = await streamText(failedRowsFile(['first_name', 'amount', 'row', 'errors'], rows()));
     expect(
       csv
         .replace(/^\uFEFF/u, '')
         .trim()
         .split('\n'),
-    ).toEqual([
-      'row,column,message',
-      '3,claim_date,The claim date cannot be in the future.',
-      `7,'=cmd,"'@evil, ""quoted"""`,
-      `7,'=cmd,second`,
-    ]);
+    ).toEqual(['first_name,amount,row,errors', `'=cmd,-5,3,amount: The amount must be at least 0.`, `"Ona, ""Jr.""",'+1,7,'@evil`]);
   });
 });
 
