@@ -87,12 +87,9 @@ export function signatureHeader(secret: string, body: string, unixSeconds: numbe
 }
 
 /**
- * The retry schedule: seconds to wait after the 1st, 2nd, ... failed attempt. After the last one
- * the delivery is failed for good. Default 1 min, 5 min, 30 min, 2 h, 12 h (six attempts in all).
+ * Seconds until the next attempt after `attempts` failed ones, or undefined when none is left (the
+ * delivery is then failed for good). The schedule is WEBHOOK_RETRY_SCHEDULE (src/config.ts).
  */
-export const DEFAULT_RETRY_SCHEDULE = [60, 300, 1800, 7200, 43_200] as const;
-
-/** Seconds until the next attempt after `attempts` failed ones, or undefined when none is left. */
 export function nextRetryIn(schedule: readonly number[], attempts: number): number | undefined {
   return schedule[attempts - 1];
 }
