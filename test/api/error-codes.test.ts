@@ -62,7 +62,7 @@ describe('error bodies carry a stable code and the request id', () => {
     expect(res.json()).toMatchObject({ code: 'forbidden', request_id: res.headers['x-request-id'] });
   });
 
-  it('says how to authenticate on every 401', async () => {
+  it('says how to authenticate (WWW-Authenticate: Bearer) on a 401, whatever was wrong with the credentials', async () => {
     for (const headers of [{}, { authorization: 'Bearer csk_unknown' }, { authorization: 'Basic abc' }]) {
       const res = await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers });
       expect(res.statusCode).toBe(401);

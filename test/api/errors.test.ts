@@ -30,6 +30,7 @@ describe('error responses', () => {
       ['POST', '/api/v1/claims'],
       ['PATCH', `/api/v1/claims/${id}/status`],
       ['POST', '/api/v1/claims/search-by-plate'],
+      ['POST', '/api/v1/claims/search-by-person'],
     ] as const) {
       const res = await ctx.app.inject({
         method,
