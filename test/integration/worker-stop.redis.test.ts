@@ -53,5 +53,9 @@ describe('SIGTERM to an import worker', () => {
     const run = (await ctx.deps.store.imports.findById(id))!;
     expect(run.status).toBe('completed');
     expect((run.imported ?? 0) + (run.failed ?? 0)).toBe(expected.rows);
+    // The import was still running when the signal came: the job completed after the close began.
+    const log = worker.output();
+    expect(log.indexOf('worker closing')).toBeGreaterThanOrEqual(0);
+    expect(log.indexOf('import job completed')).toBeGreaterThan(log.indexOf('worker closing'));
   }, 180_000);
 });
