@@ -28,7 +28,7 @@ function missing(what: string, why: string): void {
 }
 
 if (!chromium) missing('the browser tests (test/browser)', '/usr/bin/chromium is missing: apt-get install chromium');
-if (postgres && !redis) missing('the *.redis.test.ts files', 'TEST_REDIS_URL is not set');
+if (postgres && !redis) missing('the *.redis.test.ts and *.pg-restart.test.ts files', 'TEST_REDIS_URL is not set');
 
 const shared = { include: ['test/**/*.test.ts'], testTimeout: 30_000, hookTimeout: 60_000 };
 const browser = chromium ? [] : ['test/browser/**'];
