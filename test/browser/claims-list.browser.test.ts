@@ -5,12 +5,12 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { Principal } from '../../src/domain/principal';
-import { claimBody, createTestContext, dbKind, type TestContext } from '../harness';
+import { claimBody, createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
-import { CHROMIUM, launchChromium, type Browser } from './chromium';
+import { launchChromium, type Browser } from './chromium';
 import { CLEAN, pageReport, WIDTHS } from './page-checks';
 
-const run = dbKind() === 'pglite' && (fs.existsSync(CHROMIUM) || process.env.CI === 'true');
+// Project pglite only, where /usr/bin/chromium is installed: vitest.config.ts.
 
 let ctx: TestContext;
 let browser: Browser;
@@ -20,7 +20,6 @@ const principal = (c: { id: string; name: string }): Principal => ({ companyId: 
 
 // 60 claims, one a day back from today; every third of "Ona Petraitė" with a settled status and a plate AAA…
 beforeAll(async () => {
-  if (!run) return;
   ctx = await createTestContext({ APP_TIMEZONE: 'UTC' });
   await ctx.app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`;
@@ -56,7 +55,7 @@ async function signedInPage(): Promise<Page> {
 
 const claimDates = (page: Page) => page.locator('tbody td[data-label="Claim date"]').allTextContents();
 
-describe.skipIf(!run)('the claims list in Chromium', { timeout: 60_000 }, () => {
+describe('the claims list in Chromium', { timeout: 60_000 }, () => {
   for (const size of WIDTHS) {
     it(`filters, sorts, pages and exports at ${size.width} px`, async () => {
       const page = await signedInPage();

@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 
 import type { Page } from 'playwright-core';
@@ -6,16 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { Principal } from '../../src/domain/principal';
 import { enqueueWebhookEvent } from '../../src/domain/webhooks/webhook-service';
-import { claimBody, createTestContext, dbKind, type TestContext } from '../harness';
+import { claimBody, createTestContext, type TestContext } from '../harness';
 import { csv, docNumber, futureDate, postImport, validRow } from '../import-helpers';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
-import { CHROMIUM, launchChromium, type Browser } from './chromium';
+import { launchChromium, type Browser } from './chromium';
 import { CLEAN, headerHeight, pageReport, rowActions, WIDTHS } from './page-checks';
 
 // Every page at a laptop's width and a phone's: no sideways scrolling, each list row's action
 // inside the window, 44 px tap targets on the phone, and no axe-core violation. Run as the
 // other browser tests are (pglite project, Debian's Chromium).
-const run = dbKind() === 'pglite' && (fs.existsSync(CHROMIUM) || process.env.CI === 'true');
+// Project pglite only, where /usr/bin/chromium is installed: vitest.config.ts.
 
 let ctx: TestContext;
 let browser: Browser;
@@ -26,7 +25,6 @@ const urls: Record<string, string> = {};
 const principal = (c: { id: string; name: string }): Principal => ({ companyId: c.id, companyName: c.name, tokenId: null, userId: null });
 
 beforeAll(async () => {
-  if (!run) return;
   ctx = await createTestContext({ APP_TIMEZONE: 'UTC' });
   await ctx.app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`;
@@ -99,7 +97,7 @@ const LISTS_WITH_ACTIONS = new Set([
   '/settings/webhooks',
 ]);
 
-describe.skipIf(!run)('every page at 1366 and 390 px', { timeout: 120_000 }, () => {
+describe('every page at 1366 and 390 px', { timeout: 120_000 }, () => {
   for (const size of WIDTHS) {
     it(`company pages at ${size.width} px: no sideways scrolling, row actions in view, tap targets, axe`, async () => {
       const page = await signedInPage(a.admin.email);
