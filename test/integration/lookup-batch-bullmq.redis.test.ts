@@ -6,25 +6,24 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startBatchWorker } from '../../src/workers/plate-batch-queue';
-import { createTestContext, dbKind, submitClaim, type TestContext } from '../harness';
+import { createTestContext, submitClaim, type TestContext } from '../harness';
 import { plate } from '../import-helpers';
 
 /**
  * Batch plate look-ups in queue mode: the API adds a BullMQ job carrying the batch id only, and a
  * worker (startBatchWorker, as `npm run worker` starts it) runs it.
  */
-const redisUrl = process.env.TEST_REDIS_URL;
-const enabled = Boolean(redisUrl) && dbKind() === 'postgres';
+const redisUrl = process.env.TEST_REDIS_URL!;
 const prefix = `test-batch-${randomBytes(4).toString('hex')}`;
 
-describe.skipIf(!enabled)('batch look-ups through BullMQ', () => {
+describe('batch look-ups through BullMQ', () => {
   let ctx: TestContext;
   let redis: Redis;
   let worker: Worker | undefined;
 
   beforeAll(async () => {
-    ctx = await createTestContext({ REDIS_URL: redisUrl!, QUEUE_PREFIX: prefix, WORKER_LOCK_SECONDS: '5' });
-    redis = new Redis(redisUrl!, { maxRetriesPerRequest: null });
+    ctx = await createTestContext({ REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, WORKER_LOCK_SECONDS: '5' });
+    redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
     const queue = ctx.deps.batchQueue as { available?: () => boolean };
     for (let i = 0; i < 50 && !queue.available?.(); i++) await new Promise((r) => setTimeout(r, 100));
   });
