@@ -79,10 +79,12 @@ describe('status change alerts', () => {
     await setStatus(owner, claim.id, 'settled');
     await setStatus(owner, claim.id, 'settled');
     await setStatus(owner, claim.id, 'closed');
-    expect((await statusAlerts(looker)).map((a) => [(a as unknown as { from: string }).from, (a as unknown as { to: string }).to])).toEqual([
-      ['settled', 'closed'],
-      ['filed', 'settled'],
-    ]);
+    expect((await statusAlerts(looker)).map((a) => [(a as unknown as { from: string }).from, (a as unknown as { to: string }).to])).toEqual(
+      [
+        ['settled', 'closed'],
+        ['filed', 'settled'],
+      ],
+    );
   });
 
   it('tells nobody whose look-ups of the claim are older than 90 days, nor for a refused change', async () => {

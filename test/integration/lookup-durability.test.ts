@@ -1,10 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,61 +10,33 @@ import { loadConfig } from '../../src/config';
 import { openDb, type Queryable } from '../../src/db/db';
 import { createDeps } from '../../src/deps';
 import { claimBody, createTestContext, dbKind, TEST_HASH_KEY, TEST_PASSWORD_HASH_COST } from '../harness';
+import { freePort, kill, killAll, printed, startScript, until, type Child } from '../processes';
 
 /**
  * The look-up log has no hole: a search is answered only once its entry is committed, so a
  * server killed with SIGKILL in the middle of a search load leaves an entry for every search it
  * answered 200. Each search carries its own purpose, by which its entry is found.
  */
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SESSION_SECRET = 'test-session-secret-0123456789abcdef0123';
 const CONNECTIONS = 8;
 /** Answers to wait for before the kill: enough for the load to be at full speed. */
 const ANSWERED_BEFORE_KILL = 300;
 
-const children = new Set<ChildProcess>();
-afterEach(() => {
-  for (const child of children) child.kill('SIGKILL');
-});
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+afterEach(killAll);
 
 /** The server as `npm start` runs it, answering on a free port. */
-async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; base: string; exited: Promise<unknown> }> {
+async function startServer(env: Record<string, string>): Promise<{ child: Child; base: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main-api.ts'], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: 'info',
-      DOCUMENT_HASH_KEY: TEST_HASH_KEY,
-      SESSION_SECRET,
-      ...env,
-    },
+  const child = startScript('start', {
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    LOG_LEVEL: 'info',
+    DOCUMENT_HASH_KEY: TEST_HASH_KEY,
+    SESSION_SECRET,
+    ...env,
   });
-  children.add(child);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('claims registry ready')) resolve();
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', () => reject(new Error(`the server exited before it was ready: ${out.slice(-2000)}`)));
-  });
-  return { child, base: `http://127.0.0.1:${port}`, exited };
+  await printed(child, 'claims registry ready');
+  return { child, base: `http://127.0.0.1:${port}` };
 }
 
 /** Searches at full speed on `CONNECTIONS` connections until the server goes away. */
@@ -94,11 +63,6 @@ function searchLoad(base: string, token: string, plate: string) {
   };
   const done = Promise.all(Array.from({ length: CONNECTIONS }, loop));
   return { answered, cutOff: () => cut, done };
-}
-
-async function until(what: string, probe: () => boolean): Promise<void> {
-  for (let i = 0; i < 2400 && !probe(); i++) await new Promise((r) => setTimeout(r, 25));
-  if (!probe()) throw new Error(`timed out waiting for ${what}`);
 }
 
 /** The world the server runs on: one company with a claim on the plate, another that searches it. */
@@ -180,9 +144,8 @@ describe('look-ups answered before a SIGKILL', () => {
     try {
       const server = await startServer(world.env);
       const load = searchLoad(server.base, world.searcher.token, world.plate);
-      await until(`${ANSWERED_BEFORE_KILL} answered searches`, () => load.answered.length >= ANSWERED_BEFORE_KILL);
-      server.child.kill('SIGKILL');
-      await server.exited;
+      await until(`${ANSWERED_BEFORE_KILL} answered searches`, () => load.answered.length >= ANSWERED_BEFORE_KILL, 120_000);
+      await kill(server.child, 'SIGKILL');
       await load.done;
       // The kill came in the middle of the load: searches were in flight and were cut off.
       expect(load.cutOff()).toBe(CONNECTIONS);

@@ -11,6 +11,7 @@ import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/
 import { commonErrors, errorBody, validationErrorBody } from '../schemas/common';
 import type { ApiTypeProvider } from '../schemas/type-provider';
 import { importBodyDoc, importEnvelope, importIdParams, importPage, importSummary, listImportsQuery } from '../schemas/imports';
+import { filePart } from './file-part';
 
 const security = [{ bearerAuth: [] }];
 const notFound = { 404: { description: 'Unknown import id, or an import of another company', ...errorBody } } as const;
@@ -50,21 +51,6 @@ function outcome(reply: FastifyReply, run: ImportRecord) {
   if (run.status === 'failed') return reply.code(500).send({ message: run.message ?? 'Server error.' });
   if (run.status === 'cancelled') return reply.code(200).send({ data: toDetail(run) });
   return accepted(reply, run);
-}
-
-/** The `file` part; anything else (no multipart, no file, another field name) is a 422. */
-async function filePart(request: FastifyRequest): Promise<MultipartFile> {
-  let part: MultipartFile | undefined;
-  try {
-    part = request.isMultipart() ? await request.file() : undefined;
-  } catch {
-    part = undefined;
-  }
-  if (!part || part.fieldname !== 'file') {
-    part?.file.resume();
-    throw validationError({ file: [fileMessages.required] });
-  }
-  return part;
 }
 
 const uploadCutShort =

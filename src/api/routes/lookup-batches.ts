@@ -1,29 +1,13 @@
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
-import { validationError } from '../../domain/errors';
-import { fileMessages } from '../../domain/imports/csv-file';
 import { commonErrors, errorBody } from '../schemas/common';
 import { lookupBatchBodyDoc, lookupBatchEnvelope, lookupBatchParams } from '../schemas/lookup-batches';
+import { filePart } from './file-part';
 
 const security = [{ bearerAuth: [] }];
 const notFound = { 404: { description: 'Unknown batch id, or a batch of another company (not_found)', ...errorBody } } as const;
 const locationOf = (id: string) => `/api/v1/lookups/batch/${id}`;
-
-/** The `file` part; anything else (no multipart, no file, another field name) is a 422, as for the import. */
-async function filePart(request: FastifyRequest): Promise<MultipartFile> {
-  let part: MultipartFile | undefined;
-  try {
-    part = request.isMultipart() ? await request.file() : undefined;
-  } catch {
-    part = undefined;
-  }
-  if (!part || part.fieldname !== 'file') {
-    part?.file.resume();
-    throw validationError({ file: [fileMessages.required] });
-  }
-  return part;
-}
 
 /** The `purpose` form field (sent before the file), or the `purpose` query parameter. */
 function purposeOf(request: FastifyRequest, part: MultipartFile): unknown {
