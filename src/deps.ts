@@ -257,7 +257,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
           failed: c.failed ?? 0,
         };
       },
-      dashboard: createDashboardService({ store, today, timeZone: config.timezone, flushLookups: () => lookupJournal.flush() }),
+      dashboard: createDashboardService({ store, today, timeZone: config.timezone }),
       sessions: createSessionService({ store }),
       sessionSecret: () => resolveSessionSecret(config),
       async close() {

@@ -20,7 +20,7 @@ export type ClaimServiceDeps = {
   today: () => string;
   searchHistoryYears: number;
   /** Where plate searches are noted for the look-up log (flushed before a status change reads it). */
-  journal: Pick<LookupJournal, 'record' | 'flush'>;
+  journal: Pick<LookupJournal, 'record'>;
   /** Match and status-change alerts (ALERTS_ENABLED); default on. */
   alertsEnabled?: boolean;
 };
@@ -179,8 +179,6 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
   /** `status` is one of CLAIM_STATUSES: the callers' input schemas check that. */
   async function updateStatus(principal: Principal, id: string, status: ClaimStatus): Promise<Claim> {
     if (!isUuid(id)) throw notFound();
-    // The companies to tell are found in the look-up log: what this process noted is written first.
-    if (alertsEnabled) await journal.flush();
     const result = await store.transaction(async (tx) => {
       const r = await tx.claims.updateStatus(principal.companyId, id, status, {
         tokenId: principal.tokenId,

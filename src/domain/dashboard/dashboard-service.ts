@@ -56,13 +56,10 @@ export function createDashboardService({
   store,
   today,
   timeZone,
-  flushLookups,
 }: {
   store: { dashboard: DashboardRepository };
   today: () => string;
   timeZone: string;
-  /** Writes the look-ups noted in memory (lookup-journal.ts), so that the log shows them all. */
-  flushLookups: () => Promise<void>;
 }) {
   return {
     /** The signed-in person with their company's name, or undefined when they no longer exist. */
@@ -119,7 +116,6 @@ export function createDashboardService({
 
     /** A page of the look-up log with who made each look-up; `next` is the key of the page after, if any. */
     async lookupLog(companyId: string, filter: LookupLogFilter, after: { ts: string; id: string } | undefined, limit: number) {
-      await flushLookups();
       const rows = await store.dashboard.listLookups(companyId, filter, timeZone, after, limit + 1);
       return { rows: rows.slice(0, limit), next: rows.length > limit ? rows[limit - 1]!.key : null };
     },

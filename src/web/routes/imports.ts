@@ -34,7 +34,7 @@ function statusOf(run: ImportRecord) {
  * X-CSRF-Token header (the page script) or from the `_csrf` field sent before the file (the
  * plain form), which only the handler can read, so it runs here instead of as a preHandler.
  */
-function verifyCsrf(app: FastifyInstance, request: FastifyRequest, token: string | undefined): Promise<void> {
+export function verifyCsrf(app: FastifyInstance, request: FastifyRequest, token: string | undefined): Promise<void> {
   const body = request.body;
   request.body = { _csrf: token };
   return new Promise<void>((resolve, reject) => {

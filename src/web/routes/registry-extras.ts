@@ -1,5 +1,5 @@
 import multipart from '@fastify/multipart';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 
 import { AppError, validationError } from '../../domain/errors';
 import { fileMessages } from '../../domain/imports/csv-file';
@@ -8,24 +8,13 @@ import { monthBarChart } from '../chart';
 import { companyUser, principalOf, requireCompanyUser, requireOperator } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
+import { verifyCsrf } from './imports';
 
 const PAGE_SIZE = 25;
 
 /** Bars of a chart of named values (the overview's chart geometry, one bar per name). */
 const namedChart = (values: { label: string; value: number }[]) =>
   monthBarChart(values.map((v, i) => ({ month: String(i), label: v.label, claims: v.value })));
-
-/** The CSRF check for a multipart form (token in the `_csrf` field before the file), as the import page does it. */
-function verifyCsrf(app: FastifyInstance, request: FastifyRequest, token: string | undefined): Promise<void> {
-  const body = request.body;
-  request.body = { _csrf: token };
-  return new Promise<void>((resolve, reject) => {
-    const refuse = { send: (err: Error) => reject(err) } as unknown as FastifyReply;
-    app.csrfProtection(request, refuse, () => resolve());
-  }).finally(() => {
-    request.body = body;
-  });
-}
 
 const batchDone = (b: PlateBatch) => b.status === 'completed' || b.status === 'failed';
 
