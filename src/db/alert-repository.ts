@@ -3,51 +3,65 @@ import { ALERTS_PER_EVENT } from '../domain/alerts/alerts';
 import type { Cursor } from '../domain/cursor';
 import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
-import { CLAIM_JSON } from './registry-repository';
+import { CLAIM_JSON, claimJson } from './registry-repository';
 
 const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 const position = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
- * An alert (alias a) as the API shows it, its other company's claim joined as c, cl, co (CLAIM_JSON).
+ * Where a statement finds the claims its alerts are about (matched_claim_id), as alias c: \`table\`
+ * holds them (the claims table, or a CTE of claims the statement itself writes, which the table
+ * does not show it), \`shown\` joins what their API shape needs (co, and cl for CLAIM_JSON), and
+ * \`json\` is that shape.
+ */
+type AlertedClaims = { table: string; shown: string; json: string };
+
+const STORED_CLAIMS: AlertedClaims = {
+  table: 'claims',
+  shown: 'JOIN clients cl ON cl.id = c.client_id JOIN companies co ON co.id = c.company_id',
+  json: CLAIM_JSON,
+};
+
+/**
+ * An alert (alias a) as the API shows it, its other company's claim joined as c (AlertedClaims).
  * Match alerts have no from/to; status alerts have claim_id null.
  */
-const ALERT_JSON = `CASE a.kind
+const alertJson = (claim: string) => `CASE a.kind
     WHEN 'match' THEN json_build_object(
-      'id', a.id, 'kind', a.kind, 'claim_id', a.claim_id, 'matched_claim', ${CLAIM_JSON},
+      'id', a.id, 'kind', a.kind, 'claim_id', a.claim_id, 'matched_claim', ${claim},
       'matched_on', CASE WHEN a.on_plate AND a.on_client THEN '["vehicle_registration","client"]'::json
                          WHEN a.on_plate THEN '["vehicle_registration"]'::json ELSE '["client"]'::json END,
       'created_at', ${ts('a.created_at')})
     ELSE json_build_object(
-      'id', a.id, 'kind', a.kind, 'claim_id', NULL, 'matched_claim', ${CLAIM_JSON},
+      'id', a.id, 'kind', a.kind, 'claim_id', NULL, 'matched_claim', ${claim},
       'from', a.from_status, 'to', a.to_status, 'created_at', ${ts('a.created_at')})
   END`;
+const ALERT_JSON = alertJson(CLAIM_JSON);
 
 /**
- * What follows the INSERT of alerts (a CTE named `made`, RETURNING every column), in the same
- * statement: each alert in the told company's look-up log, and the `alerts.created` webhook
+ * What follows the INSERT of alerts (a CTE named \`made\`, RETURNING every column), in the same
+ * statement: each alert in the told company's look-up log, and the \`alerts.created\` webhook
  * deliveries. Deliveries: the companies with an endpoint only, their alerts numbered per company
  * and grouped by ALERTS_PER_EVENT, one event (and its body, built here in the envelope of
  * enqueueWebhookEvent) per group, one delivery per endpoint. Only alerts this statement made are
  * announced, so a run again (same claims, same import) announces nothing.
  */
-const LOG_AND_ANNOUNCE = `
+const logAndAnnounce = (claims: AlertedClaims) => `
   logged AS (
     INSERT INTO lookups (id, company_id, kind, vehicle_registration, claim_id, result_count, created_at, claim_ids, plate_key, client_key)
     SELECT gen_random_uuid(), m.company_id, 'alert', c.vehicle_registration, m.matched_claim_id, 1, m.created_at,
            ARRAY[m.matched_claim_id], c.vehicle_registration, c.client_id
-      FROM made m JOIN claims c ON c.id = m.matched_claim_id
+      FROM made m JOIN ${claims.table} c ON c.id = m.matched_claim_id
   ), hooked AS (
     SELECT m.*, (row_number() OVER (PARTITION BY m.company_id ORDER BY m.created_at DESC, m.id DESC) - 1) / ${ALERTS_PER_EVENT} AS batch_no
       FROM made m
      WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.company_id = m.company_id)
   ), events AS (
     SELECT a.company_id, gen_random_uuid() AS event_id,
-           json_agg(${ALERT_JSON} ORDER BY a.created_at DESC, a.id DESC) AS alerts, count(*)::int AS n
+           json_agg(${alertJson(claims.json)} ORDER BY a.created_at DESC, a.id DESC) AS alerts, count(*)::int AS n
       FROM hooked a
-      JOIN claims c ON c.id = a.matched_claim_id
-      JOIN clients cl ON cl.id = c.client_id
-      JOIN companies co ON co.id = c.company_id
+      JOIN ${claims.table} c ON c.id = a.matched_claim_id
+      ${claims.shown}
      GROUP BY a.company_id, a.batch_no
   ), delivered AS (
     INSERT INTO webhook_deliveries (company_id, endpoint_id, event_key, event_id, event_type, body)
@@ -56,22 +70,24 @@ const LOG_AND_ANNOUNCE = `
                              'data', json_build_object('alerts', e.alerts, 'count', e.n))::text
       FROM events e JOIN webhook_endpoints w ON w.company_id = e.company_id
     ON CONFLICT (endpoint_id, event_key) DO NOTHING
-  )
+  )`;
+const MADE = `
   SELECT count(*)::int AS made FROM made`;
 
 /**
- * Match alerts for the claims of \`fresh\` (a query giving id, company_id, client_id,
- * vehicle_registration): the candidates through the plate index and the client index, set-based,
- * each pair once, other companies' visible claims within the window ($2) only.
+ * The CTEs making match alerts for the claims of \`fresh\` (a query giving at least id, company_id,
+ * client_id, vehicle_registration; and every column of a claim when they are the alerted claims'
+ * table): the candidates through the plate index and the client index, set-based, each pair once,
+ * other companies' visible claims dated on or after \`from\` (a parameter) only.
  */
-const MATCH = (fresh: string) => `
-  WITH fresh AS MATERIALIZED (${fresh}),
+const matchCtes = (fresh: string, from: string, claims: AlertedClaims) => `
+  fresh AS MATERIALIZED (${fresh}),
   candidates AS (
     SELECT f.id AS new_id, o.id AS old_id
-      FROM fresh f JOIN claims o ON o.vehicle_registration = f.vehicle_registration AND o.claim_date >= $2::date AND o.company_id <> f.company_id
+      FROM fresh f JOIN claims o ON o.vehicle_registration = f.vehicle_registration AND o.claim_date >= ${from}::date AND o.company_id <> f.company_id
     UNION
     SELECT f.id, o.id
-      FROM fresh f JOIN claims o ON o.client_id = f.client_id AND o.claim_date >= $2::date AND o.company_id <> f.company_id
+      FROM fresh f JOIN claims o ON o.client_id = f.client_id AND o.claim_date >= ${from}::date AND o.company_id <> f.company_id
   ), made AS (
     INSERT INTO alerts (company_id, kind, claim_id, matched_claim_id, on_plate, on_client)
     SELECT o.company_id, 'match', o.id, f.id, o.vehicle_registration = f.vehicle_registration, o.client_id = f.client_id
@@ -81,16 +97,36 @@ const MATCH = (fresh: string) => `
      WHERE ${visibleClaim('o')}
     ON CONFLICT DO NOTHING
     RETURNING *
-  ),${LOG_AND_ANNOUNCE}`;
+  ),${logAndAnnounce(claims)}`;
 
-const MATCH_CLAIMS = MATCH(`
-  SELECT c.id, c.company_id, c.client_id, c.vehicle_registration FROM claims c WHERE c.id = ANY ($1::uuid[])`);
+const MATCH_CLAIMS = `WITH ${matchCtes(
+  'SELECT c.id, c.company_id, c.client_id, c.vehicle_registration FROM claims c WHERE c.id = ANY ($1::uuid[])',
+  '$2',
+  STORED_CLAIMS,
+)}${MADE}`;
 
 /** An import's claims through the company's newest-first index, from the import's creation on (as its purge finds them). */
-const MATCH_IMPORT = MATCH(`
-  SELECT c.id, c.company_id, c.client_id, c.vehicle_registration
-    FROM imports i JOIN claims c ON c.company_id = i.company_id AND c.created_at >= i.created_at
-   WHERE i.id = $1 AND c.import_id = $1`);
+const MATCH_IMPORT = `WITH ${matchCtes(
+  `SELECT c.id, c.company_id, c.client_id, c.vehicle_registration
+     FROM imports i JOIN claims c ON c.company_id = i.company_id AND c.created_at >= i.created_at
+    WHERE i.id = $1 AND c.import_id = $1`,
+  '$2',
+  STORED_CLAIMS,
+)}${MADE}`;
+
+/**
+ * The CTEs making match alerts for the claims a statement is writing, to follow its CTE
+ * \`new_claims\` (an INSERT into claims RETURNING *), which the claims table does not show the rest
+ * of the statement: their persons come from \`clients\`, a parameter holding a JSON object of each
+ * claim's client in the API's shape keyed by the claim's id, and the window's first day from
+ * \`from\`. The statement then selects \`made\` to count them.
+ */
+export const matchNewClaimsCtes = (from: string, clients: string) =>
+  matchCtes('SELECT * FROM new_claims', from, {
+    table: 'fresh',
+    shown: 'JOIN companies co ON co.id = c.company_id',
+    json: claimJson(`(${clients}::text::json -> c.id::text)`),
+  });
 
 /**
  * The companies whose look-ups (alerts included: each is a look-up entry) returned the claim in
@@ -114,7 +150,7 @@ const STATUS_CHANGED = `
       FROM told t CROSS JOIN changed x
      WHERE t.company_id <> x.company_id
     RETURNING *
-  ),${LOG_AND_ANNOUNCE}`;
+  ),${logAndAnnounce(STORED_CLAIMS)}${MADE}`;
 
 /** A company's alerts newest first ($1 company, $3/$4 the position after which, $5 how many; $2 a claim, or unused). */
 const list = (forClaim: boolean) => `

@@ -8,18 +8,20 @@ const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH
 const position = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
- * A claim as JSON in the API's shape, the same fields a plate search returns and no more.
- * Aliases: c claims, cl clients, co companies.
+ * A claim as JSON in the API's shape, the same fields a plate search returns and no more: the
+ * claim is alias c, its company co, and its client the JSON expression \`client\`. CLAIM_JSON
+ * takes the client from the stored person, alias cl.
  */
-export const CLAIM_JSON = `json_build_object(
+export const claimJson = (client: string) => `json_build_object(
     'id', c.id,
-    'client', json_build_object(
-      'id', cl.id, 'first_name', cl.first_name, 'last_name', cl.last_name, 'date_of_birth', cl.date_of_birth,
-      'id_documents', (SELECT coalesce(json_agg(json_build_object('type', t.doc_type) ORDER BY t.doc_type), '[]'::json)
-                         FROM (SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id) t)),
+    'client', ${client},
     'claim_date', c.claim_date, 'claim_type', c.claim_type, 'amount', c.amount::text, 'currency', c.currency,
     'is_at_fault', c.is_at_fault, 'vehicle_registration', c.vehicle_registration, 'source', c.source,
     'status', c.status, 'company_name', co.name, 'created_at', ${ts('c.created_at')})`;
+export const CLAIM_JSON = claimJson(`json_build_object(
+      'id', cl.id, 'first_name', cl.first_name, 'last_name', cl.last_name, 'date_of_birth', cl.date_of_birth,
+      'id_documents', (SELECT coalesce(json_agg(json_build_object('type', t.doc_type) ORDER BY t.doc_type), '[]'::json)
+                         FROM (SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id) t))`);
 
 /**
  * The look-ups that returned claim \`claim\` (an alias with id, vehicle_registration, client_id),

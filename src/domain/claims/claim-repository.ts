@@ -36,7 +36,17 @@ export interface ClaimRepository {
    * person's document types (KnownDocument), which only a single claim's answer shows.
    */
   findDocuments(refs: DocumentRef[], opts?: { documentTypes?: boolean }): Promise<KnownDocument[]>;
-  insertResolved(plan: Pick<IdentityPlan, 'newClients' | 'newDocuments'>, claims: NewClaimRow[]): Promise<{ createdAt: string | null }>;
+  /**
+   * Writes a batch's new persons, their documents and its claims in one statement. With
+   * \`matchAlerts\`, the same statement makes the claims' match alerts (AlertWriter.matchClaims):
+   * \`fromDate\` is the window's first day, \`clients\` each claim's client as the API shows it,
+   * keyed by claim id.
+   */
+  insertResolved(
+    plan: Pick<IdentityPlan, 'newClients' | 'newDocuments'>,
+    claims: NewClaimRow[],
+    matchAlerts?: { fromDate: string; clients: Record<string, Claim['client']> },
+  ): Promise<{ createdAt: string | null }>;
   findById(companyId: string, id: string): Promise<StoredClaim | undefined>;
   listByCompany(
     companyId: string,

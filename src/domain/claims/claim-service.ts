@@ -119,21 +119,30 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
   async function submit(principal: Principal, body: unknown, source: ClaimSource = 'api'): Promise<Claim> {
     const { value, errors } = validateClaimInput(body, today());
     if (!value) throw validationError(errors);
-    // The claim and the alerts it makes (with their look-up entries and webhook deliveries) commit
-    // together: an alert exists exactly when its claim does, and is never lost between the two.
+    const documents = [documentsOf(value)];
     const from = windowStart(today());
-    const { outcomes, claims, createdAt } = await withRetries(() =>
-      store.transaction(async (tx) => {
-        const stored = await storeBatch(tx, principal, [value], source, null);
-        const row = stored.claims[0];
-        if (alertsEnabled && row) await tx.alerts.matchClaims([row.id], from);
-        return stored;
-      }),
-    );
-    const outcome = outcomes[0]!;
-    if (!outcome.ok) throw validationError({ [outcome.field]: [outcome.message] });
-    const row = claims[0]!;
-    const c = outcome.client;
+    // Two statements and no transaction: the look-up, then one write of the person, the claim and
+    // the alerts it makes (with their look-up entries and webhook deliveries), so that an alert
+    // exists exactly when its claim does.
+    return withRetries(async () => {
+      const known = await store.claims.findDocuments(documents.flat());
+      const { plan, claims } = planBatch(principal, [value], source, null, documents, known);
+      const outcome = plan.outcomes[0]!;
+      if (!outcome.ok) throw validationError({ [outcome.field]: [outcome.message] });
+      const claim = shownClaim(principal, claims[0]!, outcome.client, source);
+      const matchAlerts = alertsEnabled ? { fromDate: from, clients: { [claim.id]: claim.client } } : undefined;
+      const { createdAt } = await store.claims.insertResolved(plan, [claims[0]!], matchAlerts);
+      return { ...claim, created_at: createdAt! };
+    });
+  }
+
+  /** A claim just written as the API shows it, but for its creation time (the write's). */
+  function shownClaim(
+    principal: Principal,
+    row: NewClaimRow,
+    c: Extract<IdentityOutcome, { ok: true }>['client'],
+    source: ClaimSource,
+  ): Omit<Claim, 'created_at'> {
     return {
       id: row.id,
       client: {
@@ -152,7 +161,6 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
       source,
       status: row.status,
       company_name: principal.companyName,
-      created_at: createdAt!,
     };
   }
 
