@@ -102,10 +102,11 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       lookupDb = await openDb({ kind: 'postgres', url, poolSize: lookupWriters, ...(searchPath ? { searchPath } : {}) });
     }
     const lookupLog = lookupDb ? createRegistryRepository(lookupDb) : registryRepository;
+    const logUnwritten = (err: unknown) => log.error({ err }, 'could not write the look-up log; its look-ups were answered 503');
     const lookupJournal = createLookupJournal({
       writers: lookupWriters,
       write: (entries) => lookupLog.appendLookups(entries),
-      onError: (err) => log.error({ err }, 'could not write the look-up log; its look-ups were answered 503'),
+      onError: logUnwritten,
     });
     const claims = createClaimService({
       store,
@@ -114,6 +115,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       searchHistoryYears: config.searchHistoryYears,
       journal: lookupJournal,
       alertsEnabled: config.alertsEnabled,
+      onLogError: logUnwritten,
     });
     const registry = createRegistryService({
       registry: registryRepository,

@@ -11,7 +11,7 @@ import { messages, normalizePlate, validateClaimInput } from './claim';
 import { STATUS_ALERT_DAYS } from '../alerts/alerts';
 import { parsePurpose } from '../registry/registry';
 import { lookupOf } from '../registry/registry-service';
-import type { LookupJournal } from '../registry/lookup-journal';
+import { lookupLogUnavailable, type LookupJournal } from '../registry/lookup-journal';
 
 export type ClaimServiceDeps = {
   store: ClaimStore;
@@ -23,6 +23,15 @@ export type ClaimServiceDeps = {
   journal: Pick<LookupJournal, 'record'>;
   /** Match and status-change alerts (ALERTS_ENABLED); default on. */
   alertsEnabled?: boolean;
+  /**
+   * The plate search's own statement writes its look-up entry (default): false where searches
+   * read a database that cannot write (a replica), and the journal writes the entry.
+   */
+  searchWritesLog?: boolean;
+  /** The time, in milliseconds since the epoch. */
+  now?: () => number;
+  /** Told when a plate search could not be answered for its look-up entry (answered 503). */
+  onLogError?: (err: unknown) => void;
 };
 
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
@@ -34,7 +43,17 @@ export function toPublic({ companyId: _c, cursor: _k, ...claim }: StoredClaim): 
   return claim;
 }
 
-export function createClaimService({ store, hashDocument, today, searchHistoryYears, journal, alertsEnabled = true }: ClaimServiceDeps) {
+export function createClaimService({
+  store,
+  hashDocument,
+  today,
+  searchHistoryYears,
+  journal,
+  alertsEnabled = true,
+  searchWritesLog = true,
+  now = Date.now,
+  onLogError,
+}: ClaimServiceDeps) {
   /** The first day of the search window, worked out once per day. */
   let window = { today: '', from: '' };
   const windowStart = (day: string): string => {
@@ -216,17 +235,20 @@ export function createClaimService({ store, hashDocument, today, searchHistoryYe
     const purpose = parsePurpose(purposeRaw, errors);
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const from = windowStart(today());
-    const claims = await store.claims.searchByPlate(normalized, from);
-    // Answered only once its look-up log entry is committed.
-    await journal.record(
-      lookupOf(
-        principal,
-        purpose,
-        'plate_search',
-        { vehicleRegistration: normalized },
-        claims.map((c) => c.id),
-      ),
-    );
+    const entry = lookupOf(principal, purpose, 'plate_search', { vehicleRegistration: normalized }, []);
+    // Answered only once its look-up log entry is committed: written by the search's own
+    // statement where it can write (one round trip), else by the journal.
+    let claims: Claim[];
+    if (searchWritesLog) {
+      claims = await store.claims.searchByPlate(normalized, from, { ...entry, at: now() }).catch((err: unknown) => {
+        onLogError?.(err);
+        throw lookupLogUnavailable();
+      });
+    } else {
+      claims = await store.claims.searchByPlate(normalized, from);
+      entry.claimIds = claims.map((c) => c.id);
+      await journal.record(entry);
+    }
     return {
       data: claims,
       meta: { total_claims: claims.length, query_period: `${searchHistoryYears} year${searchHistoryYears === 1 ? '' : 's'}` },
