@@ -120,11 +120,20 @@ export function createImportRepository(db: Queryable) {
     },
 
     /** Imports a crash may have left behind (in-process mode picks them up again at start). */
-    async listUnfinishedIds(): Promise<string[]> {
-      const rows = await db.query<{ id: string }>(
-        `SELECT id FROM imports WHERE status IN ('queued', 'processing') ORDER BY imports.created_at LIMIT 1000`,
+    async listUnfinished(): Promise<{ id: string; companyId: string }[]> {
+      const rows = await db.query<{ id: string; company_id: string }>(
+        `SELECT id, company_id FROM imports WHERE status IN ('queued', 'processing') ORDER BY imports.created_at LIMIT 1000`,
       );
-      return rows.map((r) => r.id);
+      return rows.map((r) => ({ id: r.id, companyId: r.company_id }));
+    },
+
+    /** Through imports_unfinished_idx: the unfinished imports are few, whatever a company's history. */
+    async countUnfinished(companyId: string): Promise<number> {
+      const rows = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM imports WHERE status IN ('queued', 'processing') AND company_id = $1`,
+        [companyId],
+      );
+      return rows[0]!.n;
     },
 
     async lock(id: string) {

@@ -16,15 +16,17 @@ export type InProcessImportQueue = ImportQueue & {
 
 /**
  * Without REDIS_URL, import jobs run inside the server with the same processor the BullMQ worker
- * uses: the same attempts and backoff, a bounded number at a time. The imports row stays the
- * source of truth: a server stopped mid-import finds the import unfinished at its next start and
- * runs it again, going on after its last committed chunk (nothing is doubled).
+ * uses: the same attempts and backoff, a bounded number at a time, in the same order (by rank, see
+ * ImportQueue.enqueue). The imports row stays the source of truth: a server stopped mid-import
+ * finds the import unfinished at its next start and runs it again, going on after its last
+ * committed chunk (nothing is doubled).
  */
 export function createInProcessImportQueue(opts: { concurrency: number; attempts: number; log: Logger }): InProcessImportQueue {
   const { concurrency, attempts, log } = opts;
   let processor: ImportProcessor | undefined;
   let closed = false;
-  const waiting: string[] = [];
+  /** In the order they will run: lowest rank first, equal ranks in the order queued (as BullMQ's priorities). */
+  const waiting: { importId: string; rank: number }[] = [];
   const runs = new Map<string, Promise<void>>();
   const resolvers = new Map<string, () => void>();
   let active = 0;
@@ -58,7 +60,7 @@ export function createInProcessImportQueue(opts: { concurrency: number; attempts
 
   function pump(): void {
     while (processor && active < concurrency && waiting.length > 0) {
-      const importId = waiting.shift()!;
+      const { importId } = waiting.shift()!;
       active++;
       void run(importId).finally(() => {
         active--;
@@ -70,10 +72,13 @@ export function createInProcessImportQueue(opts: { concurrency: number; attempts
     }
   }
 
-  function add(importId: string): void {
+  function add(importId: string, rank: number): void {
     if (runs.has(importId)) return;
     runs.set(importId, new Promise<void>((resolve) => resolvers.set(importId, resolve)));
-    waiting.push(importId);
+    // After every waiting job of the same rank or lower: a company's n-th file waits for the other
+    // companies' n-th files, not for their whole backlog.
+    const at = waiting.findIndex((w) => w.rank > rank);
+    waiting.splice(at === -1 ? waiting.length : at, 0, { importId, rank });
     pump();
   }
 
@@ -85,9 +90,9 @@ export function createInProcessImportQueue(opts: { concurrency: number; attempts
       processor = p;
       pump();
     },
-    async enqueue(importId) {
+    async enqueue(importId, rank = 1) {
       if (closed) throw new QueueUnavailable('the server is shutting down');
-      add(importId);
+      add(importId, rank);
     },
     async waitFor(importId, timeoutMs) {
       const settled = runs.get(importId);

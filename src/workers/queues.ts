@@ -21,6 +21,16 @@ export const IMPORT_JOB = 'import-csv' satisfies JobName<'claims-import'>;
 /** The business job id of an import: one job per import, so a duplicate add is a no-op. */
 export const importJobId = (importId: string): string => `import-${importId}`;
 
+/** BullMQ's highest (least urgent) job priority. */
+const LOWEST_PRIORITY = 2_097_151;
+
+/**
+ * An import's BullMQ priority: its rank among its company's unfinished imports. BullMQ takes the
+ * lowest number first and equal numbers in the order added; a job without one (0) would go ahead
+ * of every prioritized job, so every import job has one, 1 at least.
+ */
+export const importPriority = (rank = 1): number => Math.min(Math.max(1, Math.trunc(rank)), LOWEST_PRIORITY);
+
 /** How long the API waits for Redis before answering 503, instead of hanging. */
 const PRODUCER_TIMEOUT_MS = 3000;
 
@@ -131,7 +141,7 @@ export function createBullImportQueue(opts: { url: string; prefix: string; attem
     kind: 'bullmq',
     bull: queue,
     available: () => connection.status === 'ready',
-    async enqueue(importId) {
+    async enqueue(importId, rank) {
       if (connection.status !== 'ready') throw new QueueUnavailable('redis not connected');
       try {
         await withTimeout(
@@ -141,6 +151,8 @@ export function createBullImportQueue(opts: { url: string; prefix: string; attem
             { importId },
             {
               jobId: importJobId(importId),
+              // Kept through retries (BullMQ re-adds a retried job with its priority).
+              priority: importPriority(rank),
               attempts,
               backoff: { type: 'exponential', delay: 2000 },
               removeOnComplete: { age: 24 * 3600, count: 1000 },

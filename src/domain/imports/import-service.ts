@@ -46,8 +46,13 @@ export interface ImportQueue {
   readonly kind: 'bullmq' | 'in-process';
   /** False when no job can be taken right now (Redis unreachable): the API answers 503 at once. */
   available(): boolean;
-  /** Rejects with QueueUnavailable, quickly, when the job cannot be queued. */
-  enqueue(importId: string): Promise<void>;
+  /**
+   * Rejects with QueueUnavailable, quickly, when the job cannot be queued. `rank` is the import's
+   * place among its company's unfinished imports (1 when it is the only one; 1 when left out):
+   * jobs are taken lowest rank first, equal ranks in the order queued, so that a company's file
+   * never waits behind another company's backlog (docs/import-pipeline.md, "Many imports").
+   */
+  enqueue(importId: string, rank?: number): Promise<void>;
   /** Resolves when the job has settled or `timeoutMs` has passed; never rejects for the job's own failure. */
   waitFor(importId: string, timeoutMs: number): Promise<void>;
   close(): Promise<void>;
@@ -187,7 +192,10 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
       sha256: file.sha256,
     });
     try {
-      await queue.enqueue(file.importId);
+      // Counted after the insert, so this import is one of them. Two uploads of one company at
+      // the same moment may get the same rank: they are then taken in the order queued.
+      const rank = await store.imports.countUnfinished(principal.companyId);
+      await queue.enqueue(file.importId, rank);
     } catch (err) {
       await store.imports.delete(file.importId);
       await storage.delete(file.objectKey).catch(() => {});
@@ -515,9 +523,15 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   async function resumeUnfinished(): Promise<number> {
     await purgeLeftovers();
     if (queue.kind !== 'in-process') return 0;
-    const ids = await store.imports.listUnfinishedIds();
-    for (const id of ids) await queue.enqueue(id);
-    return ids.length;
+    const unfinished = await store.imports.listUnfinished();
+    // Ranked per company in the order they were uploaded, as at their upload (see ImportQueue).
+    const ranks = new Map<string, number>();
+    for (const { id, companyId } of unfinished) {
+      const rank = (ranks.get(companyId) ?? 0) + 1;
+      ranks.set(companyId, rank);
+      await queue.enqueue(id, rank);
+    }
+    return unfinished.length;
   }
 
   return {

@@ -57,7 +57,10 @@ export interface ImportRepositoryPort {
   findById(id: string): Promise<ImportRecord | undefined>;
   findForCompany(companyId: string, id: string): Promise<ImportRecord | undefined>;
   listByCompany(companyId: string, opts: { after?: { ts: string; id: string } | undefined; limit: number }): Promise<ImportRecord[]>;
-  listUnfinishedIds(): Promise<string[]>;
+  /** Queued and processing imports, oldest first, with their companies (what a stopped server left). */
+  listUnfinished(): Promise<{ id: string; companyId: string }[]>;
+  /** How many of the company's imports are queued or processing: an import's rank in the queue. */
+  countUnfinished(companyId: string): Promise<number>;
   /**
    * Locks the import's row for the rest of the transaction; its status, whether a cancel was asked,
    * and where its ledger stands (the last committed chunk and the rows done up to it, if any).
