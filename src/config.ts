@@ -42,6 +42,7 @@ const envSchema = {
     LOOKUP_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36_500, default: 730 },
     METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     WORKER_METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
+    PROCESS_NAME: { type: 'string', pattern: '^[A-Za-z0-9_.:@/-]{1,100}$' },
     WEBHOOK_ALLOW_PRIVATE: { type: 'boolean', default: false },
     WEBHOOK_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 60, default: 10 },
     WEBHOOK_RETRY_SCHEDULE: { type: 'string', pattern: '^\\d{1,6}(,\\d{1,6}){0,19}$', default: '60,300,1800,7200,43200' },
@@ -90,6 +91,8 @@ export type Config = Readonly<{
   metricsPort: number | undefined;
   /** Prometheus /metrics port of `npm run worker` (unset: no metrics served). */
   workerMetricsPort: number | undefined;
+  /** The `process` label on every metric of this process (PROCESS_NAME; unset: `<hostname>:<pid>`). */
+  processName: string | undefined;
   /** Webhook targets may be http and resolve to loopback, private or link-local addresses (tests, private networks). */
   webhookAllowPrivate: boolean;
   /** Time limit of one webhook delivery attempt. */
@@ -180,6 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     lookupRetentionDays: v.LOOKUP_RETENTION_DAYS,
     metricsPort: v.METRICS_PORT,
     workerMetricsPort: v.WORKER_METRICS_PORT,
+    processName: v.PROCESS_NAME,
     webhookAllowPrivate: v.WEBHOOK_ALLOW_PRIVATE,
     webhookTimeoutSeconds: v.WEBHOOK_TIMEOUT_SECONDS,
     webhookRetrySchedule: Object.freeze(String(v.WEBHOOK_RETRY_SCHEDULE).split(',').map(Number)),

@@ -186,10 +186,13 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       sharedDatabase: db.kind === 'postgres',
       onUsageError: (err) => log.warn({ err }, 'could not record the last use of API tokens; will try again'),
     });
-    const metrics = createMetrics({
-      poolStats: () => db.poolStats(),
-      queueDepth: importQueue.kind === 'bullmq' ? () => importQueue.depth() : () => importJobCounts(db),
-    });
+    const metrics = createMetrics(
+      {
+        poolStats: () => db.poolStats(),
+        queueDepth: importQueue.kind === 'bullmq' ? () => importQueue.depth() : () => importJobCounts(db),
+      },
+      { processName: config.processName },
+    );
 
     // Background work is started by the caller (the main files, the tests' harness), not here.
     let importThread: ReturnType<typeof startImportThread> | undefined;

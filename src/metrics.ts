@@ -1,4 +1,5 @@
 import http from 'node:http';
+import os from 'node:os';
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -6,7 +7,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
  * Prometheus metrics of one process (API or worker), each process with its own registry. Served
  * in the text format at /metrics on a port of their own (METRICS_PORT, WORKER_METRICS_PORT), never
  * on the public API port. Labels carry route templates, statuses and outcomes only: no ids, no
- * company, nothing personal.
+ * company, nothing personal. Every series also carries `process`, which process it counts: the
+ * API servers and workers each count their own, and a scrape of one says whose numbers they are.
+ * (Not `instance`: Prometheus sets that label itself from the scrape target.)
  */
 
 /** What the import processing reports (the processor calls it when an import ends). */
@@ -30,8 +33,12 @@ export type Metrics = ImportMetrics &
     observeRequest(labels: { method: string; route: string; status: number }, seconds: number): void;
   };
 
-export function createMetrics(sources: MetricsSources = {}): Metrics {
+/** The default `process` label: the host (a container's id in Docker) and the process id. */
+export const defaultProcessName = (): string => `${os.hostname()}:${process.pid}`;
+
+export function createMetrics(sources: MetricsSources = {}, opts: { processName?: string | undefined } = {}): Metrics {
   const registry = new Registry();
+  registry.setDefaultLabels({ process: opts.processName ?? defaultProcessName() });
   collectDefaultMetrics({ register: registry });
 
   const requests = new Counter({

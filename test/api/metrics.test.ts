@@ -1,8 +1,10 @@
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { loadConfig } from '../../src/config';
+import { createMetrics } from '../../src/metrics';
 import { createTestContext, type TestContext } from '../harness';
 import { csv, futureDate, postImport, validRow } from '../import-helpers';
 
@@ -15,14 +17,21 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx?.close());
 
-/** The value of one series in the text format; labels given are matched exactly. */
+/** The labels of a sample line, or undefined for a comment or blank line. */
+function sample(line: string) {
+  const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/u.exec(line);
+  if (!m) return undefined;
+  const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/gu)].map((l) => [l[1]!, l[2]!]));
+  return { name: m[1]!, labels, value: Number(m[3]) };
+}
+
+/** The value of one series in the text format; labels given are matched exactly, but for `process` (on every series). */
 function value(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/u.exec(line);
-    if (!m || m[1] !== name) continue;
-    const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/gu)].map((l) => [l[1], l[2]]));
-    if (Object.keys(labels).length === Object.keys(got).length && Object.entries(labels).every(([k, v]) => got[k] === v))
-      return Number(m[3]);
+    const s = sample(line);
+    if (!s || s.name !== name) continue;
+    const { process: _process, ...got } = s.labels;
+    if (Object.keys(labels).length === Object.keys(got).length && Object.entries(labels).every(([k, v]) => got[k] === v)) return s.value;
   }
   return undefined;
 }
@@ -80,6 +89,22 @@ describe('metrics', () => {
     }
     expect(value(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
     expect(value(text, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+  });
+
+  it('labels every series with the process it counts: PROCESS_NAME, by default the host and the process id', async () => {
+    const text = await scrape();
+    const names = new Set(
+      text
+        .split('\n')
+        .map(sample)
+        .map((s) => s?.labels.process),
+    );
+    names.delete(undefined);
+    expect(names).toEqual(new Set([`${os.hostname()}:${process.pid}`]));
+    expect(loadConfig({ PROCESS_NAME: 'api-1' }).processName).toBe('api-1');
+    expect(() => loadConfig({ PROCESS_NAME: 'a b' })).toThrow(/PROCESS_NAME/u);
+    const named = createMetrics({}, { processName: 'api-1' });
+    expect(await named.registry.metrics()).toMatch(/^claims_import_rows_processed_total\{process="api-1"\} 0$/mu);
   });
 
   it('answers 404 for anything but GET /metrics', async () => {

@@ -58,8 +58,8 @@ describe('npm start on PostgreSQL without REDIS_URL', () => {
     expect(plates.sort()).toEqual([rows[0]!.vehicle_registration, rows[1]!.vehicle_registration].sort());
     // The thread's observations reach the server's /metrics.
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    expect(metrics).toMatch(/^claims_import_rows_processed_total 3$/mu);
-    expect(metrics).toMatch(/^claims_import_rows_failed_total 1$/mu);
+    expect(metrics).toMatch(/^claims_import_rows_processed_total\{process="[^"]+"\} 3$/mu);
+    expect(metrics).toMatch(/^claims_import_rows_failed_total\{process="[^"]+"\} 1$/mu);
   }, 120_000);
 
   it('fails an import whose file is gone for good, at once, without retrying it', async () => {

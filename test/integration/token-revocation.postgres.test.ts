@@ -2,12 +2,11 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestContext, TEST_HASH_KEY, type TestContext } from '../harness';
 import { answering, freePort, kill, ROOT, startScript, until, type Child } from '../processes';
-import { companyWithPeople, PASSWORD, WebClient } from '../web/web-client';
+import { companyWithPeople, httpApp, PASSWORD, WebClient } from '../web/web-client';
 
 /**
  * Revocation everywhere, with real processes: two API servers on one PostgreSQL, each caching the
@@ -17,30 +16,6 @@ import { companyWithPeople, PASSWORD, WebClient } from '../web/web-client';
  */
 
 type Server = { child: Child; base: string };
-
-/** Makes WebClient (written for app.inject) talk to a real server over HTTP. */
-function httpApp(base: string): FastifyInstance {
-  const inject = async (req: { method: string; url: string; headers?: Record<string, string>; payload?: string | Buffer }) => {
-    const res = await fetch(base + req.url, {
-      method: req.method,
-      headers: req.headers ?? {},
-      ...(req.payload !== undefined ? { body: req.payload } : {}),
-      redirect: 'manual',
-    });
-    const cookies = res.headers.getSetCookie().map((line) => {
-      const [pair = '', ...attrs] = line.split(';');
-      const eq = pair.indexOf('=');
-      const maxAge = attrs.map((a) => /^\s*max-age=(-?\d+)/iu.exec(a)?.[1]).find((m) => m !== undefined);
-      return {
-        name: pair.slice(0, eq).trim(),
-        value: pair.slice(eq + 1).trim(),
-        ...(maxAge !== undefined ? { maxAge: Number(maxAge) } : {}),
-      };
-    });
-    return { statusCode: res.status, body: await res.text(), headers: Object.fromEntries(res.headers), cookies };
-  };
-  return { inject } as unknown as FastifyInstance;
-}
 
 describe('a revoked token, with two server processes on one database', () => {
   let ctx: TestContext;

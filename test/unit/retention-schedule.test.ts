@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { startRetentionSchedule } from '../../src/domain/registry/retention-schedule';
 
-const quiet = { info: () => {}, error: () => {} };
+const quiet = { debug: () => {}, info: () => {}, error: () => {} };
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
@@ -30,6 +30,19 @@ describe('retention schedule', () => {
     expect(asked).toBe(3);
   });
 
+  it('says at debug level when the purge was not due, and at info level what a purge removed', async () => {
+    const lines: string[] = [];
+    let due = true;
+    const stop = startRetentionSchedule(
+      { purgeIfDue: async () => (due ? ((due = false), { claims_deleted: 1 } as never) : null) },
+      { debug: (msg) => lines.push(`debug ${msg}`), info: (_o, msg) => lines.push(`info ${msg}`), error: () => {} },
+      { firstCheckAfterMs: 1, checkEveryMs: 10 },
+    );
+    await vi.advanceTimersByTimeAsync(11);
+    stop();
+    expect(lines).toEqual(['info retention purge done', expect.stringMatching(/^debug retention purge not due/u)]);
+  });
+
   it('logs a failed purge and keeps checking', async () => {
     let asked = 0;
     const errors: string[] = [];
@@ -40,7 +53,7 @@ describe('retention schedule', () => {
           throw new Error('database down');
         },
       },
-      { info: () => {}, error: (_o, msg) => errors.push(msg) },
+      { debug: () => {}, info: () => {}, error: (_o, msg) => errors.push(msg) },
       { firstCheckAfterMs: 1, checkEveryMs: 10 },
     );
     await vi.advanceTimersByTimeAsync(11);

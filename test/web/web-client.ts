@@ -127,3 +127,27 @@ export async function signedIn(ctx: TestContext, email: string, password = PASSW
   await client.signIn(email, password);
   return client;
 }
+
+/** Makes WebClient (written for app.inject) talk to a real server over HTTP. */
+export function httpApp(base: string): FastifyInstance {
+  const inject = async (req: { method: string; url: string; headers?: Record<string, string>; payload?: string | Buffer }) => {
+    const res = await fetch(base + req.url, {
+      method: req.method,
+      headers: req.headers ?? {},
+      ...(req.payload !== undefined ? { body: req.payload } : {}),
+      redirect: 'manual',
+    });
+    const cookies = res.headers.getSetCookie().map((line) => {
+      const [pair = '', ...attrs] = line.split(';');
+      const eq = pair.indexOf('=');
+      const maxAge = attrs.map((a) => /^\s*max-age=(-?\d+)/iu.exec(a)?.[1]).find((m) => m !== undefined);
+      return {
+        name: pair.slice(0, eq).trim(),
+        value: pair.slice(eq + 1).trim(),
+        ...(maxAge !== undefined ? { maxAge: Number(maxAge) } : {}),
+      };
+    });
+    return { statusCode: res.status, body: await res.text(), headers: Object.fromEntries(res.headers), cookies };
+  };
+  return { inject } as unknown as FastifyInstance;
+}

@@ -69,7 +69,7 @@ describe('a webhook deliverer killed mid-delivery', () => {
         .toMatchObject({ status: 'delivered', attempts: 2, last_status_code: 200 });
       // The worker's own metrics (WORKER_METRICS_PORT) count the delivery.
       const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-      expect(metrics).toMatch(/^claims_webhook_deliveries_total\{outcome="delivered"\} 1$/mu);
+      expect(metrics).toMatch(/^claims_webhook_deliveries_total\{outcome="delivered",process="[^"]+"\} 1$/mu);
     } finally {
       await r.close();
     }

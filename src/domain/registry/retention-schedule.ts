@@ -1,6 +1,6 @@
 import type { RegistryService } from './registry-service';
 
-type Log = { info(obj: object, msg: string): void; error(obj: object, msg: string): void };
+type Log = { debug(msg: string): void; info(obj: object, msg: string): void; error(obj: object, msg: string): void };
 
 /**
  * Runs the retention purge once a day. Every process that calls this checks every hour (and
@@ -20,6 +20,7 @@ export function startRetentionSchedule(
     try {
       const removed = await registry.purgeIfDue();
       if (removed) log.info({ removed }, 'retention purge done');
+      else log.debug('retention purge not due: it ran within the last 23 hours (here or in another process)');
     } catch (err) {
       log.error({ err }, 'retention purge failed; the next daily run tries again (or run: npm run admin -- purge)');
     } finally {
