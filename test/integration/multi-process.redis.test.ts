@@ -115,7 +115,7 @@ describe('two API processes and two workers on one PostgreSQL, Redis and S3 stor
   }, 60_000);
 
   afterAll(async () => {
-    for (const p of [...(apis ?? []), ...(workers ?? [])]) await kill(p.child, 'SIGTERM');
+    await Promise.all([...(apis ?? []), ...(workers ?? [])].map((p) => kill(p.child, 'SIGTERM')));
     await ctx?.close();
     await removeQueueKeys(redisUrl, prefix);
     await s3?.close();
@@ -207,7 +207,8 @@ describe('two API processes and two workers on one PostgreSQL, Redis and S3 stor
   it('delivers each webhook once while both workers deliver', async () => {
     const company = await ctx.newCompany('Multi hooks');
     // The receiver holds every answer until 11 requests wait at once. One deliverer sends at most
-    // 10 at a time (and waits for them), so 11 waiting means both workers are delivering.
+    // 10 at a time (and waits for them), so 11 waiting means both workers are delivering. Later
+    // answers take 300 ms: deliveries stay in flight while the other worker looks for due ones.
     const received: { delivery: string; event: string }[] = [];
     const held: http.ServerResponse[] = [];
     const receiver = http.createServer((req, res) => {
@@ -217,7 +218,8 @@ describe('two API processes and two workers on one PostgreSQL, Redis and S3 stor
       req.on('end', () => {
         received.push({ delivery: String(req.headers['claims-delivery']), event: (JSON.parse(body) as { id: string }).id });
         if (received.length < 11) held.push(res);
-        else for (const r of [...held.splice(0), res]) r.writeHead(200).end('ok');
+        else if (held.length > 0) for (const r of [...held.splice(0), res]) r.writeHead(200).end('ok');
+        else setTimeout(() => res.writeHead(200).end('ok'), 300);
       });
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
@@ -287,6 +289,12 @@ describe('two API processes and two workers on one PostgreSQL, Redis and S3 stor
       );
       const started = (w: Proc) => logLines(w).filter((l) => l.msg === 'import job started');
       await until('both workers to have started an import', () => workers.every((w) => started(w).length > 0));
+      // The hold worked: nothing was imported while the table was held.
+      const early = await ctx.deps.db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM imports WHERE company_id = $1 AND status NOT IN ('queued', 'processing')",
+        [company.id],
+      );
+      expect(early[0]!.n).toBe(0);
       release();
       await hold;
 
