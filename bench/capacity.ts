@@ -337,7 +337,7 @@ function perRecord({ tables: t, written }: Sizes) {
     lookup: { heap: lookups > 0 ? t.lookups!.heap / lookups : 0, index: lookups > 0 ? t.lookups!.index / lookups : 0 },
   };
 }
-type Record_ = ReturnType<typeof perRecord>;
+type RecordBytes = ReturnType<typeof perRecord>;
 type Storage = { claimHeap: number; claimIndex: number; lookupHeap: number; lookupIndex: number };
 
 // ---- the model -------------------------------------------------------------------------------------
@@ -425,11 +425,11 @@ function model(c: Costs, rec: Storage, connsPerProcess: number, maxConns: number
 // ---- run -------------------------------------------------------------------------------------------
 
 const f1 = (v: number) => v.toFixed(2);
-const kb = (v: number) => Math.round(v).toLocaleString('en');
+const whole = (v: number) => Math.round(v).toLocaleString('en');
 function costRow(label: string, c: Cost) {
   console.log(
     `${label.padEnd(15)} ${Math.round(c.rate).toLocaleString('en').padStart(8)} ${f1(c.api).padStart(7)} ${f1(c.db).padStart(7)} ${f1(c.rest).padStart(7)} ${f1(c.client).padStart(7)} | ` +
-      `${kb(c.httpUp).padStart(8)} ${kb(c.httpDown).padStart(8)} ${kb(c.dbUp).padStart(8)} ${kb(c.dbDown).padStart(8)}`,
+      `${whole(c.httpUp).padStart(8)} ${whole(c.httpDown).padStart(8)} ${whole(c.dbUp).padStart(8)} ${whole(c.dbDown).padStart(8)}`,
   );
 }
 
@@ -460,7 +460,10 @@ try {
     SELECT pg_backend_pid() AS backend, current_setting('max_connections')::int AS "maxConns"`;
   const { backend, maxConns } = settings!;
   // The postmaster is the parent of every backend: the cluster's processes are its children.
-  pg = pgSampler(procStat(backend)!.ppid);
+  const postmaster = procStat(backend)?.ppid;
+  if (postmaster === undefined)
+    throw new Error("bench:capacity reads PostgreSQL's processes from /proc: run it on the database's machine (Linux)");
+  pg = pgSampler(postmaster);
 
   // ---- per-operation costs, through the counting proxies ---------------------------------------------
   const dbProxy = await startProxy(dbPort);
@@ -478,7 +481,7 @@ try {
   const idle = await calibrateIdle(idleSeconds);
   console.log(
     `idle background, per second (subtracted below): API ${f1(idle.api)} ms CPU, backends ${f1(idle.ours)} ms, rest of the cluster ${f1(idle.rest)} ms, ` +
-      `PostgreSQL protocol ${kb(idle.dbUp)} B up / ${kb(idle.dbDown)} B down`,
+      `PostgreSQL protocol ${whole(idle.dbUp)} B up / ${whole(idle.dbDown)} B down`,
   );
   const loadAvg = () =>
     os
@@ -538,15 +541,17 @@ try {
   }
   console.log(`claims written by the service (submissions and the import): ${s.written.toLocaleString('en')}`);
   const own = perRecord(s);
-  const show = (label: string, r: Record_) =>
+  const show = (label: string, r: RecordBytes) =>
     console.log(
-      `${label}: per claim ${kb(r.base.heap)} B heap + ${kb(r.base.index)} B indexes (claims with their share of persons and documents, over ${r.claims.toLocaleString('en')} claims)` +
+      `${label}: per claim ${whole(r.base.heap)} B heap + ${whole(r.base.index)} B indexes (claims with their share of persons and documents, over ${r.claims.toLocaleString('en')} claims)` +
         (r.lookups >= 1000
-          ? `; per look-up ${kb(r.lookup.heap)} + ${kb(r.lookup.index)} B (${r.lookups.toLocaleString('en')} look-ups)`
+          ? `; per look-up ${whole(r.lookup.heap)} + ${whole(r.lookup.index)} B (${r.lookups.toLocaleString('en')} look-ups)`
           : ''),
     );
   show('this database', own);
-  console.log(`alerts and status changes per claim the service wrote: ${kb(own.extra.heap)} B heap + ${kb(own.extra.index)} B indexes`);
+  console.log(
+    `alerts and status changes per claim the service wrote: ${whole(own.extra.heap)} B heap + ${whole(own.extra.index)} B indexes`,
+  );
   // The 1M-claim benchmark database, when there, gives the per-claim bytes of a full registry.
   const [perfProj] = await admin`SELECT 1 FROM pg_database WHERE datname = 'perf_proj'`;
   const full = perfProj ? perRecord(await sizes(baseUrl.replace(/\/[^/]*$/u, '/perf_proj'))) : own;
@@ -558,7 +563,7 @@ try {
     lookupIndex: own.lookup.index,
   };
   console.log(
-    `the model uses: per claim ${kb(rec.claimHeap + rec.claimIndex)} B (${perfProj ? 'perf_proj' : 'this database'} + alerts), per look-up ${kb(rec.lookupHeap + rec.lookupIndex)} B`,
+    `the model uses: per claim ${whole(rec.claimHeap + rec.claimIndex)} B (${perfProj ? 'perf_proj' : 'this database'} + alerts), per look-up ${whole(rec.lookupHeap + rec.lookupIndex)} B`,
   );
 
   model({ search, submit, row }, rec, connsPerProcess, maxConns);
