@@ -18,7 +18,7 @@
  *    writer, checkpointer… and, on a shared machine, other people's work) and of the load generator
  *    itself; HTTP and PostgreSQL protocol bytes per operation; then heap and index bytes per claim
  *    and per look-up (and on `perf_proj` when that database exists);
- * 4. the model for three scales, with the first bottleneck of each;
+ * 4. the model (bench/capacity-model.ts) for four scales, with the first bottleneck of each;
  * 5. the check: predicted and measured searches per second with one and then two API processes
  *    (each on its own port, no proxies, the load split across them).
  *
