@@ -12,6 +12,7 @@ const envSchema = {
     HOST: { type: 'string', minLength: 1, default: '0.0.0.0' },
     DATA_DIR: { type: 'string', minLength: 1, default: './data' },
     DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
+    SEARCH_DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
     DB_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 100, default: 10 },
     DB_SEARCH_PATH: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
     APP_TIMEZONE: { type: 'string', minLength: 1, default: 'UTC' },
@@ -58,6 +59,11 @@ export type Config = Readonly<{
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
+  /**
+   * A streaming replica of DATABASE_URL for the cross-company reads (plate search, person search,
+   * matches); everything else, and those reads while it is unreachable, use DATABASE_URL.
+   */
+  searchDatabaseUrl: string | undefined;
   dbPoolSize: number;
   /** Test/ops setting: the PostgreSQL schema to work in (search_path), e.g. a test's own schema. */
   dbSearchPath: string | undefined;
@@ -134,6 +140,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'REDIS_URL needs DATABASE_URL: the embedded database can be opened by one process only, so separate workers could not reach it (unset REDIS_URL to run imports inside the server)',
     );
   }
+  if (input.SEARCH_DATABASE_URL !== undefined && input.DATABASE_URL === undefined) {
+    problems.push('SEARCH_DATABASE_URL needs DATABASE_URL: it names a replica of that PostgreSQL (the embedded database has none)');
+  }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
 
   let s3: Config['s3'];
@@ -155,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: v.HOST,
     dataDir: v.DATA_DIR,
     databaseUrl: v.DATABASE_URL,
+    searchDatabaseUrl: v.SEARCH_DATABASE_URL,
     dbPoolSize: v.DB_POOL_SIZE,
     dbSearchPath: v.DB_SEARCH_PATH,
     timezone: v.APP_TIMEZONE,

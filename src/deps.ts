@@ -9,6 +9,7 @@ import { migrate } from './db/migrate';
 import { createPlateBatchRepository } from './db/plate-batch-repository';
 import { createQualityRepository } from './db/quality-repository';
 import { createRegistryRepository } from './db/registry-repository';
+import { createSearchRepository, hostOf, routeSearches } from './db/search-repository';
 import { createStore, type StoreTx } from './db/store';
 import { createAlertService } from './domain/alerts/alert-service';
 import { createClaimService } from './domain/claims/claim-service';
@@ -79,6 +80,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         },
   );
   let lookupDb: Db | undefined;
+  let searchDb: Db | undefined;
   try {
     await migrate(db);
     const store = createStore(db);
@@ -103,6 +105,27 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     }
     const lookupLog = lookupDb ? createRegistryRepository(lookupDb) : registryRepository;
     const logUnwritten = (err: unknown) => log.error({ err }, 'could not write the look-up log; its look-ups were answered 503');
+    // With SEARCH_DATABASE_URL (a streaming replica) the three cross-company reads go there, and
+    // everything else here. Its pool is read-only, named claims-search in pg_stat_activity, and
+    // gives up on a connection after 2 s: the search then goes to the primary (search-repository.ts).
+    let searches: ReturnType<typeof routeSearches> | undefined;
+    if (config.databaseUrl && config.searchDatabaseUrl) {
+      searchDb = await openDb({
+        kind: 'postgres',
+        url: config.searchDatabaseUrl,
+        poolSize: config.dbPoolSize,
+        applicationName: 'claims-search',
+        readOnly: true,
+        connectTimeoutSeconds: 2,
+        ...(searchPath ? { searchPath } : {}),
+      });
+      searches = routeSearches({
+        replica: createSearchRepository(searchDb),
+        primary: createSearchRepository(db),
+        log,
+        replicaName: hostOf(config.searchDatabaseUrl),
+      });
+    }
     const lookupJournal = createLookupJournal({
       writers: lookupWriters,
       write: (entries) => lookupLog.appendLookups(entries),
@@ -116,9 +139,12 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       journal: lookupJournal,
       alertsEnabled: config.alertsEnabled,
       onLogError: logUnwritten,
+      // A replica cannot write: there the journal writes each plate search's entry, on the primary.
+      ...(searches ? { searches, searchWritesLog: false } : {}),
     });
     const registry = createRegistryService({
       registry: registryRepository,
+      ...(searches ? { searches } : {}),
       journal: lookupJournal,
       hashDocument,
       today,
@@ -273,11 +299,13 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         await deliverer?.stop();
         await lookupJournal.close();
         await lookupDb?.close();
+        await searchDb?.close();
         await db.close();
       },
     };
   } catch (err) {
     await lookupDb?.close();
+    await searchDb?.close();
     await db.close();
     throw err;
   }

@@ -42,7 +42,18 @@ function poolCounter(size: number) {
 const DATE_OID = 1082;
 
 export type DbOptions =
-  | { kind: 'postgres'; url: string; poolSize: number; searchPath?: string }
+  | {
+      kind: 'postgres';
+      url: string;
+      poolSize: number;
+      searchPath?: string;
+      /** Seen in pg_stat_activity; default claims-registry. */
+      applicationName?: string;
+      /** Every transaction read-only (the search replica's pool: a wrong URL cannot write). */
+      readOnly?: boolean;
+      /** Seconds to wait for a new connection; the driver's default is 30. */
+      connectTimeoutSeconds?: number;
+    }
   | {
       kind: 'pglite';
       dataDir: string | undefined;
@@ -56,14 +67,22 @@ export async function openDb(options: DbOptions): Promise<Db> {
   return options.kind === 'postgres' ? openPostgres(options) : openPglite(options.dataDir, options.optimizedCode ?? false);
 }
 
-function openPostgres({ url, poolSize, searchPath }: { url: string; poolSize: number; searchPath?: string }): Db {
+function openPostgres(options: Extract<DbOptions, { kind: 'postgres' }>): Db {
+  const { url, poolSize, searchPath } = options;
   const sql = postgres(url, {
     max: poolSize,
     prepare: true,
     onnotice: () => {},
+    ...(options.connectTimeoutSeconds ? { connect_timeout: options.connectTimeoutSeconds } : {}),
     // jit off: the service's statements are short, and the few whose estimated cost crosses the
     // JIT threshold (an import chunk's document look-up) spend more time compiling than they save.
-    connection: { TimeZone: 'UTC', application_name: 'claims-registry', jit: 'off', ...(searchPath ? { search_path: searchPath } : {}) },
+    connection: {
+      TimeZone: 'UTC',
+      application_name: options.applicationName ?? 'claims-registry',
+      jit: 'off',
+      ...(searchPath ? { search_path: searchPath } : {}),
+      ...(options.readOnly ? { default_transaction_read_only: true } : {}),
+    },
     types: { date: { to: DATE_OID, from: [DATE_OID], serialize: (v: string) => v, parse: (v: string) => v } },
   });
   const wrap = (q: postgres.Sql | postgres.TransactionSql): Queryable => ({

@@ -127,6 +127,16 @@ describe('loadConfig', () => {
     );
   });
 
+  it('takes SEARCH_DATABASE_URL only as a PostgreSQL URL beside DATABASE_URL (a replica of it)', () => {
+    expect(configError({ SEARCH_DATABASE_URL: 'postgres://x@replica/claims' })).toMatch(/SEARCH_DATABASE_URL needs DATABASE_URL/);
+    expect(configError({ DATABASE_URL: 'postgres://x@db/claims', SEARCH_DATABASE_URL: 'mysql://x@replica/claims' })).toMatch(
+      /SEARCH_DATABASE_URL/,
+    );
+    const config = loadConfig({ DATABASE_URL: 'postgres://x@db/claims', SEARCH_DATABASE_URL: 'postgresql://x@replica/claims' });
+    expect(config.searchDatabaseUrl).toBe('postgresql://x@replica/claims');
+    expect(loadConfig({ DATABASE_URL: 'postgres://x@db/claims', SEARCH_DATABASE_URL: '' }).searchDatabaseUrl).toBeUndefined();
+  });
+
   it('does not put a secret value into its message', () => {
     const message = configError({ S3_SECRET_KEY: 'top-secret-value', SESSION_SECRET: 'hunter2-hunter2' });
     expect(message).not.toContain('top-secret-value');

@@ -12,6 +12,7 @@ import { STATUS_ALERT_DAYS } from '../alerts/alerts';
 import { parsePurpose } from '../registry/registry';
 import { lookupOf } from '../registry/registry-service';
 import { lookupLogUnavailable, type LookupJournal } from '../registry/lookup-journal';
+import type { SearchRepository } from '../registry/registry';
 
 export type ClaimServiceDeps = {
   store: ClaimStore;
@@ -21,6 +22,11 @@ export type ClaimServiceDeps = {
   searchHistoryYears: number;
   /** Where plate searches are noted for the look-up log (flushed before a status change reads it). */
   journal: Pick<LookupJournal, 'record'>;
+  /**
+   * Where plate searches read when they do not write their own entry (`searchWritesLog` false):
+   * a replica's (see SearchRepository); default: the store's claims.
+   */
+  searches?: Pick<SearchRepository, 'searchByPlate'>;
   /** Match and status-change alerts (ALERTS_ENABLED); default on. */
   alertsEnabled?: boolean;
   /**
@@ -49,6 +55,7 @@ export function createClaimService({
   today,
   searchHistoryYears,
   journal,
+  searches = store.claims,
   alertsEnabled = true,
   searchWritesLog = true,
   now = Date.now,
@@ -245,7 +252,7 @@ export function createClaimService({
         throw lookupLogUnavailable();
       });
     } else {
-      claims = await store.claims.searchByPlate(normalized, from);
+      claims = await searches.searchByPlate(normalized, from);
       entry.claimIds = claims.map((c) => c.id);
       await journal.record(entry);
     }

@@ -18,11 +18,14 @@ import {
   type Position,
   type PurgeCounts,
   type RegistryRepository,
+  type SearchRepository,
 } from './registry';
 import type { LookupJournal } from './lookup-journal';
 
 export type RegistryServiceDeps = {
   registry: RegistryRepository;
+  /** Where the matches and person searches read (a replica's, see SearchRepository); default: `registry`. */
+  searches?: Pick<SearchRepository, 'matches' | 'searchByPerson'>;
   /** Where look-ups are noted; the same journal as the plate search's. */
   journal: LookupJournal;
   hashDocument: DocumentHasher;
@@ -90,6 +93,7 @@ function positionOf(cursor: string | undefined): Position | undefined {
 
 export function createRegistryService(deps: RegistryServiceDeps) {
   const { registry, hashDocument, today, timeZone, searchHistoryYears } = deps;
+  const searches = deps.searches ?? registry;
   const batchSize = Math.min(deps.purgeBatchSize ?? MAX_PURGE_BATCH, MAX_PURGE_BATCH);
   const windowStart = () => minusYears(today(), searchHistoryYears);
   const period = `${searchHistoryYears} year${searchHistoryYears === 1 ? '' : 's'}`;
@@ -98,7 +102,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
   async function matches(principal: Principal, id: string, purposeRaw?: unknown): Promise<{ matches: Match[]; indicators: Indicator[] }> {
     const purpose = purposeOrThrow(purposeRaw);
     if (!isUuid(id)) throw notFound();
-    const facts = await registry.matches(id, principal.companyId, windowStart(), timeZone);
+    const facts = await searches.matches(id, principal.companyId, windowStart(), timeZone);
     if (!facts) throw notFound();
     await deps.journal.record(
       lookupOf(
@@ -125,7 +129,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     const { value, errors } = validatePersonQuery(body);
     if (!value) throw validationError(errors);
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
-    const { personId, claims } = await registry.searchByPerson(documents, value.dateOfBirth, windowStart());
+    const { personId, claims } = await searches.searchByPerson(documents, value.dateOfBirth, windowStart());
     await deps.journal.record(
       lookupOf(
         principal,

@@ -65,6 +65,17 @@ export type MatchFacts = {
 export type RetentionCutoffs = { claimsBefore: string; lookupsBefore: string };
 export type PurgeCounts = { claims: number; clients: number; lookups: number };
 
+/**
+ * The three cross-company reads: a plate search, a person search, the matches of a company's
+ * claim. With SEARCH_DATABASE_URL they are answered by a replica of the database (src/db routes
+ * them, and to the primary while the replica is unreachable); everything else reads the primary.
+ */
+export interface SearchRepository {
+  searchByPlate(plate: string, fromDate: string): Promise<Claim[]>;
+  matches: RegistryRepository['matches'];
+  searchByPerson: RegistryRepository['searchByPerson'];
+}
+
 /** The reads and writes of the registry features; src/db implements it. */
 export interface RegistryRepository {
   /** undefined: no visible claim with this id belongs to the company (nothing is logged then). */
