@@ -12,6 +12,7 @@ import { defineConfig } from 'vitest/config';
  *   *.postgres.test.ts    PostgreSQL only (pools, locks between sessions, a proxy that cuts connections)
  *   *.redis.test.ts       PostgreSQL and the Redis of TEST_REDIS_URL (BullMQ, worker processes)
  *   *.pg-restart.test.ts  restarts the PostgreSQL cluster: only with TEST_PG_RESTART=1, alone (.ci/run)
+ *   *.replica.test.ts     PostgreSQL and its streaming replica at TEST_SEARCH_DATABASE_URL (scripts/start-replica.sh)
  *
  * The browser tests (test/browser) run in the pglite project only, and need /usr/bin/chromium. What cannot run here is left out with a
  * notice, never skipped in silence; under CI=true a missing requirement is an error instead.
@@ -21,6 +22,7 @@ const postgres = Boolean(process.env.TEST_DATABASE_URL);
 const redis = Boolean(process.env.TEST_REDIS_URL);
 const chromium = fs.existsSync('/usr/bin/chromium');
 const pgRestart = process.env.TEST_PG_RESTART === '1';
+const replica = Boolean(process.env.TEST_SEARCH_DATABASE_URL);
 
 function missing(what: string, why: string): void {
   if (ci) throw new Error(`CI runs every test, but ${why}: ${what} cannot run.`);
@@ -28,6 +30,9 @@ function missing(what: string, why: string): void {
 }
 
 if (!chromium) missing('the browser tests (test/browser)', '/usr/bin/chromium is missing: apt-get install chromium');
+if (postgres && !replica) {
+  missing('the *.replica.test.ts files', 'TEST_SEARCH_DATABASE_URL is not set: scripts/start-replica.sh starts a replica and prints it');
+}
 if (postgres && !redis) missing('the *.redis.test.ts and *.pg-restart.test.ts files', 'TEST_REDIS_URL is not set');
 
 const shared = { include: ['test/**/*.test.ts'], testTimeout: 30_000, hookTimeout: 60_000 };
@@ -41,7 +46,7 @@ export default defineConfig({
           ...shared,
           name: 'pglite',
           env: { TEST_DB_KIND: 'pglite' },
-          exclude: ['**/*.postgres.test.ts', '**/*.redis.test.ts', '**/*.pg-restart.test.ts', ...browser],
+          exclude: ['**/*.postgres.test.ts', '**/*.redis.test.ts', '**/*.pg-restart.test.ts', '**/*.replica.test.ts', ...browser],
         },
       },
       ...(postgres
@@ -55,6 +60,7 @@ export default defineConfig({
                   '**/*.pglite.test.ts',
                   'test/browser/**',
                   ...(redis ? [] : ['**/*.redis.test.ts']),
+                  ...(replica ? [] : ['**/*.replica.test.ts']),
                   ...(redis && pgRestart ? [] : ['**/*.pg-restart.test.ts']),
                 ],
               },

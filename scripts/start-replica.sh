@@ -9,7 +9,8 @@
 #
 # Settings (environment): PRIMARY_HOST (127.0.0.1), PRIMARY_PORT (5432), REPLICA_PORT (5433),
 # REPLICA_DATABASE (test: the database named in the printed URL), REPLICA_DIR
-# (/tmp/claims-search-replica-$REPLICA_PORT), PG_BIN (/usr/lib/postgresql/15/bin).
+# (/tmp/claims-search-replica-$REPLICA_PORT), PG_BIN (/usr/lib/postgresql/<the primary's major
+# version>/bin: pg_basebackup and the server must be the primary's version).
 #
 # The primary must allow replication connections from 127.0.0.1: as root this script adds
 # `host replication all 127.0.0.1/32 trust` to its pg_hba.conf when no replication line for
@@ -22,7 +23,6 @@ PRIMARY_PORT="${PRIMARY_PORT:-5432}"
 REPLICA_PORT="${REPLICA_PORT:-5433}"
 REPLICA_DATABASE="${REPLICA_DATABASE:-test}"
 REPLICA_DIR="${REPLICA_DIR:-/tmp/claims-search-replica-$REPLICA_PORT}"
-PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
 
 say() { echo "start-replica: $*" >&2; }
 
@@ -33,6 +33,8 @@ as_owner() {
 
 primary_sql() { psql -h "$PRIMARY_HOST" -p "$PRIMARY_PORT" -U postgres -d postgres -XAtqc "$1"; }
 replica_sql() { psql -h 127.0.0.1 -p "$REPLICA_PORT" -U postgres -d postgres -XAtqc "$1" 2>/dev/null; }
+
+PG_BIN="${PG_BIN:-/usr/lib/postgresql/$(($(primary_sql 'SHOW server_version_num') / 10000))/bin}"
 
 stop_replica() {
   if [ -f "$REPLICA_DIR/postmaster.pid" ]; then
