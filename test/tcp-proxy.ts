@@ -1,13 +1,23 @@
 import net from 'node:net';
+import { Transform } from 'node:stream';
 
 /**
  * A TCP proxy to a real server, started by a test, that can fail like a network does: `cut()`
  * resets every open connection and refuses new ones (a lost or restarted database), `restore()`
- * forwards again. Listens on 127.0.0.1, on a free port.
+ * forwards again; `hold()` keeps every connection open and drops whatever is sent either way (a
+ * server gone silent, a network dropping packets), for good. Listens on 127.0.0.1, on a free port.
  */
 export async function startTcpProxy(target: { host: string; port: number }) {
   const sockets = new Set<net.Socket>();
   let down = false;
+  let held = false;
+  /** Forwards what passes through it, or drops it while the proxy holds. */
+  const gate = () =>
+    new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        done(null, held ? undefined : chunk);
+      },
+    });
   const server = net.createServer((client) => {
     if (down) return client.resetAndDestroy();
     const upstream = net.connect(target.port, target.host);
@@ -20,8 +30,8 @@ export async function startTcpProxy(target: { host: string; port: number }) {
     };
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    client.pipe(gate()).pipe(upstream);
+    upstream.pipe(gate()).pipe(client);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;
@@ -35,6 +45,10 @@ export async function startTcpProxy(target: { host: string; port: number }) {
     },
     restore() {
       down = false;
+    },
+    /** Keeps the connections (and accepts new ones) but forwards nothing from now on. */
+    hold() {
+      held = true;
     },
     async close() {
       this.cut();

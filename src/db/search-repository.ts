@@ -22,6 +22,20 @@ export function createSearchRepository(db: Db): SearchRepository {
  */
 const RECOVERY_CONFLICT = '40001';
 
+/** The code of a replica read given up after `replicaTimeoutMs`. */
+export const REPLICA_TIMEOUT = 'SEARCH_REPLICA_TIMEOUT';
+
+/** `work`, or a rejection with code REPLICA_TIMEOUT once `ms` have passed (the work itself goes on). */
+function within<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error('the search replica did not answer in time'), { code: REPLICA_TIMEOUT })), ms);
+  });
+  // A read that fails after it was given up fails nobody.
+  work.catch(() => {});
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
 export type SearchRoutingOptions = {
   replica: SearchRepository;
   primary: SearchRepository;
@@ -30,12 +44,20 @@ export type SearchRoutingOptions = {
   replicaName: string;
   /** While the replica is down, how long searches go straight to the primary before it is tried again. */
   retryAfterMs?: number;
+  /**
+   * A replica read still unanswered after this long goes to the primary, and counts as the replica
+   * being down: a replica that went silent (a network dropping packets) leaves its connections
+   * open, and the driver would wait for TCP to give up on them, minutes later. Searches take
+   * milliseconds; the limit only has to be far above that.
+   */
+  replicaTimeoutMs?: number;
   now?: () => number;
 };
 
 /**
  * Searches on the replica, and on the primary when the replica cannot answer: while it is
- * unreachable (refused, timed out, cut), for `retryAfterMs` at a time, so that searches do not each
+ * unreachable (refused, cut, no connection within its connect timeout, no answer within
+ * `replicaTimeoutMs`), for `retryAfterMs` at a time, so that searches do not each
  * wait for a connection that fails; then the next search tries it again. One warning when an episode
  * starts, one line when the replica answers again.
  *
@@ -49,6 +71,7 @@ export function routeSearches({
   log,
   replicaName,
   retryAfterMs = 5000,
+  replicaTimeoutMs = 5000,
   now = Date.now,
 }: SearchRoutingOptions): SearchRepository {
   /** Set while the replica is down: when to try it again. */
@@ -58,10 +81,10 @@ export function routeSearches({
     if (retryAt !== undefined && now() < retryAt) return { value: await fn(primary), fromReplica: false };
     let value: T;
     try {
-      value = await fn(replica);
+      value = await within(fn(replica), replicaTimeoutMs);
     } catch (err) {
       if (pgErrorCode(err) === RECOVERY_CONFLICT) return { value: await fn(primary), fromReplica: false };
-      if (!isDatabaseUnavailable(err)) throw err;
+      if (!isDatabaseUnavailable(err) && pgErrorCode(err) !== REPLICA_TIMEOUT) throw err;
       if (retryAt === undefined) {
         log.warn(
           { replica: replicaName, code: pgErrorCode(err) },

@@ -78,6 +78,17 @@ describe('searches when the search replica is unreachable', () => {
     expect(log.lines.join('')).not.toContain(PASSWORD);
   });
 
+  it('are answered from the primary when the replica goes silent on open connections (no answer within 5 s)', async () => {
+    const proxy = await startTcpProxy({ host: primary.hostname, port: Number(primary.port || 5432) });
+    closing.push(() => proxy.close());
+    const { log, allAnswered } = await world(replicaUrl(proxy.port));
+    await allAnswered();
+    proxy.hold();
+    await allAnswered();
+    expect(log.warnings(WARNING)).toHaveLength(1);
+    expect(log.warnings(WARNING)[0]).toMatchObject({ code: 'SEARCH_REPLICA_TIMEOUT' });
+  });
+
   it('are answered from the primary when nothing listens at the replica (connection refused)', async () => {
     const { log, allAnswered } = await world(replicaUrl(await freePort()));
     await allAnswered();
