@@ -12,9 +12,9 @@
 # (/tmp/claims-search-replica-$REPLICA_PORT), PG_BIN (/usr/lib/postgresql/<the primary's major
 # version>/bin: pg_basebackup and the server must be the primary's version).
 #
-# The primary must allow replication connections from 127.0.0.1: as root this script adds
-# `host replication all 127.0.0.1/32 trust` to its pg_hba.conf when no replication line for
-# 127.0.0.1 is there, and reloads it. PostgreSQL refuses to run as root: run as root, the replica
+# The primary must allow replication connections from 127.0.0.1: as root this script puts
+# `host replication all 127.0.0.1/32 trust` first in its pg_hba.conf when that line is not there,
+# and reloads it. PostgreSQL refuses to run as root: run as root, the replica
 # runs as the `postgres` user, which owns its folder.
 set -euo pipefail
 
@@ -58,14 +58,16 @@ if [ "$(replica_sql 'SELECT pg_is_in_recovery()')" = "t" ] &&
   exit 0
 fi
 
-# The primary's pg_hba.conf must let 127.0.0.1 connect for replication ("all" does not cover it).
+# The primary's pg_hba.conf must let 127.0.0.1 connect for replication without a password ("all"
+# does not cover replication). The line goes first: the first line that fits a connection decides,
+# and Debian's default file has a replication line asking for a password.
 hba="$(primary_sql 'SHOW hba_file')"
-if ! grep -Eq '^[[:space:]]*host[[:space:]]+replication[[:space:]]+[^[:space:]]+[[:space:]]+127\.0\.0\.1/32' "$hba" 2>/dev/null; then
+if ! grep -Eq '^[[:space:]]*host[[:space:]]+replication[[:space:]]+all[[:space:]]+127\.0\.0\.1/32[[:space:]]+trust' "$hba" 2>/dev/null; then
   if [ "$(id -u)" -ne 0 ]; then
-    say "$hba has no replication line for 127.0.0.1; as root add: host replication all 127.0.0.1/32 trust"
+    say "$hba lets no replication connection from 127.0.0.1 in without a password; as root, add first: host replication all 127.0.0.1/32 trust"
     exit 1
   fi
-  printf '\n# Streaming replicas on loopback (claims-registry scripts/start-replica.sh)\nhost replication all 127.0.0.1/32 trust\n' >>"$hba"
+  sed -i '1i # Streaming replicas on loopback (claims-registry scripts/start-replica.sh)\nhost replication all 127.0.0.1/32 trust' "$hba"
   primary_sql 'SELECT pg_reload_conf()' >/dev/null
   say "added a replication line for 127.0.0.1 to $hba and reloaded the primary"
 fi
