@@ -106,8 +106,8 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     const lookupLog = lookupDb ? createRegistryRepository(lookupDb) : registryRepository;
     const logUnwritten = (err: unknown) => log.error({ err }, 'could not write the look-up log; its look-ups were answered 503');
     // With SEARCH_DATABASE_URL (a streaming replica) the three cross-company reads go there, and
-    // everything else here. Its pool is read-only, named claims-search in pg_stat_activity, and
-    // gives up on a connection after 2 s: the search then goes to the primary (search-repository.ts).
+    // everything else here. Its pool is read-only and named claims-search in pg_stat_activity; a
+    // search it cannot connect for in 2 s, or answer in 5 s, goes to the primary (search-repository.ts).
     let searches: ReturnType<typeof routeSearches> | undefined;
     if (config.databaseUrl && config.searchDatabaseUrl) {
       searchDb = await openDb({
