@@ -25,9 +25,11 @@ const toRecord = ({ company_id, token_id, user_id, object_key, ...b }: Row): Bat
 
 /**
  * One chunk of a batch in one statement: the distinct plates of the chunk (each with its first
- * row), their claims within the window through the plate index, a results line for each plate the
- * batch has not seen yet (ON CONFLICT keeps the first), a plate_search look-up entry for each of
- * those (with the claims it returned), and the batch's progress.
+ * row), their claims within the window through the plate index, each plate's figures and claim ids
+ * aggregated once (a hash join: looking each plate's claims up in the chunk's found claims one by
+ * one was quadratic, 4.3 s of a 5,000-plate chunk), a results line for each plate the batch has
+ * not seen yet (ON CONFLICT keeps the first), a plate_search look-up entry for each of those (with
+ * the claims it returned), and the batch's progress.
  */
 const WRITE_CHUNK = `
   WITH q AS MATERIALIZED (
@@ -38,22 +40,25 @@ const WRITE_CHUNK = `
     SELECT q.plate, c.id, c.company_id, c.claim_date
       FROM q JOIN claims c ON c.vehicle_registration = q.plate AND c.claim_date >= $4::date
      WHERE ${visibleClaim('c')}
+  ), per_plate AS MATERIALIZED (
+    SELECT q.plate, q.seq, q.lookup_id, count(DISTINCT f.company_id) AS companies, max(f.claim_date) AS latest_claim_date,
+           coalesce(array_agg(f.id) FILTER (WHERE f.id IS NOT NULL), '{}'::uuid[]) AS ids
+      FROM q LEFT JOIN found f ON f.plate = q.plate
+     GROUP BY q.plate, q.seq, q.lookup_id
   ), res AS (
     INSERT INTO lookup_batch_results (batch_id, vehicle_registration, seq, claims, companies, latest_claim_date)
-    SELECT $1, q.plate, q.seq, count(f.id), count(DISTINCT f.company_id), max(f.claim_date)
-      FROM q LEFT JOIN found f ON f.plate = q.plate
-     GROUP BY q.plate, q.seq
+    SELECT $1, p.plate, p.seq, cardinality(p.ids), p.companies, p.latest_claim_date
+      FROM per_plate p
     ON CONFLICT (batch_id, vehicle_registration) DO NOTHING
     RETURNING vehicle_registration
   ), logged AS (
     INSERT INTO lookups (id, company_id, token_id, user_id, kind, vehicle_registration, result_count, purpose, created_at,
                          claim_ids, plate_key)
-    SELECT q.lookup_id, b.company_id, b.token_id, b.user_id, 'plate_search', r.vehicle_registration,
-           cardinality(x.ids), b.purpose, now(), x.ids, r.vehicle_registration
+    SELECT p.lookup_id, b.company_id, b.token_id, b.user_id, 'plate_search', r.vehicle_registration,
+           cardinality(p.ids), b.purpose, now(), p.ids, r.vehicle_registration
       FROM res r
-      JOIN q ON q.plate = r.vehicle_registration
+      JOIN per_plate p ON p.plate = r.vehicle_registration
       CROSS JOIN lookup_batches b
-      CROSS JOIN LATERAL (SELECT coalesce(array_agg(f.id), '{}'::uuid[]) AS ids FROM found f WHERE f.plate = r.vehicle_registration) x
      WHERE b.id = $1
     RETURNING 1
   )
