@@ -97,6 +97,36 @@ describe('POST /api/v1/lookups/batch', () => {
     ]);
   });
 
+  it('looks a file of several chunks up with the figures of a single one: a plate repeated in a later chunk counts once, at its first row', async () => {
+    const [me, other, third] = [await ctx.newCompany('Chunked'), await ctx.newCompany('Other'), await ctx.newCompany('Third')];
+    const [p, q] = [plate(), plate()];
+    const today = ctx.deps.today();
+    const theirs = await submitClaim(ctx, other, { vehicle_registration: p, claim_date: addDays(today, -3) });
+    await submitClaim(ctx, third, { vehicle_registration: p, claim_date: addDays(today, -8) });
+    await submitClaim(ctx, other, { vehicle_registration: q, claim_date: addDays(today, -1) });
+    // 12,000 rows: three chunks (BATCH_CHUNK is 5,000). q in the first and the third, p in the second and the third.
+    const rows = Array.from({ length: 12_000 }, (_, i) => `FILL${i}`);
+    rows[1] = q;
+    rows[5_999] = p.toLowerCase();
+    rows[10_999] = p;
+    rows[11_000] = q;
+    const res = await upload(me, ['vehicle_registration', ...rows].join('\n'), { purpose: 'Chunks' });
+    expect(res.statusCode, res.body).toBe(202);
+
+    const done = await completed(me, res.json().data.id);
+    expect(done).toMatchObject({ status: 'completed', plates: 12_000, rows_done: 12_000, distinct_plates: 11_998, invalid_rows: 0 });
+    const lines = (await get(me, `/api/v1/lookups/batch/${done.id}/results.csv`)).body.trimEnd().split('\r\n');
+    expect(lines).toHaveLength(1 + 11_998);
+    expect(lines[2]).toBe(`${q},1,1,${addDays(today, -1)}`);
+    expect(lines[6_000]).toBe(`${p},2,2,${addDays(today, -3)}`);
+    expect(lines.filter((l) => l.startsWith(`${p},`) || l.startsWith(`${q},`))).toHaveLength(2);
+    expect(lines.slice(1).every((l) => /^[A-Z0-9]+,\d+,\d+,(\d{4}-\d{2}-\d{2})?$/u.test(l))).toBe(true);
+    // One look-up entry per distinct plate: the owner of p's claim sees one plate_search of it, not two.
+    expect((await get(other, `/api/v1/claims/${theirs.id}/lookups`)).json().data).toEqual([
+      expect.objectContaining({ company_name: me.name, kind: 'plate_search' }),
+    ]);
+  });
+
   it("is a 404 for another company's batch, an unknown id and a non-UUID", async () => {
     const [me, other] = [await ctx.newCompany('Owner'), await ctx.newCompany('Snoop')];
     const { data } = (await upload(me, `vehicle_registration\n${plate()}\n`)).json();
