@@ -180,6 +180,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       today,
       searchHistoryYears: config.searchHistoryYears,
       limits: { maxBytes: config.importMaxBytes, uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000 },
+      whileChunkWrites: options.whileChunkWrites,
     });
     if (batchQueue.kind === 'in-process') batchQueue.start(plateBatches);
     const imports = createImportService<StoreTx>({

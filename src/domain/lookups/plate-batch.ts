@@ -179,6 +179,8 @@ export type PlateBatchDeps = {
   today: () => string;
   searchHistoryYears: number;
   limits: { maxBytes: number; uploadTimeoutMs: number };
+  /** Called once a chunk's statement is on its way, while this thread waits for it: the heap trim (as an import's chunks). */
+  whileChunkWrites?: (() => void) | undefined;
 };
 
 export function createPlateBatchService(deps: PlateBatchDeps) {
@@ -273,7 +275,12 @@ export function createPlateBatchService(deps: PlateBatchDeps) {
     let invalid = 0;
     const flush = async () => {
       if (rows === 0) return;
-      await batches.writeChunk(batch, chunk, rows, invalid, fromDate);
+      // Each chunk's plates and statement parameters outlive a young collection (the statement
+      // takes a few hundred ms), so without a full collection now and then the heap grew with
+      // the file (a 100,000-plate batch: +76 MB of peak memory in the worker, +16 MB for 10,000).
+      const written = batches.writeChunk(batch, chunk, rows, invalid, fromDate);
+      deps.whileChunkWrites?.();
+      await written;
       chunk = [];
       rows = 0;
       invalid = 0;
