@@ -28,6 +28,8 @@ const envSchema = {
     IMPORT_MAX_BYTES: { type: 'integer', minimum: 1, default: 10_485_760 },
     // Default: 1000 with PostgreSQL, 500 embedded (see importChunkSize below).
     IMPORT_CHUNK_SIZE: { type: 'integer', minimum: 1, maximum: 50_000 },
+    // Chunk transactions of one import in flight at a time, on PostgreSQL (embedded: always 1).
+    IMPORT_WRITERS: { type: 'integer', minimum: 1, maximum: 16, default: 2 },
     IMPORT_WAIT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
     WORKER_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
     WORKER_LOCK_SECONDS: { type: 'integer', minimum: 2, maximum: 600, default: 30 },
@@ -77,6 +79,7 @@ export type Config = Readonly<{
     | undefined;
   importMaxBytes: number;
   importChunkSize: number;
+  importWriters: number;
   importWaitSeconds: number;
   workerConcurrency: number;
   /** How long a worker's lock on a job lasts without renewal; a killed worker's job is retried after about this long. */
@@ -179,6 +182,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Embedded, PGlite has one session and a request's statement waits for the chunk ahead of it:
     // smaller chunks keep the server answering. Why and measured: docs/import-pipeline.md#chunks.
     importChunkSize: v.IMPORT_CHUNK_SIZE ?? (v.DATABASE_URL ? 1000 : 500),
+    // PGlite has one session: chunks side by side would only take turns (docs/import-pipeline.md#chunks).
+    importWriters: v.DATABASE_URL ? v.IMPORT_WRITERS : 1,
     importWaitSeconds: v.IMPORT_WAIT_SECONDS,
     workerConcurrency: v.WORKER_CONCURRENCY,
     workerLockSeconds: v.WORKER_LOCK_SECONDS,

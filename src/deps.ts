@@ -58,6 +58,8 @@ export type DepsOptions = {
   optimizedEmbeddedCode?: boolean;
   /** Called right after an import chunk commits, before its progress is reported (crash tests). */
   afterChunkCommit?: (chunkNo: number) => void;
+  /** Awaited in an import chunk's transaction before its write (crash tests). */
+  beforeChunkWrite?: (chunkNo: number) => Promise<void>;
   /** Called while an import chunk's write runs in the database and this thread waits for it: the heap trim. */
   whileChunkWrites?: () => void;
 };
@@ -195,6 +197,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         maxBytes: config.importMaxBytes,
         chunkSize: config.importChunkSize,
         uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000,
+        writers: config.importWriters,
       },
       // A completed import's match alerts are made in the same transaction as its completion,
       // set-based: its claims become visible and are alerted together, and a failed or cancelled
@@ -206,6 +209,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         await announceImportOutcome(tx, run);
       },
       ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
+      ...(options.beforeChunkWrite ? { beforeChunkWrite: options.beforeChunkWrite } : {}),
       ...(options.whileChunkWrites ? { whileChunkWrites: options.whileChunkWrites } : {}),
     });
     const tokens = createTokenService({

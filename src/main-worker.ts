@@ -24,7 +24,7 @@ import { checkEvictionPolicy } from './workers/queues';
 const SHUTDOWN_GRACE_MS = 110_000;
 
 /** The worker process; `hooks` are for a test's own entry file (test/crash-worker.ts), never set here. */
-export async function runWorker(hooks: Pick<DepsOptions, 'afterChunkCommit'> = {}) {
+export async function runWorker(hooks: Pick<DepsOptions, 'afterChunkCommit' | 'beforeChunkWrite'> = {}) {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   if (!config.redisUrl)

@@ -36,6 +36,8 @@ export async function createTestContext(
     today?: () => string;
     /** Called right after each import chunk commits (0-based), before its progress is reported. */
     afterChunkCommit?: DepsOptions['afterChunkCommit'];
+    /** Awaited in each import chunk's transaction before its write (0-based chunk number). */
+    beforeChunkWrite?: DepsOptions['beforeChunkWrite'];
   } = {},
 ): Promise<TestContext> {
   const kind = dbKind();
@@ -62,6 +64,7 @@ export async function createTestContext(
     testPasswordHashCost: TEST_PASSWORD_HASH_COST,
     ...(options.today ? { today: options.today } : {}),
     ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
+    ...(options.beforeChunkWrite ? { beforeChunkWrite: options.beforeChunkWrite } : {}),
   });
   // As the server without REDIS_URL: imports run and webhooks are delivered in this process.
   if (deps.importQueue.kind === 'in-process') {

@@ -7,23 +7,24 @@ import type { Queryable } from './db';
  */
 export function createImportLedgerRepository(db: Queryable) {
   return {
-    async last(importId: string) {
-      const rows = await db.query<{ chunk_no: number; rows_done: number }>(
-        `SELECT max(chunk_no) AS chunk_no, sum(rows_done)::int AS rows_done FROM import_chunks WHERE import_id = $1 HAVING count(*) > 0`,
+    async committed(importId: string) {
+      const rows = await db.query<{ chunk_no: number; first_row: number; last_row: number; rows_done: number }>(
+        `SELECT chunk_no, first_row, last_row, rows_done FROM import_chunks WHERE import_id = $1`,
         [importId],
       );
-      const r = rows[0];
-      return r && { chunkNo: r.chunk_no, rowsDone: r.rows_done };
+      return rows.map((r) => ({ chunkNo: r.chunk_no, firstRow: r.first_row, lastRow: r.last_row, rowsDone: r.rows_done }));
     },
 
-    async append(e: ChunkEntry, progress: { rowsDone: number; columns: string[] | null }): Promise<void> {
-      await db.query(
-        `WITH entry AS (
-           INSERT INTO import_chunks (import_id, chunk_no, first_row, last_row, rows_done, imported, failed, errors, failed_rows)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb, $9::text::jsonb)
-         )
-         UPDATE imports SET rows_done = $10, rows_total = GREATEST(rows_total, $10), columns = coalesce(columns, $11::text[])
-          WHERE id = $1 AND status = 'processing'`,
+    /**
+     * The import's progress is not written here: chunks commit side by side, and an update of the
+     * imports row would make them wait for each other (reads add the ledger up instead).
+     */
+    async append(e: ChunkEntry): Promise<boolean> {
+      const rows = await db.query(
+        `INSERT INTO import_chunks (import_id, chunk_no, first_row, last_row, rows_done, imported, failed, errors, failed_rows)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb, $9::text::jsonb)
+         ON CONFLICT (import_id, chunk_no) DO NOTHING
+         RETURNING 1`,
         [
           e.importId,
           e.chunkNo,
@@ -34,10 +35,9 @@ export function createImportLedgerRepository(db: Queryable) {
           e.failed,
           `[${e.errorsJson.join(',')}]`,
           `[${e.failedRowsJson.join(',')}]`,
-          progress.rowsDone,
-          progress.columns,
         ],
       );
+      return rows.length === 1;
     },
 
     async failedRows(importId: string, afterRow: number, limit: number) {

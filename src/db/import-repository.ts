@@ -16,9 +16,19 @@ const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH
 /** A history entry's time: milliseconds, so that quick successive changes keep their order. */
 const NOW_MS = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
+/** The rows committed so far by a processing import's chunks, as its ledger has them. */
+const LEDGER_ROWS = `coalesce((SELECT sum(l.rows_done)::int FROM import_chunks l WHERE l.import_id = imports.id), 0)`;
+/**
+ * A processing import's progress is added up from its ledger when read: its chunks commit side by
+ * side and do not write the imports row (they would wait for each other's locks). `%` stands for it.
+ */
+const PROGRESS = (stored: string, live: string) =>
+  `CASE WHEN status = 'processing' THEN ${live.replace('%', LEDGER_ROWS)} ELSE ${stored} END`;
+
 /** The list leaves the (possibly large) errors out; `withErrors` adds them. */
 const columns = (withErrors: boolean) => `
-  id, company_id, status, file_name, object_key, size_bytes::float8 AS size_bytes, rows_total, rows_done,
+  id, company_id, status, file_name, object_key, size_bytes::float8 AS size_bytes,
+  ${PROGRESS('rows_total', 'GREATEST(rows_total, %)')} AS rows_total, ${PROGRESS('rows_done', '%')} AS rows_done,
   imported, failed, ${withErrors ? 'errors::text' : 'NULL::text'} AS errors, message, failure, attempts,
   history::text AS history, cancel_requested_at IS NOT NULL AS cancel_requested, columns,
   ${TS('created_at')} AS created_at, ${TS('started_at')} AS started_at, ${TS('finished_at')} AS finished_at,
@@ -150,7 +160,7 @@ export function createImportRepository(db: Queryable) {
              SELECT max(c.chunk_no) AS last_chunk, sum(c.rows_done)::int AS ledger_rows FROM import_chunks c WHERE c.import_id = i.id
            ) AS l
           WHERE i.id = $1
-            FOR UPDATE OF i`,
+            FOR NO KEY UPDATE OF i`,
         [id],
       );
       const r = rows[0];
@@ -195,6 +205,8 @@ export function createImportRepository(db: Queryable) {
                                WHERE l.import_id = imports.id), '[]'::jsonb)`,
         );
       }
+      // Progress as it stood when the import stopped (its chunks do not write it: see PROGRESS).
+      if (to === 'failed' || to === 'cancelled') sets.push(`rows_done = ${LEDGER_ROWS}`);
       if (patch.message !== undefined) sets.push(`message = $${params.push(patch.message)}`);
       if (patch.failure !== undefined) sets.push(`failure = $${params.push(patch.failure)}`);
       if (to === 'completed' || to === 'failed' || to === 'cancelled') sets.push('finished_at = now()');
@@ -203,6 +215,19 @@ export function createImportRepository(db: Queryable) {
         params,
       );
       return rows.length === 1 ? repo.findById(id) : undefined;
+    },
+
+    async lockShared(id: string) {
+      const rows = await db.query<{ status: ImportStatus; cancel_requested: boolean }>(
+        `SELECT status, cancel_requested_at IS NOT NULL AS cancel_requested FROM imports WHERE id = $1 FOR KEY SHARE`,
+        [id],
+      );
+      const r = rows[0];
+      return r && { status: r.status, cancelRequested: r.cancel_requested };
+    },
+
+    async setColumns(id: string, cols: string[]): Promise<void> {
+      await db.query('UPDATE imports SET columns = coalesce(columns, $2::text[]) WHERE id = $1', [id, cols]);
     },
 
     async requestCancel(id: string): Promise<void> {

@@ -29,8 +29,9 @@ class ImportThreadError extends Error {
 
 /**
  * Without REDIS_URL but with PostgreSQL, the server runs its imports on a thread of its own, with
- * its own connections (`2 × WORKER_CONCURRENCY + 1`: each running import holds a chunk's transaction
- * and looks the next chunk's documents up beside it; one more for the state changes). The import's
+ * its own connections (`(IMPORT_WRITERS + 1) × WORKER_CONCURRENCY + 1`: each running import holds up
+ * to IMPORT_WRITERS chunk transactions and, with one, looks the next chunk's documents up beside it;
+ * one more for the state changes). The import's
  * reading, parsing, validation and hashing then no longer take turns with the server's requests,
  * which answer during an import as they do beside a separate worker process (docs/import-pipeline.md).
  *
@@ -41,7 +42,7 @@ class ImportThreadError extends Error {
  */
 export function startImportThread(opts: { config: Config; searchPath?: string; metrics: ImportMetrics; log: Logger }) {
   const data: ImportThreadData = {
-    config: { ...opts.config, dbPoolSize: 2 * opts.config.workerConcurrency + 1 },
+    config: { ...opts.config, dbPoolSize: (opts.config.importWriters + 1) * opts.config.workerConcurrency + 1 },
     searchPath: opts.searchPath,
   };
   const pending = new Map<number, { resolve: (o: ProcessOutcome) => void; reject: (err: Error) => void }>();

@@ -7,13 +7,14 @@ import { claimBody, createTestContext, type TestContext } from '../harness';
 import { csv, docNumber, futureDate, plate, postImport, validRow, waitForImport, type CsvRow } from '../import-helpers';
 
 /**
- * The import pipeline, chunk by chunk (chunks of 2 rows here): the ledger, resumption, visibility,
- * the state machine's history, cancel. Imports are recorded without a job and run by calling the
- * service, so a test can act between two chunks.
+ * The import pipeline, chunk by chunk (chunks of 2 rows here, one written at a time, so that a
+ * test can act between two chunks): the ledger, resumption, visibility, the state machine's
+ * history, cancel. Imports are recorded without a job and run by calling the service. Chunks
+ * written side by side (IMPORT_WRITERS): import-writers.test.ts.
  */
 let ctx: TestContext;
 beforeAll(async () => {
-  ctx = await createTestContext({ IMPORT_CHUNK_SIZE: '2' });
+  ctx = await createTestContext({ IMPORT_CHUNK_SIZE: '2', IMPORT_WRITERS: '1' });
 });
 afterAll(async () => ctx?.close());
 

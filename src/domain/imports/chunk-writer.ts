@@ -3,7 +3,6 @@ import { validateClaimInput } from '../claims/claim';
 import { withRetries } from '../claims/claim-service';
 import type { DocumentRef, IdentityOutcome, KnownDocument } from '../clients/identity';
 import { toColumnErrors, type Column, type ImportRow } from './csv-file';
-import type { ImportStateMachine } from './import-status';
 import type { ChunkEntry, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
 
 /**
@@ -53,6 +52,13 @@ export type PreparedChunk = {
   inputs: ClaimInput[];
   documents: DocumentRef[][];
   slots: ({ row: number; index: number; cells: string[] } | (RowError & { cells: string[] }))[];
+  /**
+   * Each document of the chunk's valid rows (`type:hash`) with the person its first row gives
+   * (names, date of birth, all its documents): two chunks in flight whose rows give the same
+   * document the same person may race to create it (whichever commits first, the result is the
+   * one of file order); any other difference makes the later chunk wait (see `mustWaitFor`).
+   */
+  identities: Map<string, string>;
 };
 
 /**
@@ -85,7 +91,45 @@ export async function prepareChunk(no: number, rows: ImportRow[], today: string,
       slots.push({ row: r.row, index: inputs.push(value) - 1, cells: r.cells });
     } else slots.push({ row: r.row, messages: toColumnErrors(errors), cells: r.cells });
   }
-  return { no, firstRow: rows[0]?.row ?? 0, lastRow: rows.at(-1)?.row ?? 0, count: rows.length, inputs, documents, slots };
+  return {
+    no,
+    firstRow: rows[0]?.row ?? 0,
+    lastRow: rows.at(-1)?.row ?? 0,
+    count: rows.length,
+    inputs,
+    documents,
+    slots,
+    identities: identitiesOf(inputs, documents),
+  };
+}
+
+const documentKey = (d: DocumentRef) => `${d.type}:${d.hash}`;
+
+/** See PreparedChunk.identities. */
+function identitiesOf(inputs: ClaimInput[], documents: DocumentRef[][]): Map<string, string> {
+  const identities = new Map<string, string>();
+  for (let i = 0; i < inputs.length; i++) {
+    const keys = documents[i]!.map(documentKey);
+    const { firstName, lastName, dateOfBirth } = inputs[i]!.client;
+    const person = JSON.stringify([firstName, lastName, dateOfBirth, [...keys].sort()]);
+    for (const key of keys) if (!identities.has(key)) identities.set(key, person);
+  }
+  return identities;
+}
+
+/**
+ * Whether `chunk` must wait for `earlier` (a chunk before it, still in flight) to commit before it
+ * resolves its persons: when a document of both is given another person by each (another name,
+ * date of birth or set of documents). In file order the earlier row decides who that person is;
+ * written side by side, whichever chunk committed first would.
+ */
+export function mustWaitFor(chunk: PreparedChunk, earlier: PreparedChunk): boolean {
+  const [small, large] = chunk.identities.size <= earlier.identities.size ? [chunk, earlier] : [earlier, chunk];
+  for (const [key, person] of small.identities) {
+    const other = large.identities.get(key);
+    if (other !== undefined && other !== person) return true;
+  }
+  return false;
 }
 
 /**
@@ -137,26 +181,32 @@ export type ChunkResult =
    * `known`: the documents of the rows written, with their persons (for the next chunk's
    * look-ahead); `next`: the next chunk's documents, when they were looked up in this transaction.
    */
-  | { kind: 'written'; rowsDone: number; known: KnownDocument[]; next?: KnownDocument[] | undefined }
-  /** The import is no longer processing (cancelled, failed meanwhile): stop. */
+  | { kind: 'written'; known: KnownDocument[]; next?: KnownDocument[] | undefined }
+  /**
+   * The import is no longer processing (cancelled, failed meanwhile), or a cancel was asked
+   * (`cancelled`: the run moves it once every chunk in flight has settled): stop.
+   */
   | { kind: 'stopped'; status: ImportStatus | undefined }
   /** Another run of the same import is ahead of this one (the ledger has this chunk already). */
   | { kind: 'superseded' };
 
+/** Thrown inside a chunk's transaction, to roll it back, when the ledger has the chunk already. */
+class ChunkSuperseded extends Error {}
+
 export function createChunkWriter<Tx extends ImportTx>(deps: {
   store: ImportStore<Tx>;
-  machine: ImportStateMachine<Tx>;
   writeClaims: ClaimWriter<Tx>;
   /** Called once a chunk's write and ledger entry are on their way, while this thread waits for them. */
   whileWriting?: (() => void) | undefined;
+  /** Awaited in a chunk's transaction, after its lock and before its write (crash tests; none in production). */
+  beforeWrite?: ((chunkNo: number) => Promise<void>) | undefined;
 }) {
-  const { store, machine, writeClaims, whileWriting } = deps;
+  const { store, writeClaims, whileWriting, beforeWrite } = deps;
 
   /**
-   * One transaction: lock the import's row and read where its ledger stands (one statement; a
-   * cancel asked meanwhile wins; a second run of the same import waits here), check the ledger is
-   * where this run expects it, store the claims, append the ledger entry with the progress (one
-   * statement). Everything commits together or not at all. The statements go out in pairs, each
+   * One transaction: lock the import's row, shared with the other chunks in flight (a cancel
+   * asked meanwhile wins), store the claims, append the ledger entry (one statement; a chunk
+   * another run of the import has written already rolls back). Everything commits together or not at all. The statements go out in pairs, each
    * pair on one round trip: the lock with the documents' look-up, the claims' write with the
    * ledger entry. A chunk that lost a race for a new person is rolled back whole and run again.
    * `ahead`: the documents already looked up (`lookAhead`), used on the first attempt only.
@@ -166,25 +216,28 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
   async function commit(
     run: { id: string; companyId: string },
     chunk: PreparedChunk,
-    rowsBefore: number,
     columns: Column[] | null,
     ahead?: KnownDocument[],
     next?: DocumentRef[][],
   ): Promise<ChunkResult> {
     let attempt = 0;
-    return withRetries(() =>
+    const written = withRetries(() =>
       store.transaction(async (tx): Promise<ChunkResult> => {
-        const locked = tx.imports.lock(run.id);
+        const locked = tx.imports.lockShared(run.id);
         const found = chunk.inputs.length === 0 ? undefined : ahead && attempt++ === 0 ? ahead : writeClaims.lookup(tx, chunk.documents);
         const nextFound = next && writeClaims.lookup(tx, next);
         // Awaited before the transaction commits: a failed statement has aborted it, and a COMMIT
         // would then roll back without a word. (A failed write rolls back anyway.)
         nextFound?.catch(() => {});
-        const result = await writeChunk(tx, run, chunk, rowsBefore, columns, locked, found);
+        const result = await writeChunk(tx, run, chunk, columns, locked, found);
         const nextKnown = await nextFound;
         return result.kind === 'written' && nextKnown ? { ...result, next: nextKnown } : result;
       }),
     );
+    return written.catch((err: unknown) => {
+      if (err instanceof ChunkSuperseded) return { kind: 'superseded' } as const;
+      throw err;
+    });
   }
 
   /** The chunk's part of `commit`'s transaction, once its statements are on their way. */
@@ -192,33 +245,29 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
     tx: Tx,
     run: { id: string; companyId: string },
     chunk: PreparedChunk,
-    rowsBefore: number,
     columns: Column[] | null,
-    locked: ReturnType<ImportTx['imports']['lock']>,
+    locked: ReturnType<ImportTx['imports']['lockShared']>,
     found: KnownDocument[] | Promise<KnownDocument[]> | undefined,
   ): Promise<ChunkResult> {
-    const rowsDone = rowsBefore + chunk.count;
     // Both are awaited together: a rejection of either is seen (and the transaction rolls back).
     const [state, known] = await Promise.all([locked, found]);
     if (!state || state.status !== 'processing') return { kind: 'stopped', status: state?.status };
-    if (state.cancelRequested) {
-      await machine.transition(tx, run.id, 'cancelled');
-      return { kind: 'stopped', status: 'cancelled' };
-    }
-    const last = state.ledger;
-    if ((last?.chunkNo ?? -1) !== chunk.no - 1 || (last?.rowsDone ?? 0) !== rowsBefore) return { kind: 'superseded' };
+    // Moved to cancelled by the run once every chunk in flight has settled: here the move would
+    // wait for their shared locks while they waited for this one's.
+    if (state.cancelRequested) return { kind: 'stopped', status: 'cancelled' };
+    await beforeWrite?.(chunk.no);
     const { outcomes, written } =
       known === undefined
         ? { outcomes: [], written: undefined }
         : writeClaims.write(tx, run.companyId, chunk.inputs, run.id, chunk.documents, known);
     const entry = ledgerEntry(run.id, chunk, outcomes, columns);
-    const appended = tx.ledger.append(entry, { rowsDone, columns });
+    const appended = tx.ledger.append(entry);
     // After a failed write the entry fails too (the transaction is aborted): the write's error is the one to see.
     appended.catch(() => {});
     whileWriting?.();
     await written;
-    await appended;
-    return { kind: 'written', rowsDone, known: knownAfter(chunk.documents, outcomes) };
+    if (!(await appended)) throw new ChunkSuperseded();
+    return { kind: 'written', known: knownAfter(chunk.documents, outcomes) };
   }
 
   return { commit };

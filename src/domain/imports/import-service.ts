@@ -5,7 +5,6 @@ import { ObjectNotFound, ObjectTooLarge, StorageTimeout, type ObjectStore } from
 import { AppError, validationError } from '../errors';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid } from '../ids';
-import type { KnownDocument } from '../clients/identity';
 import type { Principal } from '../principal';
 import { withRetries } from '../claims/claim-service';
 import {
@@ -13,13 +12,16 @@ import {
   ledgerEntry,
   lookAhead,
   lookedUp,
+  mustWaitFor,
   prepareChunk,
   yieldToEventLoop,
+  type ChunkResult,
   type ClaimWriter,
   type DocumentsOf,
   type LookAhead,
-  type PreparedChunk,
 } from './chunk-writer';
+import { readChunks, type ReadChunk } from './chunk-reader';
+import { writeChunks, type Started } from './chunk-scheduler';
 import {
   checkFileName,
   createFileInspector,
@@ -29,11 +31,10 @@ import {
   readImportRows,
   REQUIRED_COLUMNS,
   sanitizeFileName,
-  type Column,
   type ImportRow,
 } from './csv-file';
 import { createImportStateMachine, isTerminal } from './import-status';
-import type { ImportFailure, ImportRecord, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
+import type { CommittedChunk, ImportFailure, ImportRecord, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
 
 /** Thrown at the end of a dry run so that its transaction is rolled back. */
 class DryRunRollback extends Error {}
@@ -103,11 +104,14 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   storage: ObjectStore;
   queue: ImportQueue;
   today: () => string;
-  limits: { maxBytes: number; chunkSize: number; uploadTimeoutMs: number };
+  /** `writers`: chunk transactions of one import in flight at a time (IMPORT_WRITERS; 1 where there is one session). */
+  limits: { maxBytes: number; chunkSize: number; uploadTimeoutMs: number; writers: number };
   /** Runs inside the transaction of every move into completed, failed or cancelled. */
   onTerminal?: (tx: Tx, run: ImportRecord) => Promise<void>;
   /** Called right after a chunk has committed, before its progress is reported (crash tests). */
   afterChunkCommit?: (chunkNo: number) => void;
+  /** Awaited in a chunk's transaction before its write (crash tests: a chunk held open while later ones commit). */
+  beforeChunkWrite?: (chunkNo: number) => Promise<void>;
   /**
    * Called while a chunk's write runs in the database and this thread only waits for it: work
    * done here (the heap trim) holds up neither the database nor the next chunk.
@@ -117,16 +121,20 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   purgeBatch?: number;
 };
 
-/**
- * Rows read between two turns of the event loop: a short slice of parsing, so that the answers to
- * a chunk's statements are not held up by the parser (docs/import-pipeline.md).
- */
-const ROWS_PER_TURN = 50;
+/** What one chunk's write came to, and the look-up it made for the next chunk (one writer). */
+type Written = { no: number; rows: number; result: ChunkResult; ahead?: { for: number; found: LookAhead } };
 
 export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps<Tx>) {
   const { store, storage, queue, today, limits } = deps;
   const machine = createImportStateMachine<Tx>({ store, ...(deps.onTerminal ? { onTerminal: deps.onTerminal } : {}) });
-  const writer = createChunkWriter<Tx>({ store, machine, writeClaims: deps.writeClaims, whileWriting: deps.whileChunkWrites });
+  const writer = createChunkWriter<Tx>({
+    store,
+    writeClaims: deps.writeClaims,
+    whileWriting: deps.whileChunkWrites,
+    beforeWrite: deps.beforeChunkWrite,
+  });
+  // One session (embedded): chunks in flight side by side would only take turns.
+  const writers = deps.writeClaims.lookupOutside ? limits.writers : 1;
   const objectKeyOf = (companyId: string, importId: string) => `imports/${companyId}/${importId}`;
 
   /**
@@ -239,11 +247,11 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
 
   /**
    * Runs an import, chunk by chunk: each chunk of IMPORT_CHUNK_SIZE rows commits in a transaction
-   * of its own with its ledger entry. A run that starts again (a killed worker, a restarted
-   * database, a retry) reads the ledger and goes on after the last committed chunk, so every row
-   * is written exactly once; the summary is built from the ledger. Reading, parsing and validating
-   * chunk n+1 overlap with the write of chunk n; at most one chunk waits while one is written, so
-   * memory stays bounded whatever the file's size. The claims stay invisible until the import is
+   * of its own with its ledger entry, up to IMPORT_WRITERS of them side by side. A run that starts
+   * again (a killed worker, a restarted database, a retry) reads the ledger and writes the chunks
+   * it does not have, whichever they are, so every row is written exactly once; the summary is
+   * built from the ledger. Reading, parsing and validating the next chunk overlap with the writes;
+   * at most one chunk waits for its turn, so memory stays bounded whatever the file's size. The claims stay invisible until the import is
    * completed (their import's status decides), and a failed or cancelled import's claims are
    * removed afterwards.
    */
@@ -253,7 +261,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     if (isTerminal(found.status)) return outcomeOf(found, true);
     const run = await machine.start(importId);
     if (!run) return outcomeOf((await store.imports.findById(importId)) ?? found, true);
-    const last = await store.ledger.last(importId);
+    const committed = await store.ledger.committed(importId);
     let source: Readable;
     try {
       source = await storage.getStream(run.objectKey);
@@ -263,11 +271,13 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     }
     let stopped: ImportStatus | undefined;
     try {
-      stopped = await importChunks(run, source, last, opts.onProgress);
+      stopped = await importChunks(run, source, committed, opts.onProgress);
     } finally {
       source.destroy();
     }
     if (stopped !== undefined) {
+      // Asked while chunks were in flight: moved now that every one of them has settled.
+      if (stopped === 'cancelled') await machine.cancel(importId);
       const now = (await store.imports.findById(importId))!;
       if (now.status === 'cancelled' || now.status === 'failed') await cleanUp(now);
       return outcomeOf(now, false);
@@ -278,101 +288,63 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     return outcomeOf(now, done === undefined);
   }
 
-  /** The chunks after the ledger's last one; the status that stopped the run early, if one did. */
+  /**
+   * Writes the file's chunks that the ledger does not have, up to `writers` at a time (reader,
+   * order and writer: chunk-reader.ts, chunk-scheduler.ts, chunk-writer.ts); the status that
+   * stopped the run early, if one did.
+   */
   async function importChunks(
     run: ImportRecord,
     source: Readable,
-    last: { chunkNo: number; rowsDone: number } | undefined,
+    committed: CommittedChunk[],
     onProgress: ((p: ImportProgress) => Promise<void>) | undefined,
   ): Promise<ImportStatus | undefined> {
-    const day = today(); // one "today" for the run
-    let columns: Column[] | null = null;
-    let chunkNo = last ? last.chunkNo + 1 : 0;
-    let rowsDone = last?.rowsDone ?? 0;
-    let skip = rowsDone; // rows already committed by an earlier run
-    let stopped: ImportStatus | undefined;
-
-    // The documents of the rows the last committed chunk wrote (see lookAhead).
-    let lastKnown: KnownDocument[] = [];
-    const { lookupOutside } = deps.writeClaims;
-    /**
-     * Writes `chunk` (`ahead`: its documents as looked up while the chunk before it was written)
-     * and looks up the documents of `next` while it does: on a connection of their own, or in
-     * `chunk`'s transaction where there is one session. Gives `next`'s look-ahead.
-     */
-    const write = async (chunk: PreparedChunk, ahead: LookAhead | undefined, next: PreparedChunk | undefined) => {
-      if (stopped !== undefined) return undefined;
-      const known = await ahead?.settle(lastKnown);
-      lastKnown = [];
-      // Started now that every chunk before `chunk` has committed.
-      const nextDocuments = next && next.inputs.length > 0 ? next.documents : undefined;
-      const outside = nextDocuments && lookupOutside ? lookAhead(lookupOutside, nextDocuments) : undefined;
-      const result = await writer.commit(run, chunk, rowsDone, columns, known, outside ? undefined : nextDocuments);
+    const chunks = readChunks(source, { size: limits.chunkSize, committed, today: today(), documentsOf: deps.documentsOf });
+    let rowsDone = committed.reduce((sum, c) => sum + c.rowsDone, 0);
+    for await (const written of writeChunks<ReadChunk, Written>(chunks, writers, (chunk, next, earlier) =>
+      writeInTurn(run, chunk, next, earlier),
+    )) {
+      const { result } = written;
       if (result.kind === 'superseded') throw new ImportBusy();
-      if (result.kind === 'stopped') {
-        stopped = result.status ?? 'failed';
-        return undefined;
-      }
-      rowsDone = result.rowsDone;
-      lastKnown = result.known;
-      deps.afterChunkCommit?.(chunk.no);
+      if (result.kind === 'stopped') return result.status ?? 'failed';
+      rowsDone += written.rows;
       await onProgress?.({ rows_done: rowsDone, rows_total: Math.max(run.rowsTotal, rowsDone) });
-      return outside ?? (result.next && lookedUp(result.next));
-    };
-
-    // Chunks are written one after the other (identities resolve in file order), while the next
-    // ones are read and validated; the reader waits (back-pressure) while a chunk waits to be
-    // written. A chunk is written once the one after it is ready (or the file has ended), so that
-    // the documents of that one can be looked up while it is.
-    let inflight: Promise<LookAhead | undefined> = Promise.resolve(undefined);
-    let waiting: PreparedChunk | undefined;
-    const dispatch = async (next: PreparedChunk | undefined) => {
-      const ahead = await inflight;
-      // Requests that waited for the chunk just written go first: their next statements queue
-      // ahead of this chunk's (embedded, PGlite runs one statement at a time, on this thread).
-      await yieldToEventLoop();
-      if (waiting) {
-        inflight = write(waiting, ahead, next);
-        inflight.catch(() => {}); // awaited below; this only keeps it from counting as unhandled meanwhile
-        await yieldToEventLoop();
-      }
-      waiting = next;
-    };
-    const prepare = async (rows: ImportRow[]) => {
-      const prepared = await prepareChunk(chunkNo++, rows, day, deps.documentsOf);
-      // The parsed rows are done with (the prepared chunk keeps what it needs): they go now
-      // rather than after the wait in dispatch, while they are still young for the garbage collector.
-      rows.length = 0;
-      return prepared;
-    };
-    try {
-      let chunk: ImportRow[] = [];
-      let read = 0;
-      for await (const row of readImportRows(source, { onHeader: (c) => (columns = c) })) {
-        if (stopped !== undefined) break;
-        // Parsed rows arrive without a turn of the event loop while the parser has input buffered
-        // (several 64 KB blocks); the chunk being written, and every other request of this
-        // process, would wait that long for their answers.
-        if (++read % ROWS_PER_TURN === 0) await yieldToEventLoop();
-        if (skip > 0) {
-          skip--;
-          continue;
-        }
-        chunk.push(row);
-        if (chunk.length >= limits.chunkSize) {
-          await dispatch(await prepare(chunk));
-          chunk = [];
-        }
-      }
-      if (chunk.length > 0 && stopped === undefined) await dispatch(await prepare(chunk));
-      // The last chunk, with no next one.
-      if (stopped === undefined) await dispatch(undefined);
-      await inflight;
-    } catch (err) {
-      await inflight.catch(() => {});
-      throw err;
     }
-    return stopped;
+    return undefined;
+  }
+
+  /**
+   * One chunk's write, once the scheduler gives it its turn. It first waits for the chunks in
+   * flight before it that give one of its documents another person (file order decides who that
+   * person is); a person that another chunk in flight creates as well is created once, by
+   * whichever commits first (the other loses the race on the documents' unique key and runs
+   * again, finding it). One writer at a time, the documents of the next chunk are looked up while
+   * this one is written (`lookAhead`): on a connection of their own, or in this chunk's
+   * transaction where there is one session.
+   */
+  async function writeInTurn(
+    run: ImportRecord,
+    chunk: ReadChunk,
+    next: ReadChunk | undefined,
+    earlier: readonly Started<ReadChunk, Written>[],
+  ): Promise<Written> {
+    await Promise.all(earlier.filter((e) => mustWaitFor(chunk, e.chunk)).map((e) => e.done));
+    if (earlier.length === 0) await store.imports.setColumns(run.id, chunk.columns);
+    const known = writers === 1 ? await lookedUpBefore(chunk, earlier.at(-1)) : undefined;
+    const nextDocuments = writers === 1 && next && next.inputs.length > 0 ? next.documents : undefined;
+    const { lookupOutside } = deps.writeClaims;
+    const outside = nextDocuments && lookupOutside ? lookAhead(lookupOutside, nextDocuments) : undefined;
+    const result = await writer.commit(run, chunk, chunk.columns, known, outside ? undefined : nextDocuments);
+    if (result.kind === 'written') deps.afterChunkCommit?.(chunk.no);
+    const ahead = outside ?? (result.kind === 'written' && result.next ? lookedUp(result.next) : undefined);
+    return { no: chunk.no, rows: chunk.count, result, ...(ahead && next ? { ahead: { for: next.no, found: ahead } } : {}) };
+  }
+
+  /** `chunk`'s documents as looked up while `previous` (settled) was written, with the persons it wrote. */
+  async function lookedUpBefore(chunk: ReadChunk, previous: Started<ReadChunk, Written> | undefined) {
+    const before = await previous?.done;
+    if (!before?.ahead || before.ahead.for !== chunk.no || before.result.kind !== 'written') return undefined;
+    return before.ahead.found.settle(before.result.known);
   }
 
   /** After a terminal status: the file goes (it holds personal data), and a failed or cancelled import's claims. */

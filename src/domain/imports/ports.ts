@@ -62,8 +62,9 @@ export interface ImportRepositoryPort {
   /** How many of the company's imports are queued or processing: an import's rank in the queue. */
   countUnfinished(companyId: string): Promise<number>;
   /**
-   * Locks the import's row for the rest of the transaction; its status, whether a cancel was asked,
-   * and where its ledger stands (the last committed chunk and the rows done up to it, if any).
+   * Locks the import's row for the rest of the transaction against other status changes (not
+   * against its chunks in flight: see lockShared); its status, whether a cancel was asked, and
+   * where its ledger stands (the last committed chunk and the rows done up to it, if any).
    */
   lock(
     id: string,
@@ -76,6 +77,15 @@ export interface ImportRepositoryPort {
    * the import as it now is; undefined when its status was not one of `from` (nothing written).
    */
   transition(id: string, from: readonly ImportStatus[], to: ImportStatus, patch: TransitionPatch): Promise<ImportRecord | undefined>;
+  /**
+   * A chunk's lock: shares the import's row with the other chunks in flight (they commit side by
+   * side) and lets a cancel be asked meanwhile (chunks hold the row one after the other without a
+   * gap: a lock that waited for them all would wait for the whole import); its status and whether
+   * a cancel was asked. Only the run itself moves the import on, once its chunks have all settled.
+   */
+  lockShared(id: string): Promise<{ status: ImportStatus; cancelRequested: boolean } | undefined>;
+  /** Records the file's columns (once, before its first chunk), for the failed rows' file. */
+  setColumns(id: string, columns: string[]): Promise<void>;
   requestCancel(id: string): Promise<void>;
   delete(id: string): Promise<void>;
   /** Failed or cancelled imports whose claims are not all removed yet. */
@@ -100,11 +110,16 @@ export type ChunkEntry = {
   failedRowsJson: string[];
 };
 
+export type CommittedChunk = { chunkNo: number; firstRow: number; lastRow: number; rowsDone: number };
+
 export interface LedgerPort {
-  /** The last committed chunk and the rows done up to it, or undefined before the first. */
-  last(importId: string): Promise<{ chunkNo: number; rowsDone: number } | undefined>;
-  /** Appends the entry and, in the same statement, records the import's progress (rows done, the file's columns). */
-  append(entry: ChunkEntry, progress: { rowsDone: number; columns: string[] | null }): Promise<void>;
+  /** The committed chunks, in any order: chunks commit side by side, so any set of them may be there. */
+  committed(importId: string): Promise<CommittedChunk[]>;
+  /**
+   * Appends the entry; false when the ledger has this chunk already (another run of the import
+   * wrote it): the caller then rolls its transaction back.
+   */
+  append(entry: ChunkEntry): Promise<boolean>;
   /** The failed rows' cells in row order, a page at a time (for the failed rows' file). */
   failedRows(
     importId: string,

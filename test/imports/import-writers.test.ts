@@ -1,0 +1,166 @@
+import { Readable } from 'node:stream';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createTestContext, type TestContext } from '../harness';
+import { csv, docNumber, futureDate, postImport, validRow, type CsvRow } from '../import-helpers';
+
+/**
+ * Chunks written side by side (IMPORT_WRITERS = 2 on PostgreSQL; embedded, one at a time whatever
+ * the setting): persons shared by chunks in flight are created once, a person given another date
+ * of birth is decided by file order, a run that stopped with any set of chunks committed (the
+ * first two and the fourth, not the third) writes exactly the missing ones, and a cancel stops
+ * every chunk in flight.
+ */
+type Company = Awaited<ReturnType<TestContext['newCompany']>>;
+
+const query = <T>(ctx: TestContext, sql: string, params: unknown[]) => ctx.deps.db.query<T>(sql, params);
+
+/** Persons as the import left them: clients of its claims, their documents, claims per client. */
+async function personsOf(ctx: TestContext, importId: string) {
+  const [row] = await query<{ clients: number; documents: number; min: number; max: number }>(
+    ctx,
+    `SELECT count(*)::int AS clients, sum(d.n)::int AS documents, min(c.n)::int AS min, max(c.n)::int AS max
+       FROM (SELECT client_id, count(*) AS n FROM claims WHERE import_id = $1 GROUP BY client_id) c
+       JOIN LATERAL (SELECT count(*) AS n FROM identity_documents d WHERE d.client_id = c.client_id) d ON true`,
+    [importId],
+  );
+  return row!;
+}
+
+describe('chunks in flight side by side, through the API (chunks of 1,000 rows)', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext({ IMPORT_CHUNK_SIZE: '1000', IMPORT_WRITERS: '2' });
+  });
+  afterAll(async () => ctx?.close());
+
+  const persons = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({ id_number: docNumber(), date_of_birth: `19${50 + (i % 40)}-0${1 + (i % 9)}-1${i % 10}` }));
+  /** Each chunk of 1,000 rows: every person once, in another order. */
+  const everyChunk = (people: CsvRow[], chunks: number, change: (row: CsvRow, chunk: number, i: number) => CsvRow = (r) => r) =>
+    Array.from({ length: chunks }, (_, c) =>
+      people.map((_, i) => people[(i * 7 + c * 13) % people.length]!).map((p, i) => change(validRow(p), c, i)),
+    ).flat();
+
+  it('creates each of 1,000 new persons appearing in every chunk once, with its document and all its claims', async () => {
+    const company = await ctx.newCompany('Same persons');
+    const rows = everyChunk(persons(1000), 4);
+    const res = await postImport(ctx.app, company.auth, csv(rows));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ imported: 4000, failed: 0, errors: [] });
+    const { id } = (await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth })).json().data[0];
+    expect(await personsOf(ctx, id)).toEqual({ clients: 1000, documents: 1000, min: 4, max: 4 });
+  }, 120_000);
+
+  it('decides a person given two dates of birth by file order, whichever chunk commits first', async () => {
+    const company = await ctx.newCompany('Two dates');
+    const people = persons(1000);
+    // The second chunk gives every tenth person another date of birth: those rows fail, in row order.
+    const rows = everyChunk(people, 2, (r, c, i) => (c === 1 && i % 10 === 0 ? { ...r, date_of_birth: '2001-01-01' } : r));
+    const res = await postImport(ctx.app, company.auth, csv(rows));
+    expect(res.statusCode, res.body).toBe(200);
+    const body = res.json();
+    const expected = rows.flatMap((r, i) => (r.date_of_birth === '2001-01-01' ? [i + 2] : []));
+    expect(body).toMatchObject({ imported: 2000 - expected.length, failed: expected.length });
+    expect(body.errors.map((e: { row: number; messages: object }) => e.row)).toEqual(expected);
+    expect(Object.keys(body.errors[0].messages)).toEqual(['date_of_birth']);
+    const { id } = (await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth })).json().data[0];
+    expect(await personsOf(ctx, id)).toMatchObject({ clients: 1000, documents: 1000 });
+  }, 120_000);
+});
+
+describe('a run stopped with any set of chunks committed (chunks of 2 rows)', () => {
+  let ctx: TestContext;
+  /** What the hook does in the next chunk transactions, by chunk number. */
+  const hooks = new Map<number, () => Promise<void>>();
+  beforeAll(async () => {
+    ctx = await createTestContext(
+      { IMPORT_CHUNK_SIZE: '2', IMPORT_WRITERS: '2' },
+      {
+        beforeChunkWrite: async (n) => {
+          const hook = hooks.get(n);
+          hooks.delete(n);
+          await hook?.();
+        },
+      },
+    );
+  });
+  afterAll(async () => ctx?.close());
+
+  const writers = () => (ctx.deps.db.kind === 'postgres' ? 2 : 1);
+  const ledger = async (id: string) =>
+    (await query<{ n: number }>(ctx, 'SELECT chunk_no AS n FROM import_chunks WHERE import_id = $1 ORDER BY chunk_no', [id])).map(
+      (r) => r.n,
+    );
+
+  async function recordImport(company: Company, content: string): Promise<string> {
+    const principal = { companyId: company.id, companyName: company.name, tokenId: null, userId: null };
+    const file = await ctx.deps.imports.receive(principal, {
+      fileName: 'c.csv',
+      stream: Readable.from([Buffer.from(content)]),
+      truncated: () => false,
+    });
+    await ctx.deps.store.imports.insert({
+      ...file,
+      id: file.importId,
+      companyId: company.id,
+      sizeBytes: file.size,
+      rowsTotal: file.dataRows,
+    });
+    return file.importId;
+  }
+
+  it('writes exactly the chunks the ledger lacks: the third alone when the first, second and fourth committed', async () => {
+    const company = await ctx.newCompany('Out of order');
+    const person = validRow();
+    // Rows 2–11, chunks 0–4; row 5 (chunk 1) and row 8 (chunk 3) fail; the person of row 2 comes back in every chunk.
+    const rows = [person, validRow(), validRow(), validRow({ claim_date: futureDate() }), { ...person, vehicle_registration: 'XY1' }];
+    rows.push(validRow(), { ...validRow(), amount: '-1' }, { ...person, vehicle_registration: 'XY2' }, validRow(), person);
+    const id = await recordImport(company, csv(rows));
+    hooks.set(2, async () => {
+      throw new Error('the worker died');
+    });
+    await expect(ctx.deps.imports.process(id)).rejects.toThrow('the worker died');
+    // Side by side, the fourth chunk was in flight beside the third, and committed.
+    expect(await ledger(id)).toEqual(writers() === 2 ? [0, 1, 3] : [0, 1]);
+
+    const outcome = await ctx.deps.imports.process(id);
+    expect(outcome).toMatchObject({ status: 'completed', imported: 8, failed: 2 });
+    expect(await ledger(id)).toEqual([0, 1, 2, 3, 4]);
+    const data = (await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: company.auth })).json().data;
+    expect(data.summary.errors.map((e: { row: number }) => e.row)).toEqual([5, 8]);
+    expect(data.progress).toEqual({ rows_done: 10, rows_total: 10 });
+    expect(await ctx.deps.store.imports.countClaims(id)).toBe(8);
+    expect(await personsOf(ctx, id)).toEqual({ clients: 5, documents: 5, min: 1, max: 4 });
+    const failed = await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}/errors.csv`, headers: company.auth });
+    expect(
+      failed.body
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((l) => l.split(',').at(-2)),
+    ).toEqual(['5', '8']);
+  });
+
+  it('stops every chunk in flight on a cancel, leaving no claim', async () => {
+    const company = await ctx.newCompany('Cancel in flight');
+    const id = await recordImport(company, csv(Array.from({ length: 12 }, () => validRow())));
+    // Asked while the third chunk's transaction is open, and the fourth's beside it on PostgreSQL
+    // (embedded, the answer would wait for that very transaction on the one session: it comes
+    // before the next chunk's).
+    let cancel: Promise<{ statusCode: number }> | undefined;
+    hooks.set(2, async () => {
+      cancel = ctx.app.inject({ method: 'POST', url: `/api/v1/imports/${id}/cancel`, headers: company.auth });
+      if (writers() === 2) await cancel;
+    });
+    const outcome = await ctx.deps.imports.process(id);
+    expect((await cancel!).statusCode).toBe(202);
+    expect(outcome.status).toBe('cancelled');
+    expect(await ctx.deps.store.imports.countClaims(id)).toBe(0);
+    // The chunks after the cancel were not written.
+    expect((await ledger(id)).length).toBeLessThan(6);
+    const data = (await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: company.auth })).json().data;
+    expect(data.history.map((h: { status: string }) => h.status)).toEqual(['queued', 'processing', 'cancelled']);
+  });
+});
