@@ -50,8 +50,15 @@ export function crashFixture() {
     if (!process.env.KEEP_WORKER_LOG) fs.rmSync(logFile, { force: true });
   });
 
-  /** A worker process as `npm run worker` runs it; with `killAfterChunk`, test/crash-worker.ts instead. */
-  function startWorker(opts: { killAfterChunk?: number } = {}): Child {
+  /**
+   * A worker process as `npm run worker` runs it; with `killAfterChunk` (and `holdChunk`: that chunk
+   * kept open before its write until the kill), test/crash-worker.ts instead. `writers`:
+   * IMPORT_WRITERS, by default 1 when only `killAfterChunk` is given (the chunks before it are
+   * then exactly the committed ones), else the default.
+   */
+  function startWorker(opts: { killAfterChunk?: number; holdChunk?: number; writers?: number } = {}): Child {
+    const writers = opts.writers ?? (opts.killAfterChunk !== undefined && opts.holdChunk === undefined ? 1 : undefined);
+    const crashArgs = [String(opts.killAfterChunk), ...(opts.holdChunk === undefined ? [] : [String(opts.holdChunk)])];
     return startScript(
       'worker',
       {
@@ -64,12 +71,13 @@ export function crashFixture() {
         DATA_DIR: state.ctx.config.dataDir,
         IMPORT_CHUNK_SIZE: String(CHUNK),
         WORKER_CONCURRENCY: '1',
+        ...(writers === undefined ? {} : { IMPORT_WRITERS: String(writers) }),
         WORKER_LOCK_SECONDS: String(LOCK_SECONDS),
         LOG_LEVEL: 'info',
       },
       {
         logFile,
-        ...(opts.killAfterChunk === undefined ? {} : { entry: CRASH_WORKER, entryArgs: [String(opts.killAfterChunk)] }),
+        ...(opts.killAfterChunk === undefined ? {} : { entry: CRASH_WORKER, entryArgs: crashArgs }),
       },
     );
   }

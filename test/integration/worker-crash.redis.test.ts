@@ -22,6 +22,10 @@ describe('a worker killed in the middle of an import', () => {
 
   const committedChunks = async (id: string) =>
     (await f.ctx.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM import_chunks WHERE import_id = $1', [id]))[0]!.n;
+  const chunkNumbers = async (id: string) =>
+    (await f.ctx.deps.db.query<{ n: number }>('SELECT chunk_no AS n FROM import_chunks WHERE import_id = $1 ORDER BY 1', [id])).map(
+      (r) => r.n,
+    );
   const visibleToSearch = async (auth: Record<string, string>, plateRaw: string) => {
     const res = await f.ctx.app.inject({
       method: 'POST',
@@ -88,6 +92,21 @@ describe('a worker killed in the middle of an import', () => {
       expect(new Set(alerts.map((a: { matched_claim: { id: string } }) => a.matched_claim.id)).size).toBe(onPlate!.n);
     }
   }, 300_000);
+
+  it('writes exactly the missing chunk after a kill with chunks committed out of order (the first, second and fourth, not the third)', async () => {
+    const company = await f.ctx.newCompany('Out of order');
+    // Two chunks in flight: the third is held open before its write while the fourth commits, and the worker dies then.
+    const first = f.startWorker({ killAfterChunk: 3, holdChunk: 2, writers: 2 });
+    const res = await postImport(f.ctx.app, company.auth, fs.readFileSync(f.file), { headers: { prefer: 'respond-async' } });
+    const { id } = res.json().data;
+    expect(await exitOf(first)).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(await chunkNumbers(id)).toEqual([0, 1, 3]);
+    expect((await f.importRow(id))!.rowsDone).toBe(3 * CHUNK);
+    const second = f.startWorker({ writers: 2 });
+    await f.expectExactlyOnce(id, 2);
+    expect(await chunkNumbers(id)).toEqual(Array.from({ length: Math.ceil(ROWS / CHUNK) }, (_, i) => i));
+    await kill(second, 'SIGTERM');
+  }, 180_000);
 
   it('fails for good after dying again and again, leaving no claims', async () => {
     const company = await f.ctx.newCompany('Doomed');
