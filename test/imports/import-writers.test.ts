@@ -7,8 +7,8 @@ import { csv, docNumber, futureDate, postImport, validRow, type CsvRow } from '.
 
 /**
  * Chunks written side by side (IMPORT_WRITERS = 2 on PostgreSQL; embedded, one at a time whatever
- * the setting): persons shared by chunks in flight are created once, a person given another date
- * of birth is decided by file order, a run that stopped with any set of chunks committed (the
+ * the setting): a person in several chunks in flight is created once (the later chunk waits for
+ * the earlier), a person given another date of birth is decided by file order, a run that stopped with any set of chunks committed (the
  * first two and the fourth, not the third) writes exactly the missing ones, and a cancel stops
  * every chunk in flight.
  */
@@ -114,8 +114,9 @@ describe('a run stopped with any set of chunks committed (chunks of 2 rows)', ()
   it('writes exactly the chunks the ledger lacks: the third alone when the first, second and fourth committed', async () => {
     const company = await ctx.newCompany('Out of order');
     const person = validRow();
-    // Rows 2–11, chunks 0–4; row 5 (chunk 1) and row 8 (chunk 3) fail; the person of row 2 comes back in every chunk.
-    const rows = [person, validRow(), validRow(), validRow({ claim_date: futureDate() }), { ...person, vehicle_registration: 'XY1' }];
+    // Rows 2–11, chunks 0–4; row 5 (chunk 1) and row 8 (chunk 3) fail; the person of row 2 comes
+    // back in every chunk but the third (the fourth would otherwise wait for it).
+    const rows = [person, validRow(), { ...person, vehicle_registration: 'XY1' }, validRow({ claim_date: futureDate() }), validRow()];
     rows.push(validRow(), { ...validRow(), amount: '-1' }, { ...person, vehicle_registration: 'XY2' }, validRow(), person);
     const id = await recordImport(company, csv(rows));
     hooks.set(2, async () => {

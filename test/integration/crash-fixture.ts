@@ -23,7 +23,7 @@ const LOCK_SECONDS = 2;
 /** The crash tests' worker entry: `npm run worker` that SIGKILLs itself after a given chunk's commit. */
 const CRASH_WORKER = 'test/crash-worker.ts';
 
-export function crashFixture() {
+export function crashFixture(opts: { repeat?: number } = {}) {
   const redisUrl = process.env.TEST_REDIS_URL!;
   const prefix = `test-crash-${randomBytes(4).toString('hex')}`;
   const logFile = path.join(ROOT, 'test-results', `${prefix}.log`);
@@ -36,7 +36,7 @@ export function crashFixture() {
     fs.mkdirSync(state.ctx.config.dataDir, { recursive: true });
     const out: string[] = [];
     state.expected = await generateCsv(
-      { rows: ROWS, repeat: 0.3, invalid: 0.05, delimiter: ',', seed: 7 },
+      { rows: ROWS, repeat: opts.repeat ?? 0.3, invalid: 0.05, delimiter: ',', seed: 7 },
       (chunk) => void out.push(chunk),
     );
     fs.writeFileSync(state.file, out.join(''));

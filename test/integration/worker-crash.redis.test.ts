@@ -22,10 +22,6 @@ describe('a worker killed in the middle of an import', () => {
 
   const committedChunks = async (id: string) =>
     (await f.ctx.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM import_chunks WHERE import_id = $1', [id]))[0]!.n;
-  const chunkNumbers = async (id: string) =>
-    (await f.ctx.deps.db.query<{ n: number }>('SELECT chunk_no AS n FROM import_chunks WHERE import_id = $1 ORDER BY 1', [id])).map(
-      (r) => r.n,
-    );
   const visibleToSearch = async (auth: Record<string, string>, plateRaw: string) => {
     const res = await f.ctx.app.inject({
       method: 'POST',
@@ -93,21 +89,6 @@ describe('a worker killed in the middle of an import', () => {
     }
   }, 300_000);
 
-  it('writes exactly the missing chunk after a kill with chunks committed out of order (the first, second and fourth, not the third)', async () => {
-    const company = await f.ctx.newCompany('Out of order');
-    // Two chunks in flight: the third is held open before its write while the fourth commits, and the worker dies then.
-    const first = f.startWorker({ killAfterChunk: 3, holdChunk: 2, writers: 2 });
-    const res = await postImport(f.ctx.app, company.auth, fs.readFileSync(f.file), { headers: { prefer: 'respond-async' } });
-    const { id } = res.json().data;
-    expect(await exitOf(first)).toEqual({ code: null, signal: 'SIGKILL' });
-    expect(await chunkNumbers(id)).toEqual([0, 1, 3]);
-    expect((await f.importRow(id))!.rowsDone).toBe(3 * CHUNK);
-    const second = f.startWorker({ writers: 2 });
-    await f.expectExactlyOnce(id, 2);
-    expect(await chunkNumbers(id)).toEqual(Array.from({ length: Math.ceil(ROWS / CHUNK) }, (_, i) => i));
-    await kill(second, 'SIGTERM');
-  }, 180_000);
-
   it('fails for good after dying again and again, leaving no claims', async () => {
     const company = await f.ctx.newCompany('Doomed');
     const res = await postImport(f.ctx.app, company.auth, fs.readFileSync(f.file), { headers: { prefer: 'respond-async' } });
@@ -131,4 +112,33 @@ describe('a worker killed in the middle of an import', () => {
     });
     await kill(worker, 'SIGTERM');
   }, 120_000);
+});
+
+/**
+ * Chunks committed out of order: with IMPORT_WRITERS = 2, a worker is killed once chunks 0, 1 and
+ * 3 have committed while chunk 2 is held open before its write (test/crash-worker.ts). The file
+ * has no repeated persons here: a chunk that shares a person with one in flight before it waits
+ * for that one to commit, so it could never commit first.
+ */
+describe('a worker killed with chunks committed out of order', () => {
+  const f = crashFixture({ repeat: 0 });
+  const chunkNumbers = async (id: string) =>
+    (await f.ctx.deps.db.query<{ n: number }>('SELECT chunk_no AS n FROM import_chunks WHERE import_id = $1 ORDER BY 1', [id])).map(
+      (r) => r.n,
+    );
+
+  it('writes exactly the missing chunk after a kill with chunks committed out of order (the first, second and fourth, not the third)', async () => {
+    const company = await f.ctx.newCompany('Out of order');
+    // Two chunks in flight: the third is held open before its write while the fourth commits, and the worker dies then.
+    const first = f.startWorker({ killAfterChunk: 3, holdChunk: 2, writers: 2 });
+    const res = await postImport(f.ctx.app, company.auth, fs.readFileSync(f.file), { headers: { prefer: 'respond-async' } });
+    const { id } = res.json().data;
+    expect(await exitOf(first)).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(await chunkNumbers(id)).toEqual([0, 1, 3]);
+    expect((await f.importRow(id))!.rowsDone).toBe(3 * CHUNK);
+    const second = f.startWorker({ writers: 2 });
+    await f.expectExactlyOnce(id, 2);
+    expect(await chunkNumbers(id)).toEqual(Array.from({ length: Math.ceil(ROWS / CHUNK) }, (_, i) => i));
+    await kill(second, 'SIGTERM');
+  }, 180_000);
 });

@@ -52,13 +52,8 @@ export type PreparedChunk = {
   inputs: ClaimInput[];
   documents: DocumentRef[][];
   slots: ({ row: number; index: number; cells: string[] } | (RowError & { cells: string[] }))[];
-  /**
-   * Each document of the chunk's valid rows (`type:hash`) with the person its first row gives
-   * (names, date of birth, all its documents): two chunks in flight whose rows give the same
-   * document the same person may race to create it (whichever commits first, the result is the
-   * one of file order); any other difference makes the later chunk wait (see `mustWaitFor`).
-   */
-  identities: Map<string, string>;
+  /** The documents of the chunk's valid rows (`type:hash`): see `mustWaitFor`. */
+  documentKeys: Set<string>;
 };
 
 /**
@@ -99,36 +94,21 @@ export async function prepareChunk(no: number, rows: ImportRow[], today: string,
     inputs,
     documents,
     slots,
-    identities: identitiesOf(inputs, documents),
+    documentKeys: new Set(documents.flat().map((d) => `${d.type}:${d.hash}`)),
   };
-}
-
-const documentKey = (d: DocumentRef) => `${d.type}:${d.hash}`;
-
-/** See PreparedChunk.identities. */
-function identitiesOf(inputs: ClaimInput[], documents: DocumentRef[][]): Map<string, string> {
-  const identities = new Map<string, string>();
-  for (let i = 0; i < inputs.length; i++) {
-    const keys = documents[i]!.map(documentKey);
-    const { firstName, lastName, dateOfBirth } = inputs[i]!.client;
-    const person = JSON.stringify([firstName, lastName, dateOfBirth, [...keys].sort()]);
-    for (const key of keys) if (!identities.has(key)) identities.set(key, person);
-  }
-  return identities;
 }
 
 /**
  * Whether `chunk` must wait for `earlier` (a chunk before it, still in flight) to commit before it
- * resolves its persons: when a document of both is given another person by each (another name,
- * date of birth or set of documents). In file order the earlier row decides who that person is;
- * written side by side, whichever chunk committed first would.
+ * looks its persons up: when they have a document in common. The earlier row then decides who
+ * that person is, as in file order (written side by side, whichever chunk committed first would).
+ * Letting the two race instead, the later one losing on the documents' unique key and running
+ * again, was slower: the loser waits for the winner's commit all the same, then writes twice
+ * (docs/import-pipeline.md#chunks-side-by-side-import_writers).
  */
 export function mustWaitFor(chunk: PreparedChunk, earlier: PreparedChunk): boolean {
-  const [small, large] = chunk.identities.size <= earlier.identities.size ? [chunk, earlier] : [earlier, chunk];
-  for (const [key, person] of small.identities) {
-    const other = large.identities.get(key);
-    if (other !== undefined && other !== person) return true;
-  }
+  const [small, large] = chunk.documentKeys.size <= earlier.documentKeys.size ? [chunk, earlier] : [earlier, chunk];
+  for (const key of small.documentKeys) if (large.documentKeys.has(key)) return true;
   return false;
 }
 

@@ -315,12 +315,11 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
 
   /**
    * One chunk's write, once the scheduler gives it its turn. It first waits for the chunks in
-   * flight before it that give one of its documents another person (file order decides who that
-   * person is); a person that another chunk in flight creates as well is created once, by
-   * whichever commits first (the other loses the race on the documents' unique key and runs
-   * again, finding it). One writer at a time, the documents of the next chunk are looked up while
-   * this one is written (`lookAhead`): on a connection of their own, or in this chunk's
-   * transaction where there is one session.
+   * flight before it that share a document with it (file order decides who that person is; see
+   * `mustWaitFor`); a person that anyone else creates meanwhile makes its write lose the race on
+   * the documents' unique key, and it runs again, finding them. One writer at a time, the
+   * documents of the next chunk are looked up while this one is written (`lookAhead`): on a
+   * connection of their own, or in this chunk's transaction where there is one session.
    */
   async function writeInTurn(
     run: ImportRecord,
