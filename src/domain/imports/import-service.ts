@@ -104,8 +104,8 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   storage: ObjectStore;
   queue: ImportQueue;
   today: () => string;
-  /** `writers`: chunk transactions of one import in flight at a time (IMPORT_WRITERS; 1 where there is one session). */
-  limits: { maxBytes: number; chunkSize: number; uploadTimeoutMs: number; writers: number };
+  /** `writers`: chunk transactions of one import in flight at a time (IMPORT_WRITERS, default 1; 1 where there is one session). */
+  limits: { maxBytes: number; chunkSize: number; uploadTimeoutMs: number; writers?: number };
   /** Runs inside the transaction of every move into completed, failed or cancelled. */
   onTerminal?: (tx: Tx, run: ImportRecord) => Promise<void>;
   /** Called right after a chunk has committed, before its progress is reported (crash tests). */
@@ -134,7 +134,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     beforeWrite: deps.beforeChunkWrite,
   });
   // One session (embedded): chunks in flight side by side would only take turns.
-  const writers = deps.writeClaims.lookupOutside ? limits.writers : 1;
+  const writers = deps.writeClaims.lookupOutside ? (limits.writers ?? 1) : 1;
   const objectKeyOf = (companyId: string, importId: string) => `imports/${companyId}/${importId}`;
 
   /**
