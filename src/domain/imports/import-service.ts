@@ -328,6 +328,9 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     earlier: readonly Started<ReadChunk, Written>[],
   ): Promise<Written> {
     await Promise.all(earlier.filter((e) => mustWaitFor(chunk, e.chunk)).map((e) => e.done));
+    // Requests that waited for the chunk just written go first: their next statements queue ahead
+    // of this chunk's (embedded, PGlite runs one statement at a time).
+    await yieldToEventLoop();
     if (earlier.length === 0) await store.imports.setColumns(run.id, chunk.columns);
     const known = writers === 1 ? await lookedUpBefore(chunk, earlier.at(-1)) : undefined;
     const nextDocuments = writers === 1 && next && next.inputs.length > 0 ? next.documents : undefined;
