@@ -29,8 +29,9 @@ const envSchema = {
     // Default: 1000 with PostgreSQL, 500 embedded (see importChunkSize below).
     IMPORT_CHUNK_SIZE: { type: 'integer', minimum: 1, maximum: 50_000 },
     // Chunk transactions of one import in flight at a time, on PostgreSQL (embedded: always 1).
-    // 2 measured no faster than 1 on a 2-core machine: docs/import-pipeline.md#chunks-side-by-side-import_writers.
-    IMPORT_WRITERS: { type: 'integer', minimum: 1, maximum: 16, default: 1 },
+    // 2: faster than 1 on files of distinct persons, the same at 30% repeated persons (measured on
+    // 2 cores: docs/import-pipeline.md#chunks-side-by-side-import_writers).
+    IMPORT_WRITERS: { type: 'integer', minimum: 1, maximum: 16, default: 2 },
     IMPORT_WAIT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
     WORKER_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
     WORKER_LOCK_SECONDS: { type: 'integer', minimum: 2, maximum: 600, default: 30 },

@@ -104,7 +104,7 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   storage: ObjectStore;
   queue: ImportQueue;
   today: () => string;
-  /** `writers`: chunk transactions of one import in flight at a time (IMPORT_WRITERS, default 1; 1 where there is one session). */
+  /** `writers`: chunk transactions of one import in flight at a time (IMPORT_WRITERS; 1 if not given, and where there is one session). */
   limits: { maxBytes: number; chunkSize: number; uploadTimeoutMs: number; writers?: number };
   /** Runs inside the transaction of every move into completed, failed or cancelled. */
   onTerminal?: (tx: Tx, run: ImportRecord) => Promise<void>;
