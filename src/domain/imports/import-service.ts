@@ -378,8 +378,9 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   }
 
   /**
-   * POST /imports/{id}/cancel. Queued: cancelled at once (200). Processing: the worker stops after
-   * the chunk it is writing (202). Completed or failed: 409.
+   * POST /imports/{id}/cancel. Queued: cancelled at once (200). Processing: recorded (202); each
+   * chunk that locks after it rolls back, and the run moves the import to cancelled once every
+   * chunk in flight has settled. Completed or failed: 409.
    */
   async function cancel(principal: Principal, importId: string): Promise<{ run: ImportRecord; accepted: boolean }> {
     const run = await get(principal, importId);
