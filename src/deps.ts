@@ -106,7 +106,6 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       lookupDb = await openDb({ kind: 'postgres', url, poolSize: lookupWriters, ...(searchPath ? { searchPath } : {}) });
     }
     const lookupLog = lookupDb ? createRegistryRepository(lookupDb) : registryRepository;
-    const logUnwritten = (err: unknown) => log.error({ err }, 'could not write the look-up log; its look-ups were answered 503');
     // With SEARCH_DATABASE_URL (a streaming replica) the three cross-company reads go there, and
     // everything else here. Its pool is read-only and named claims-search in pg_stat_activity; a
     // search it cannot connect for in 2 s, or answer in 5 s, goes to the primary (search-repository.ts).
@@ -131,7 +130,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     const lookupJournal = createLookupJournal({
       writers: lookupWriters,
       write: (entries) => lookupLog.appendLookups(entries),
-      onError: logUnwritten,
+      onError: (err) => log.error({ err }, 'could not write the look-up log; its look-ups were answered 503'),
     });
     const claims = createClaimService({
       store,
@@ -140,9 +139,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       searchHistoryYears: config.searchHistoryYears,
       journal: lookupJournal,
       alertsEnabled: config.alertsEnabled,
-      onLogError: logUnwritten,
-      // A replica cannot write: there the journal writes each plate search's entry, on the primary.
-      ...(searches ? { searches, searchWritesLog: false } : {}),
+      ...(searches ? { searches } : {}),
     });
     const registry = createRegistryService({
       registry: registryRepository,

@@ -1,7 +1,6 @@
 import type { Claim, ClaimStatus, DocumentType } from '../domain/claims/claim';
 import type { ClaimRepository, NewClaimRow, StatusChange, StatusUpdate, StoredClaim } from '../domain/claims/claim-repository';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../domain/clients/identity';
-import type { LookupEntry } from '../domain/registry/registry';
 import { RetryableConflict } from '../domain/errors';
 import { matchNewClaimsCtes } from './alert-repository';
 import { visibleClaim } from './claim-visibility';
@@ -14,10 +13,10 @@ const CURSOR_TS = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:M
 /**
  * Explicit column list: the API shape, never internal columns; with `internal`, also the owner and
  * the paging position (CLAIM_SELECT), which a cross-company search neither needs nor returns
- * (PUBLIC_CLAIM_SELECT). \`extra\` columns come first (ending with a comma).
+ * (PUBLIC_CLAIM_SELECT).
  */
-const claimSelect = (internal: boolean, extra = '') => `
-  SELECT ${extra}c.id, c.claim_date, c.claim_type, c.amount::text AS amount, c.currency, c.is_at_fault,
+const claimSelect = (internal: boolean) => `
+  SELECT c.id, c.claim_date, c.claim_type, c.amount::text AS amount, c.currency, c.is_at_fault,
          c.vehicle_registration, c.source, c.status, co.name AS company_name,
          ${CREATED_AT} AS created_at,${internal ? ` ${CURSOR_TS} AS cursor_ts, c.company_id,` : ''}
          cl.id AS client_id, cl.first_name, cl.last_name, cl.date_of_birth,
@@ -123,28 +122,9 @@ const INSERT_RESOLVED_CHECKED = `${INSERT_RESOLVED_CTES}
 const INSERT_RESOLVED_ALERTED = `${insertResolvedCtes('*')},${matchNewClaimsCtes('$19', '$20')}
          SELECT (SELECT ${CREATED_AT} FROM new_claims c LIMIT 1) AS created_at`;
 
-const PLATE_SEARCH_WHERE = `c.vehicle_registration = $1 AND c.claim_date >= $2::date AND ${visibleClaim('c')}`;
-const PLATE_SEARCH_ORDER = 'claim_date DESC, created_ts DESC, id DESC';
 const SEARCH_BY_PLATE = `${PUBLIC_CLAIM_SELECT}
-   WHERE ${PLATE_SEARCH_WHERE}
+   WHERE c.vehicle_registration = $1 AND c.claim_date >= $2::date AND ${visibleClaim('c')}
    ORDER BY c.claim_date DESC, c.created_at DESC, c.id DESC`;
-/**
- * The plate search and its look-up entry (plate_search, the plate as its key, the claims found in
- * the answer's order; $3 id, $4 company, $5 token, $6 user, $7 purpose, $8 when in milliseconds):
- * entries of a company deleted meanwhile are not written (as appendLookups).
- */
-const SEARCH_BY_PLATE_LOGGED = `WITH found AS MATERIALIZED (
-    ${claimSelect(false, 'c.created_at AS created_ts, ')}
-     WHERE ${PLATE_SEARCH_WHERE}
-  ), logged AS (
-    INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id,
-                         result_count, created_at, claim_ids, plate_key, client_key)
-    SELECT $3::uuid, $4::uuid, $5::uuid, $6::uuid, $7::text, 'plate_search', $1, NULL, NULL,
-           count(*), to_timestamp($8::bigint / 1000.0), coalesce(array_agg(f.id ORDER BY ${PLATE_SEARCH_ORDER}), '{}'), $1, NULL
-      FROM found f
-     WHERE EXISTS (SELECT 1 FROM companies co WHERE co.id = $4::uuid)
-  )
-  SELECT * FROM found ORDER BY ${PLATE_SEARCH_ORDER}`;
 
 /** The persons (other than the new ones) and the companies a write refers to, each once. */
 function referencesOf(
@@ -321,24 +301,9 @@ export function createClaimRepository(db: Queryable, { soleSession = false }: Cl
       return rows.map(toClaim);
     },
 
-    /**
-     * Without \`log\`, a read-only statement (the caller notes the look-up in the look-up log). With
-     * it, the same statement also writes the look-up's entry (as appendLookups writes it), with
-     * the claims it found, in their order: the answer and its record commit together.
-     */
-    async searchByPlate(plate: string, fromDate: string, log?: LookupEntry): Promise<Claim[]> {
-      if (!log) return (await db.query<PublicClaimRow>(SEARCH_BY_PLATE, [plate, fromDate])).map(toPublicClaim);
-      const rows = await db.query<PublicClaimRow>(SEARCH_BY_PLATE_LOGGED, [
-        plate,
-        fromDate,
-        log.id,
-        log.companyId,
-        log.tokenId,
-        log.userId,
-        log.purpose,
-        String(log.at),
-      ]);
-      return rows.map(toPublicClaim);
+    /** A read-only statement: the caller notes the look-up in the look-up log. */
+    async searchByPlate(plate: string, fromDate: string): Promise<Claim[]> {
+      return (await db.query<PublicClaimRow>(SEARCH_BY_PLATE, [plate, fromDate])).map(toPublicClaim);
     },
 
     /**

@@ -1,6 +1,5 @@
 import type { AlertWriter } from '../alerts/alerts';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../clients/identity';
-import type { LookupEntry } from '../registry/registry';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 
 /** A claim as stored: the public Claim plus its owner and its place in the newest-first order. */
@@ -53,11 +52,8 @@ export interface ClaimRepository {
     companyId: string,
     opts: { status?: ClaimStatus | undefined; after?: { ts: string; id: string } | undefined; limit: number },
   ): Promise<StoredClaim[]>;
-  /**
-   * Claims in the API's shape only (what every company may see of them). With \`log\`, the same
-   * statement writes the look-up's entry, its claim ids those found, in order.
-   */
-  searchByPlate(plate: string, fromDate: string, log?: LookupEntry): Promise<Claim[]>;
+  /** Claims in the API's shape only (what every company may see of them). */
+  searchByPlate(plate: string, fromDate: string): Promise<Claim[]>;
   updateStatus(companyId: string, id: string, status: ClaimStatus, actor: StatusActor): Promise<StatusUpdate>;
   statusHistory(companyId: string, id: string): Promise<StatusChange[]>;
 }

@@ -11,7 +11,7 @@ import { messages, normalizePlate, validateClaimInput } from './claim';
 import { STATUS_ALERT_DAYS } from '../alerts/alerts';
 import { parsePurpose } from '../registry/registry';
 import { lookupOf } from '../registry/registry-service';
-import { lookupLogUnavailable, type LookupJournal } from '../registry/lookup-journal';
+import type { LookupJournal } from '../registry/lookup-journal';
 import type { SearchRepository } from '../registry/registry';
 
 export type ClaimServiceDeps = {
@@ -23,21 +23,11 @@ export type ClaimServiceDeps = {
   /** Where plate searches are noted for the look-up log (flushed before a status change reads it). */
   journal: Pick<LookupJournal, 'record'>;
   /**
-   * Where plate searches read when they do not write their own entry (`searchWritesLog` false):
-   * a replica's (see SearchRepository); default: the store's claims.
+   * Where plate searches read: a replica's (see SearchRepository); default: the store's claims.
    */
   searches?: Pick<SearchRepository, 'searchByPlate'>;
   /** Match and status-change alerts (ALERTS_ENABLED); default on. */
   alertsEnabled?: boolean;
-  /**
-   * The plate search's own statement writes its look-up entry (default): false where searches
-   * read a database that cannot write (a replica), and the journal writes the entry.
-   */
-  searchWritesLog?: boolean;
-  /** The time, in milliseconds since the epoch. */
-  now?: () => number;
-  /** Told when a plate search could not be answered for its look-up entry (answered 503). */
-  onLogError?: (err: unknown) => void;
 };
 
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
@@ -57,9 +47,6 @@ export function createClaimService({
   journal,
   searches = store.claims,
   alertsEnabled = true,
-  searchWritesLog = true,
-  now = Date.now,
-  onLogError,
 }: ClaimServiceDeps) {
   /** The first day of the search window, worked out once per day. */
   let window = { today: '', from: '' };
@@ -242,20 +229,17 @@ export function createClaimService({
     const purpose = parsePurpose(purposeRaw, errors);
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const from = windowStart(today());
-    const entry = lookupOf(principal, purpose, 'plate_search', { vehicleRegistration: normalized }, []);
-    // Answered only once its look-up log entry is committed: written by the search's own
-    // statement where it can write (one round trip), else by the journal.
-    let claims: Claim[];
-    if (searchWritesLog) {
-      claims = await store.claims.searchByPlate(normalized, from, { ...entry, at: now() }).catch((err: unknown) => {
-        onLogError?.(err);
-        throw lookupLogUnavailable();
-      });
-    } else {
-      claims = await searches.searchByPlate(normalized, from);
-      entry.claimIds = claims.map((c) => c.id);
-      await journal.record(entry);
-    }
+    const claims = await searches.searchByPlate(normalized, from);
+    // Answered only once its look-up log entry is committed (group commit: lookup-journal.ts).
+    await journal.record(
+      lookupOf(
+        principal,
+        purpose,
+        'plate_search',
+        { vehicleRegistration: normalized },
+        claims.map((c) => c.id),
+      ),
+    );
     return {
       data: claims,
       meta: { total_claims: claims.length, query_period: `${searchHistoryYears} year${searchHistoryYears === 1 ? '' : 's'}` },
