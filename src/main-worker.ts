@@ -10,7 +10,7 @@ import { createDeps, StartupError, type DepsOptions } from './deps';
 import { startRetentionSchedule } from './domain/registry/retention-schedule';
 import { createLogger } from './logger';
 import { serveMetrics } from './metrics';
-import { createHeapTrim, IMPORT_WORKER_HEAP_GROWTH_BYTES } from './workers/heap-trim';
+import { createHeapTrim, exposeGc, IMPORT_WORKER_HEAP_GROWTH_BYTES } from './workers/heap-trim';
 import { startImportWorker } from './workers/import-worker';
 import { startBatchWorker } from './workers/plate-batch-queue';
 import { checkEvictionPolicy } from './workers/queues';
@@ -39,7 +39,8 @@ export async function runWorker(hooks: Pick<DepsOptions, 'afterChunkCommit' | 'b
   });
   probe.once('ready', () => void checkEvictionPolicy(probe, logger).finally(() => probe.disconnect()));
 
-  const trimHeap = createHeapTrim(IMPORT_WORKER_HEAP_GROWTH_BYTES);
+  // With or without --expose-gc on the command line (a supervisor's own command may leave it out).
+  const trimHeap = createHeapTrim(IMPORT_WORKER_HEAP_GROWTH_BYTES, exposeGc());
   const deps = await createDeps(config, {
     logger,
     ...hooks,

@@ -9,10 +9,10 @@ const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH
 const position = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
- * Where a statement finds the claims its alerts are about (matched_claim_id), as alias c: \`table\`
+ * Where a statement finds the claims its alerts are about (matched_claim_id), as alias c: `table`
  * holds them (the claims table, or a CTE of claims the statement itself writes, which the table
- * does not show it), \`shown\` joins what their API shape needs (co, and cl for CLAIM_JSON), and
- * \`json\` is that shape.
+ * does not show it), `shown` joins what their API shape needs (co, and cl for CLAIM_JSON), and
+ * `json` is that shape.
  */
 type AlertedClaims = { table: string; shown: string; json: string };
 
@@ -39,8 +39,8 @@ const alertJson = (claim: string) => `CASE a.kind
 const ALERT_JSON = alertJson(CLAIM_JSON);
 
 /**
- * What follows the INSERT of alerts (a CTE named \`made\`, RETURNING every column), in the same
- * statement: each alert in the told company's look-up log, and the \`alerts.created\` webhook
+ * What follows the INSERT of alerts (a CTE named `made`, RETURNING every column), in the same
+ * statement: each alert in the told company's look-up log, and the `alerts.created` webhook
  * deliveries. Deliveries: the companies with an endpoint only, their alerts numbered per company
  * and grouped by ALERTS_PER_EVENT, one event (and its body, built here in the envelope of
  * enqueueWebhookEvent) per group, one delivery per endpoint. Only alerts this statement made are
@@ -75,10 +75,10 @@ const MADE = `
   SELECT count(*)::int AS made FROM made`;
 
 /**
- * The CTEs making match alerts for the claims of \`fresh\` (a query giving at least id, company_id,
+ * The CTEs making match alerts for the claims of `fresh` (a query giving at least id, company_id,
  * client_id, vehicle_registration; and every column of a claim when they are the alerted claims'
  * table): the candidates through the plate index and the client index, set-based, each pair once,
- * other companies' visible claims dated on or after \`from\` (a parameter) only.
+ * other companies' visible claims dated on or after `from` (a parameter) only.
  */
 const matchCtes = (fresh: string, from: string, claims: AlertedClaims) => `
   fresh AS MATERIALIZED (${fresh}),
@@ -116,10 +116,10 @@ const MATCH_IMPORT = `WITH ${matchCtes(
 
 /**
  * The CTEs making match alerts for the claims a statement is writing, to follow its CTE
- * \`new_claims\` (an INSERT into claims RETURNING *), which the claims table does not show the rest
- * of the statement: their persons come from \`clients\`, a parameter holding a JSON object of each
+ * `new_claims` (an INSERT into claims RETURNING *), which the claims table does not show the rest
+ * of the statement: their persons come from `clients`, a parameter holding a JSON object of each
  * claim's client in the API's shape keyed by the claim's id, and the window's first day from
- * \`from\`. The statement then selects \`made\` to count them.
+ * `from`. The statement then selects `made` to count them.
  */
 export const matchNewClaimsCtes = (from: string, clients: string) =>
   matchCtes('SELECT * FROM new_claims', from, {

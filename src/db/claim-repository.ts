@@ -206,7 +206,7 @@ export function createClaimRepository(db: Queryable, { soleSession = false }: Cl
      * With `soleSession` (see ClaimRepositoryOptions) the statement runs without PostgreSQL's
      * per-row foreign-key triggers, and answers itself how many of the persons and companies it
      * refers to are missing, set-based: a missing one is the same RetryableConflict, and the
-     * caller's transaction rolls the statement back. With \`matchAlerts\` the triggers stay: that
+     * caller's transaction rolls the statement back. With `matchAlerts` the triggers stay: that
      * statement is for claims submitted one by one, outside any transaction.
      */
     async insertResolved(

@@ -9,7 +9,7 @@ const position = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-D
 
 /**
  * A claim as JSON in the API's shape, the same fields a plate search returns and no more: the
- * claim is alias c, its company co, and its client the JSON expression \`client\`. CLAIM_JSON
+ * claim is alias c, its company co, and its client the JSON expression `client`. CLAIM_JSON
  * takes the client from the stored person, alias cl.
  */
 export const claimJson = (client: string) => `json_build_object(
@@ -24,8 +24,8 @@ export const CLAIM_JSON = claimJson(`json_build_object(
                          FROM (SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id) t))`);
 
 /**
- * The look-ups that returned claim \`claim\` (an alias with id, vehicle_registration, client_id),
- * newest first, at most \`limit\`, those meeting \`where\` (on alias l). Every look-up that can
+ * The look-ups that returned claim `claim` (an alias with id, vehicle_registration, client_id),
+ * newest first, at most `limit`, those meeting `where` (on alias l). Every look-up that can
  * have returned a claim shares its plate or its person: each of the two indexes gives its
  * candidates newest first (a look-up found through both is taken from the first), and the
  * look-up's claim_ids decide exactly.

@@ -12,11 +12,11 @@ export const IMPORT_WORKER_HEAP_GROWTH_BYTES = 40 * 1024 * 1024;
  * validated claims and statement parameters over and over; they live across the chunk's round
  * trips, long enough for V8 to move them to the old generation, which V8 lets grow to about four
  * times what was live at its last full collection before it collects again (on a machine with a
- * lot of memory), so a worker's peak was several times what it held. When the process runs with
- * `--expose-gc` (the `worker` script), a full collection runs once the heap has grown by
+ * lot of memory), so a worker's peak was several times what it held. Given V8's `gc` (the
+ * `--expose-gc` flag, or exposeGc), a full collection runs once the heap has grown by
  * `growthBytes` since the last one (a short pause every few seconds of an import),
  * while a chunk's write is in the database and this thread only waits for it (between two chunks,
- * the database would wait for the collection). Without the flag (and without `gc`) this does nothing.
+ * the database would wait for the collection). Without `gc` this does nothing.
  */
 export function createHeapTrim(growthBytes: number, gc = (globalThis as { gc?: () => void }).gc): () => void {
   if (typeof gc !== 'function') return () => {};
@@ -29,8 +29,8 @@ export function createHeapTrim(growthBytes: number, gc = (globalThis as { gc?: (
 }
 
 /**
- * V8's full collection for a process started without `--expose-gc` (the server is started as
- * `node --import tsx src/main-api.ts` by npm start, the container and anyone's own command): the
+ * V8's full collection for a process started without `--expose-gc` (the server as npm start, the
+ * container and anyone's own command start it; a worker started by a command of its own): the
  * flag set at run time, and `gc` read from a new context. Threads started after this have `gc`
  * on their global, as with the flag.
  */

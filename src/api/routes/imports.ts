@@ -229,7 +229,7 @@ export async function importRoutes(fastify: FastifyInstance) {
         params: importIdParams,
         response: {
           200: { description: 'Cancelled', ...importEnvelope },
-          202: { description: 'Cancelling: it stops after the current chunk', ...importEnvelope },
+          202: { description: 'Cancelling: the chunks in flight finish or roll back, then it stops', ...importEnvelope },
           409: { description: 'The import has already finished', ...errorBody },
           ...commonErrors,
           ...notFound,

@@ -38,8 +38,8 @@ export interface ClaimRepository {
   findDocuments(refs: DocumentRef[], opts?: { documentTypes?: boolean }): Promise<KnownDocument[]>;
   /**
    * Writes a batch's new persons, their documents and its claims in one statement. With
-   * \`matchAlerts\`, the same statement makes the claims' match alerts (AlertWriter.matchClaims):
-   * \`fromDate\` is the window's first day, \`clients\` each claim's client as the API shows it,
+   * `matchAlerts`, the same statement makes the claims' match alerts (AlertWriter.matchClaims):
+   * `fromDate` is the window's first day, `clients` each claim's client as the API shows it,
    * keyed by claim id.
    */
   insertResolved(
