@@ -12,23 +12,23 @@ const COUNTS = `
   WITH co AS (
     SELECT id, name FROM companies WHERE $1::uuid IS NULL OR id = $1::uuid
   ), c AS (
-    SELECT co.id AS company_id, count(x.id)::int AS claims,
-           count(*) FILTER (WHERE x.source = 'api')::int AS api,
-           count(*) FILTER (WHERE x.source = 'bulk_import')::int AS bulk_import,
-           count(*) FILTER (WHERE x.source = 'assisted')::int AS assisted,
-           count(*) FILTER (WHERE x.id IS NOT NULL AND x.claim_type IS NULL)::int AS no_claim_type,
-           count(*) FILTER (WHERE x.id IS NOT NULL AND x.amount IS NULL)::int AS no_amount,
-           count(*) FILTER (WHERE x.id IS NOT NULL AND x.is_at_fault IS NULL)::int AS no_at_fault,
-           percentile_disc(0.5) WITHIN GROUP (ORDER BY x.delay) AS delay_p50,
-           percentile_disc(0.9) WITHIN GROUP (ORDER BY x.delay) AS delay_p90
+    -- Aggregated inside the lateral, one company at a time: grouped outside, the period's claims of
+    -- every company would be sorted by company first (on disk, for a large one).
+    SELECT co.id AS company_id, x.*
       FROM co
-      LEFT JOIN LATERAL (
-        SELECT cl.id, cl.source, cl.claim_type, cl.amount, cl.is_at_fault,
-               (cl.created_at AT TIME ZONE $3)::date - cl.claim_date AS delay
+      CROSS JOIN LATERAL (
+        SELECT count(*)::int AS claims,
+               count(*) FILTER (WHERE cl.source = 'api')::int AS api,
+               count(*) FILTER (WHERE cl.source = 'bulk_import')::int AS bulk_import,
+               count(*) FILTER (WHERE cl.source = 'assisted')::int AS assisted,
+               count(*) FILTER (WHERE cl.claim_type IS NULL)::int AS no_claim_type,
+               count(*) FILTER (WHERE cl.amount IS NULL)::int AS no_amount,
+               count(*) FILTER (WHERE cl.is_at_fault IS NULL)::int AS no_at_fault,
+               percentile_disc(0.5) WITHIN GROUP (ORDER BY (cl.created_at AT TIME ZONE $3)::date - cl.claim_date) AS delay_p50,
+               percentile_disc(0.9) WITHIN GROUP (ORDER BY (cl.created_at AT TIME ZONE $3)::date - cl.claim_date) AS delay_p90
           FROM claims cl
          WHERE cl.company_id = co.id AND cl.created_at >= now() - make_interval(days => $2::int) AND ${visibleClaim('cl')}
-      ) x ON true
-     GROUP BY co.id
+      ) x
   ), i AS (
     SELECT co.id AS company_id, coalesce(sum(im.imported), 0)::int AS imported, coalesce(sum(im.failed), 0)::int AS rejected
       FROM co
