@@ -4,6 +4,8 @@
 FROM node:24.21.0-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
+# patches/: fixes to dependencies that npm ci applies (postinstall: patch-package).
+COPY patches ./patches
 # tsx (a dependency) runs the TypeScript sources directly; no build step.
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY tsconfig.json ./
