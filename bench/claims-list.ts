@@ -4,7 +4,8 @@
  * one INSERT … SELECT from generate_series (300,000 clients, each with a passport; claim dates over
  * three years; a tenth of the claims in a completed import), runs ANALYZE, then times each list
  * query (the page and its total, as the page runs them) a few times and prints the median, with
- * EXPLAIN (ANALYZE, BUFFERS) of the page statement. The schema is dropped at the end.
+ * EXPLAIN (ANALYZE, BUFFERS) of the page statement. The schema is dropped at the end. `--drop-index
+ * NAME` (repeatable) drops an index after the migration, to see what it is worth.
  */
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -14,7 +15,9 @@ import { openDb } from '../src/db/db';
 import { migrate } from '../src/db/migrate';
 import type { ClaimListFilter, ClaimListSeek, ClaimListSort } from '../src/domain/dashboard/dashboard-repository';
 
-const { values } = parseArgs({ options: { 'database-url': { type: 'string' }, claims: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { 'database-url': { type: 'string' }, claims: { type: 'string' }, 'drop-index': { type: 'string', multiple: true } },
+});
 const url = values['database-url'] ?? process.env.DATABASE_URL;
 if (!url) throw new Error('--database-url is required');
 const CLAIMS = Number(values.claims ?? 1_000_000);
@@ -27,6 +30,8 @@ async function main() {
   const db = await openDb({ kind: 'postgres', url: url!, poolSize: 2, searchPath: schema });
   try {
     await migrate(db);
+    // --drop-index NAME: the same figures without an index, to see what it is worth.
+    for (const index of values['drop-index'] ?? []) await db.exec(`DROP INDEX ${index}`);
     const started = Date.now();
     await db.exec(`
       INSERT INTO companies (id, name) VALUES ('00000000-0000-4000-8000-000000000001', 'Bench'), ('00000000-0000-4000-8000-000000000002', 'Other');
