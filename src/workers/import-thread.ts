@@ -40,6 +40,9 @@ class ImportThreadError extends Error {
  * its last committed chunk). `processor` has the in-process runner's shape: its failures are the
  * processor's own (PermanentImportFailure, ImportBusy), or retryable.
  */
+/** The import thread's young generation (V8's three semi-spaces: 4 MB each, as the worker's flag). */
+const IMPORT_THREAD_YOUNG_GENERATION_MB = 12;
+
 export function startImportThread(opts: { config: Config; searchPath?: string; metrics: ImportMetrics; log: Logger }) {
   const data: ImportThreadData = {
     config: { ...opts.config, dbPoolSize: (opts.config.importWriters + 1) * opts.config.workerConcurrency + 1 },
@@ -51,7 +54,13 @@ export function startImportThread(opts: { config: Config; searchPath?: string; m
   let closed = false;
 
   function start() {
-    const thread = new Worker(new URL('./import-thread-entry.mjs', import.meta.url), { workerData: data });
+    // A small young generation, as the worker process's --max-semi-space-size: an import allocates
+    // much that dies at once, and a large nursery only adds to the server's peak memory
+    // (docs/performance.md, "third round").
+    const thread = new Worker(new URL('./import-thread-entry.mjs', import.meta.url), {
+      workerData: data,
+      resourceLimits: { maxYoungGenerationSizeMb: IMPORT_THREAD_YOUNG_GENERATION_MB },
+    });
     let opened!: (t: Worker) => void;
     let failed!: (err: Error) => void;
     const ready = new Promise<Worker>((resolve, reject) => ((opened = resolve), (failed = reject)));
