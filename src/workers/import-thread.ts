@@ -27,6 +27,9 @@ class ImportThreadError extends Error {
   }
 }
 
+/** The import thread's young generation (V8's three semi-spaces: 4 MB each, as the worker's flag). */
+const IMPORT_THREAD_YOUNG_GENERATION_MB = 12;
+
 /**
  * Without REDIS_URL but with PostgreSQL, the server runs its imports on a thread of its own, with
  * its own connections (`(IMPORT_WRITERS + 1) × WORKER_CONCURRENCY + 1`: each running import holds up
@@ -40,9 +43,6 @@ class ImportThreadError extends Error {
  * its last committed chunk). `processor` has the in-process runner's shape: its failures are the
  * processor's own (PermanentImportFailure, ImportBusy), or retryable.
  */
-/** The import thread's young generation (V8's three semi-spaces: 4 MB each, as the worker's flag). */
-const IMPORT_THREAD_YOUNG_GENERATION_MB = 12;
-
 export function startImportThread(opts: { config: Config; searchPath?: string; metrics: ImportMetrics; log: Logger }) {
   const data: ImportThreadData = {
     config: { ...opts.config, dbPoolSize: (opts.config.importWriters + 1) * opts.config.workerConcurrency + 1 },

@@ -23,14 +23,16 @@ describe('the database driver after a lost connection', () => {
    * The query's outcome, or 'pending' if it has not settled within `ms`: longer than the driver's
    * reconnect back-off after a few failures (3^n / 100 s), shorter than its 30 s connect timeout.
    */
-  const settled = (q: Promise<unknown>, ms: number) =>
-    Promise.race([
+  const settled = (q: Promise<unknown>, ms: number) => {
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([
       q.then(
         () => 'ok',
         (err: unknown) => (isDatabaseUnavailable(err) ? 'unavailable' : `error: ${String(err)}`),
       ),
-      new Promise<string>((resolve) => setTimeout(() => resolve('pending'), ms)),
-    ]);
+      new Promise<string>((resolve) => (timer = setTimeout(() => resolve('pending'), ms))),
+    ]).finally(() => clearTimeout(timer));
+  };
 
   it('settles every query while the connections drop, and answers again as soon as the database is back', async () => {
     const target = new URL(process.env.TEST_DATABASE_URL!);
