@@ -33,6 +33,8 @@ const envSchema = {
     // 2 cores: docs/import-pipeline.md#chunks-side-by-side-import_writers).
     IMPORT_WRITERS: { type: 'integer', minimum: 1, maximum: 16, default: 2 },
     IMPORT_WAIT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
+    // A file larger than this is split into ranges run by several workers (BullMQ only; 0: never).
+    IMPORT_SPLIT_BYTES: { type: 'integer', minimum: 0, default: 4_194_304 },
     WORKER_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
     WORKER_LOCK_SECONDS: { type: 'integer', minimum: 2, maximum: 600, default: 30 },
     IMPORT_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 20, default: 3 },
@@ -87,6 +89,7 @@ export type Config = Readonly<{
   /** How long a worker's lock on a job lasts without renewal; a killed worker's job is retried after about this long. */
   workerLockSeconds: number;
   importAttempts: number;
+  importSplitBytes: number;
   importUploadTimeoutSeconds: number;
   queuePrefix: string;
   sessionSecret: string | undefined;
@@ -190,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency: v.WORKER_CONCURRENCY,
     workerLockSeconds: v.WORKER_LOCK_SECONDS,
     importAttempts: v.IMPORT_ATTEMPTS,
+    importSplitBytes: v.IMPORT_SPLIT_BYTES,
     importUploadTimeoutSeconds: v.IMPORT_UPLOAD_TIMEOUT_SECONDS,
     queuePrefix: v.QUEUE_PREFIX,
     sessionSecret: v.SESSION_SECRET,

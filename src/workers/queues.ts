@@ -3,13 +3,19 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 import { QueueUnavailable, type ImportQueue } from '../domain/imports/import-service';
+import type { ImportRange } from '../domain/imports/range-plan';
 
 /**
  * Every queue, its job names and their payloads, in one typed map. Payloads carry ids only: job
  * data is visible in Bull Board and kept in Redis, so no personal data ever goes into it.
  */
 export type JobMap = {
-  'claims-import': { 'import-csv': { importId: string } };
+  'claims-import': {
+    /** `ranges`: set once a file split across workers has queued its ranges (import-split.ts). */
+    'import-csv': { importId: string; ranges?: number };
+    /** One range of a split file: chunk numbers only. */
+    'import-range': { importId: string; range: ImportRange };
+  };
 };
 export type QueueName = keyof JobMap;
 export type JobName<Q extends QueueName> = keyof JobMap[Q] & string;
@@ -17,9 +23,12 @@ export type JobData<Q extends QueueName, N extends JobName<Q> = JobName<Q>> = Jo
 
 export const IMPORT_QUEUE = 'claims-import' satisfies QueueName;
 export const IMPORT_JOB = 'import-csv' satisfies JobName<'claims-import'>;
+export const IMPORT_RANGE_JOB = 'import-range' satisfies JobName<'claims-import'>;
 
 /** The business job id of an import: one job per import, so a duplicate add is a no-op. */
 export const importJobId = (importId: string): string => `import-${importId}`;
+/** A range's job id: one job per range, so a first step run again queues nothing twice. */
+export const importRangeJobId = (importId: string, index: number): string => `import-${importId}-range-${index}`;
 
 /** BullMQ's highest (least urgent) job priority. */
 const LOWEST_PRIORITY = 2_097_151;
@@ -30,6 +39,19 @@ const LOWEST_PRIORITY = 2_097_151;
  * of every prioritized job, so every import job has one, 1 at least.
  */
 export const importPriority = (rank = 1): number => Math.min(Math.max(1, Math.trunc(rank)), LOWEST_PRIORITY);
+
+/** An import job's options (and its ranges', when its file is split across workers). */
+export const importJobOptions = (attempts: number, priority: number) =>
+  ({
+    // Kept through retries (BullMQ re-adds a retried job with its priority).
+    priority,
+    attempts,
+    backoff: { type: 'exponential', delay: 2000 },
+    removeOnComplete: { age: 24 * 3600, count: 1000 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+    // Failed jobs keep their message only: no stack trace is stored or shown in Bull Board.
+    stackTraceLimit: 0,
+  }) satisfies JobsOptions;
 
 /** How long the API waits for Redis before answering 503, instead of hanging. */
 const PRODUCER_TIMEOUT_MS = 3000;
@@ -149,17 +171,7 @@ export function createBullImportQueue(opts: { url: string; prefix: string; attem
             queue,
             IMPORT_JOB,
             { importId },
-            {
-              jobId: importJobId(importId),
-              // Kept through retries (BullMQ re-adds a retried job with its priority).
-              priority: importPriority(rank),
-              attempts,
-              backoff: { type: 'exponential', delay: 2000 },
-              removeOnComplete: { age: 24 * 3600, count: 1000 },
-              removeOnFail: { age: 7 * 24 * 3600 },
-              // Failed jobs keep their message only: no stack trace is stored or shown in Bull Board.
-              stackTraceLimit: 0,
-            },
+            { jobId: importJobId(importId), ...importJobOptions(attempts, importPriority(rank)) },
           ),
           PRODUCER_TIMEOUT_MS,
           'enqueue',

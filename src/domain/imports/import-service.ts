@@ -21,6 +21,7 @@ import {
   type LookAhead,
 } from './chunk-writer';
 import { readChunks, type ReadChunk } from './chunk-reader';
+import { planRanges, type ImportRange } from './range-plan';
 import { writeChunks, type Started } from './chunk-scheduler';
 import {
   checkFileName,
@@ -72,6 +73,17 @@ export class ImportGone extends Error {
     this.name = 'ImportGone';
   }
 }
+/**
+ * A range of a split file waited too long for a chunk of an earlier range (a range no worker has
+ * taken yet): its job gives its worker up and runs again a little later, going on after its
+ * committed chunks. Not a failure: it counts no attempt.
+ */
+export class RangeWaiting extends Error {
+  constructor() {
+    super('A range of the file waits for an earlier one');
+    this.name = 'RangeWaiting';
+  }
+}
 /** Another run of this import is ahead of this one (a redelivered job): try again later. */
 export class ImportBusy extends Error {
   constructor() {
@@ -120,6 +132,14 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   /** Claims of a failed or cancelled import removed per statement. */
   purgeBatch?: number;
 };
+
+/** How long a range's chunk waits for the chunks of earlier ranges it needs before its job gives its worker up. */
+const RANGE_WAIT_MS = 10_000;
+/** How often it looks whether they have committed. */
+const RANGE_POLL_MS = 50;
+
+/** What splitting a file across workers comes to: its ranges, the whole file in one run, or nothing to run. */
+export type SplitPlan = { kind: 'ranges'; ranges: ImportRange[] } | { kind: 'whole' } | { kind: 'done'; outcome: ProcessOutcome };
 
 /** What one chunk's write came to, and the look-up it made for the next chunk (one writer). */
 type Written = { no: number; rows: number; result: ChunkResult; ahead?: { for: number; found: LookAhead } };
@@ -261,20 +281,85 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     if (isTerminal(found.status)) return outcomeOf(found, true);
     const run = await machine.start(importId);
     if (!run) return outcomeOf((await store.imports.findById(importId)) ?? found, true);
-    const committed = await store.ledger.committed(importId);
-    let source: Readable;
+    return settle(importId, await runChunks(run, opts.onProgress));
+  }
+
+  /**
+   * A file larger than `splitBytes` is cut into ranges of whole chunks (range-plan.ts), each run
+   * by `processRange` as a job of its own, by whichever worker is free; `finishRanges` then
+   * completes the import once every range has settled. This first step starts the run and plans
+   * the ranges; a smaller file is imported whole (`process`).
+   */
+  async function split(importId: string, splitBytes: number): Promise<SplitPlan> {
+    const found = await store.imports.findById(importId);
+    if (!found) throw new ImportGone('The import no longer exists.');
+    if (isTerminal(found.status)) return { kind: 'done', outcome: outcomeOf(found, true) };
+    if (splitBytes <= 0 || found.sizeBytes <= splitBytes) return { kind: 'whole' };
+    const run = await machine.start(importId);
+    if (!run) return { kind: 'done', outcome: outcomeOf((await store.imports.findById(importId)) ?? found, true) };
+    const source = await openFile(run);
     try {
-      source = await storage.getStream(run.objectKey);
+      const count = Math.ceil(run.sizeBytes / splitBytes);
+      return {
+        kind: 'ranges',
+        ranges: await planRanges(readImportRows(source), { chunkSize: limits.chunkSize, rowsTotal: run.rowsTotal, count }),
+      };
+    } finally {
+      source.destroy();
+    }
+  }
+
+  /**
+   * One range of a split file: its chunks that the ledger does not have, each written once the
+   * chunks of earlier ranges it needs have committed. Leaves the import processing (or as a cancel
+   * or a failure left it): `finishRanges` moves it on.
+   */
+  async function processRange(
+    importId: string,
+    range: ImportRange,
+    opts: { onProgress?: (p: ImportProgress) => Promise<void> } = {},
+  ): Promise<ProcessOutcome> {
+    const run = await store.imports.findById(importId);
+    if (!run) throw new ImportGone('The import no longer exists.');
+    if (isTerminal(run.status) || run.cancelRequested) return outcomeOf(run, true);
+    const stopped = await runChunks(run, opts.onProgress, range);
+    return { ...outcomeOf(run, false), status: stopped ?? 'processing' };
+  }
+
+  /** Every range of a split file has settled: the import completes (or is cancelled), as `process` ends. */
+  async function finishRanges(importId: string): Promise<ProcessOutcome> {
+    const run = await store.imports.findById(importId);
+    if (!run) throw new ImportGone('The import no longer exists.');
+    if (isTerminal(run.status)) return outcomeOf(run, true);
+    return settle(importId, run.cancelRequested ? 'cancelled' : undefined);
+  }
+
+  async function openFile(run: ImportRecord): Promise<Readable> {
+    try {
+      return await storage.getStream(run.objectKey);
     } catch (err) {
       if (err instanceof ObjectNotFound) throw new ImportGone('The uploaded file is no longer in storage.');
       throw err;
     }
-    let stopped: ImportStatus | undefined;
+  }
+
+  /** Writes the run's chunks still missing (of `range` only, when given); the status that stopped it early, if one did. */
+  async function runChunks(
+    run: ImportRecord,
+    onProgress: ((p: ImportProgress) => Promise<void>) | undefined,
+    range?: ImportRange,
+  ): Promise<ImportStatus | undefined> {
+    const committed = await store.ledger.committed(run.id);
+    const source = await openFile(run);
     try {
-      stopped = await importChunks(run, source, committed, opts.onProgress);
+      return await importChunks(run, source, committed, onProgress, range);
     } finally {
       source.destroy();
     }
+  }
+
+  /** The run's chunks have all settled: the import moves on as `stopped` says (completed when nothing stopped it). */
+  async function settle(importId: string, stopped: ImportStatus | undefined): Promise<ProcessOutcome> {
     if (stopped !== undefined) {
       // Asked while chunks were in flight: moved now that every one of them has settled.
       if (stopped === 'cancelled') await machine.cancel(importId);
@@ -298,12 +383,22 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     source: Readable,
     committed: CommittedChunk[],
     onProgress: ((p: ImportProgress) => Promise<void>) | undefined,
+    range?: ImportRange,
   ): Promise<ImportStatus | undefined> {
-    const chunks = readChunks(source, { size: limits.chunkSize, committed, today: today(), documentsOf: deps.documentsOf });
+    const chunks = readChunks(source, {
+      size: limits.chunkSize,
+      committed,
+      today: today(),
+      documentsOf: deps.documentsOf,
+      ...(range ? { range } : {}),
+    });
+    const waitFor = new Map(range?.waitFor);
     let rowsDone = committed.reduce((sum, c) => sum + c.rowsDone, 0);
-    for await (const written of writeChunks<ReadChunk, Written>(chunks, writers, (chunk, next, earlier) =>
-      writeInTurn(run, chunk, next, earlier),
-    )) {
+    for await (const written of writeChunks<ReadChunk, Written>(chunks, writers, async (chunk, next, earlier) => {
+      const before = waitFor.get(chunk.no);
+      if (before) await earlierRanges(run.id, before);
+      return writeInTurn(run, chunk, next, earlier);
+    })) {
       const { result } = written;
       if (result.kind === 'superseded') throw new ImportBusy();
       if (result.kind === 'stopped') return result.status ?? 'failed';
@@ -340,6 +435,23 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     if (result.kind === 'written') deps.afterChunkCommit?.(chunk.no);
     const ahead = outside ?? (result.kind === 'written' && result.next ? lookedUp(result.next) : undefined);
     return { no: chunk.no, rows: chunk.count, result, ...(ahead && next ? { ahead: { for: next.no, found: ahead } } : {}) };
+  }
+
+  /**
+   * Waits until the chunks `before` (of earlier ranges) have committed, or the import has been
+   * stopped (the chunk's own lock then says so). Gives up after RANGE_WAIT_MS: the range they
+   * belong to may be waiting for a worker that this one holds.
+   */
+  async function earlierRanges(importId: string, before: number[]): Promise<void> {
+    const started = Date.now();
+    for (;;) {
+      const done = new Set((await store.ledger.committed(importId)).map((c) => c.chunkNo));
+      if (before.every((no) => done.has(no))) return;
+      const run = await store.imports.findById(importId);
+      if (!run || run.status !== 'processing' || run.cancelRequested) return;
+      if (Date.now() - started > RANGE_WAIT_MS) throw new RangeWaiting();
+      await new Promise((resolve) => setTimeout(resolve, RANGE_POLL_MS));
+    }
   }
 
   /** `chunk`'s documents as looked up while `previous` (settled) was written, with the persons it wrote. */
@@ -517,6 +629,9 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     get,
     list,
     process,
+    split,
+    processRange,
+    finishRanges,
     markFailed,
     cancel,
     dryRun,
