@@ -34,7 +34,9 @@ const envSchema = {
     IMPORT_WRITERS: { type: 'integer', minimum: 1, maximum: 16, default: 2 },
     IMPORT_WAIT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
     // A file larger than this is split into ranges run by several workers (BullMQ only; 0: never).
-    IMPORT_SPLIT_BYTES: { type: 'integer', minimum: 0, default: 4_194_304 },
+    // Off by default: with the workers on the database's machine, a split 90,000-row file took
+    // longer and more worker memory than one job (docs/import-pipeline.md#one-file-across-workers-import_split_bytes).
+    IMPORT_SPLIT_BYTES: { type: 'integer', minimum: 0, default: 0 },
     WORKER_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
     WORKER_LOCK_SECONDS: { type: 'integer', minimum: 2, maximum: 600, default: 30 },
     IMPORT_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 20, default: 3 },
