@@ -10,8 +10,8 @@ const RANGE_RETRY_DELAY_MS = 1000;
 export type ImportSplitDeps = {
   imports: Pick<ImportService, 'process' | 'split' | 'processRange' | 'finishRanges'>;
   processor: ImportProcessor;
-  /** Where the ranges go: the import queue itself. */
-  queue: Queue;
+  /** Where the ranges go: the import queue itself; absent when this worker splits no file (IMPORT_SPLIT_BYTES 0). */
+  queue: Queue | undefined;
   splitBytes: number;
   attempts: number;
 };
@@ -31,6 +31,7 @@ export function importSplitter(deps: ImportSplitDeps) {
   /** The job of an import (its first or its last step). */
   async function importJob(job: Job<JobData<'claims-import', 'import-csv'>>, token: string | undefined): Promise<ProcessOutcome> {
     if (job.data.ranges !== undefined) return processor(job, (id) => imports.finishRanges(id));
+    if (!queue) return processor(job);
     let ranges: Awaited<ReturnType<typeof imports.split>> | undefined;
     const outcome = await processor(job, async (id, opts) => {
       ranges = await imports.split(id, deps.splitBytes);

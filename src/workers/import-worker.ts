@@ -21,9 +21,12 @@ export function startImportWorker(
   if (!config.redisUrl) throw new Error('The import worker needs REDIS_URL');
   const processor = importCsvProcessor(deps);
   const lockDuration = config.workerLockSeconds * 1000;
-  // Where a split file's ranges are queued (import-split.ts).
-  const ranges = new Queue(IMPORT_QUEUE, { connection: workerConnection(config.redisUrl), prefix: config.queuePrefix });
-  ranges.on('error', (err) => log.error({ err }, 'import queue error'));
+  // Where a split file's ranges are queued (import-split.ts), when this worker splits files.
+  const ranges =
+    config.importSplitBytes > 0
+      ? new Queue(IMPORT_QUEUE, { connection: workerConnection(config.redisUrl), prefix: config.queuePrefix })
+      : undefined;
+  ranges?.on('error', (err) => log.error({ err }, 'import queue error'));
   const splitter = importSplitter({
     imports: deps.imports,
     processor,
@@ -77,7 +80,7 @@ export function startImportWorker(
   worker.close = async (force?: boolean) => {
     await close(force);
     await Promise.allSettled([...pending]);
-    await ranges.close();
+    await ranges?.close();
   };
   worker.on('error', (err) => log.error({ err }, 'import worker error'));
   return worker;

@@ -397,7 +397,8 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     for await (const written of writeChunks<ReadChunk, Written>(chunks, writers, async (chunk, next, earlier) => {
       const before = waitFor.get(chunk.no);
       if (before) await earlierRanges(run.id, before);
-      return writeInTurn(run, chunk, next, earlier);
+      // After such a wait, the look-up made ahead (before those chunks committed) is out of date.
+      return writeInTurn(run, chunk, next, earlier, before !== undefined);
     })) {
       const { result } = written;
       if (result.kind === 'superseded') throw new ImportBusy();
@@ -421,13 +422,14 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     chunk: ReadChunk,
     next: ReadChunk | undefined,
     earlier: readonly Started<ReadChunk, Written>[],
+    lookUpAgain = false,
   ): Promise<Written> {
     await Promise.all(earlier.filter((e) => mustWaitFor(chunk, e.chunk)).map((e) => e.done));
     // Requests that waited for the chunk just written go first: their next statements queue ahead
     // of this chunk's (embedded, PGlite runs one statement at a time).
     await yieldToEventLoop();
     if (earlier.length === 0) await store.imports.setColumns(run.id, chunk.columns);
-    const known = writers === 1 ? await lookedUpBefore(chunk, earlier.at(-1)) : undefined;
+    const known = writers === 1 && !lookUpAgain ? await lookedUpBefore(chunk, earlier.at(-1)) : undefined;
     const nextDocuments = writers === 1 && next && next.inputs.length > 0 ? next.documents : undefined;
     const { lookupOutside } = deps.writeClaims;
     const outside = nextDocuments && lookupOutside ? lookAhead(lookupOutside, nextDocuments) : undefined;
