@@ -1,6 +1,6 @@
 import { DelayedError, type Job, type Queue, WaitingChildrenError } from 'bullmq';
 
-import { RangeWaiting, type ImportService, type ProcessOutcome } from '../domain/imports/import-service';
+import { RangeWaiting, type ImportService, type ProcessOutcome, type SplitPlan } from '../domain/imports/import-service';
 import type { ImportProcessor } from './import-csv.processor';
 import { IMPORT_RANGE_JOB, importJobOptions, importRangeJobId, type JobData } from './queues';
 
@@ -32,17 +32,18 @@ export function importSplitter(deps: ImportSplitDeps) {
   async function importJob(job: Job<JobData<'claims-import', 'import-csv'>>, token: string | undefined): Promise<ProcessOutcome> {
     if (job.data.ranges !== undefined) return processor(job, (id) => imports.finishRanges(id));
     if (!queue) return processor(job);
-    let ranges: Awaited<ReturnType<typeof imports.split>> | undefined;
+    // The plan is made inside the processor, so that a bad or missing file fails the import as always.
+    let plan: SplitPlan | undefined;
     const outcome = await processor(job, async (id, opts) => {
-      ranges = await imports.split(id, deps.splitBytes);
-      if (ranges.kind === 'whole') return imports.process(id, opts);
-      if (ranges.kind === 'done') return ranges.outcome;
+      plan = await imports.split(id, deps.splitBytes);
+      if (plan.kind === 'whole') return imports.process(id, opts);
+      if (plan.kind === 'done') return plan.outcome;
       return { importId: id, status: 'processing', imported: 0, failed: 0, alreadyDone: false };
     });
-    if (ranges?.kind !== 'ranges') return outcome;
+    if (plan?.kind !== 'ranges') return outcome;
     const parent = { id: job.id!, queue: job.queueQualifiedName };
     await queue.addBulk(
-      ranges.ranges.map((range) => ({
+      plan.ranges.map((range) => ({
         name: IMPORT_RANGE_JOB,
         data: { importId: job.data.importId, range },
         opts: {
@@ -54,7 +55,7 @@ export function importSplitter(deps: ImportSplitDeps) {
         },
       })),
     );
-    await job.updateData({ ...job.data, ranges: ranges.ranges.length });
+    await job.updateData({ ...job.data, ranges: plan.ranges.length });
     if (token !== undefined && (await job.moveToWaitingChildren(token))) throw new WaitingChildrenError();
     // Every range already done (a first step run again): the import completes now.
     return processor(job, (id) => imports.finishRanges(id));

@@ -82,6 +82,29 @@ describe('a file split across workers', () => {
     await kill(second, 'SIGTERM');
   }, 180_000);
 
+  it("fails the whole import when one range keeps dying: no claim of any range stays, and the upload's job fails too", async () => {
+    const company = await f.ctx.newCompany('Split doomed');
+    const rangeChunks = Math.ceil(ROWS / CHUNK / RANGES);
+    const res = await postImport(f.ctx.app, company.auth, fs.readFileSync(f.file), { headers: { prefer: 'respond-async' } });
+    const { id } = res.json().data;
+    // The second range's worker dies twice, after different chunks; BullMQ gives the range up on its second stall.
+    for (const chunk of [rangeChunks + 1, rangeChunks + 3]) {
+      const [worker] = await startWorkers({ killAfterChunk: chunk, env: splitEnv(2) });
+      expect(await exitOf(worker!)).toEqual({ code: null, signal: 'SIGKILL' });
+    }
+    const [worker] = await startWorkers({ env: splitEnv(2) });
+    const run = await f.finished(id);
+    expect(run).toMatchObject({ status: 'failed', failure: 'error', imported: null });
+    await until("the failed import's claims to be removed", async () => (await f.ctx.deps.store.imports.countClaims(id)) === 0);
+    const q = queue();
+    try {
+      expect(await (await q.getJob(importJobId(id)))?.isFailed()).toBe(true);
+    } finally {
+      await q.close();
+    }
+    await kill(worker!, 'SIGTERM');
+  }, 180_000);
+
   it('stops every range on a cancel: the import is cancelled and none of its claims stay', async () => {
     const company = await f.ctx.newCompany('Split cancel');
     // Chunk 0 is held 4 s: the other ranges soon wait for it (they share persons with the first range).
