@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 
 import type { Config } from './config';
-import { openDb, type Db } from './db/db';
+import { isDatabaseUnavailable, openDb, type Db } from './db/db';
 import { importJobCounts } from './db/metrics-repository';
 import { migrate } from './db/migrate';
 import { createPlateBatchRepository } from './db/plate-batch-repository';
@@ -13,6 +13,7 @@ import { createSearchRepository, hostOf, routeSearches } from './db/search-repos
 import { createStore, type StoreTx } from './db/store';
 import { createAlertService } from './domain/alerts/alert-service';
 import { createClaimService } from './domain/claims/claim-service';
+import { createLoggedPlateSearches } from './domain/claims/logged-plate-searches';
 import { createDocumentHasher, keyFingerprint } from './domain/clients/identity';
 import { createCompanyService } from './domain/companies/company-service';
 import { createDashboardService } from './domain/dashboard/dashboard-service';
@@ -132,6 +133,19 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       write: (entries) => lookupLog.appendLookups(entries),
       onError: (err) => log.error({ err }, 'could not write the look-up log; its look-ups were answered 503'),
     });
+    // Without a replica, a plate search and its look-up entry are one statement, batched like the
+    // journal's entries (logged-plate-searches.ts), on as many connections of the pool as the
+    // journal has writers.
+    const loggedPlateSearches = searches
+      ? undefined
+      : createLoggedPlateSearches({
+          lanes: lookupWriters,
+          run: (batch) => store.claims.searchByPlateLogged(batch),
+          passThrough: isDatabaseUnavailable,
+          onError: (err) => {
+            if (!isDatabaseUnavailable(err)) log.error({ err }, 'could not run a batch of plate searches; they were answered 503');
+          },
+        });
     const claims = createClaimService({
       store,
       hashDocument,
@@ -140,6 +154,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       journal: lookupJournal,
       alertsEnabled: config.alertsEnabled,
       ...(searches ? { searches } : {}),
+      ...(loggedPlateSearches ? { loggedPlateSearches } : {}),
     });
     const registry = createRegistryService({
       registry: registryRepository,
@@ -299,6 +314,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         await batchQueue.close();
         await importThread?.close();
         await deliverer?.stop();
+        await loggedPlateSearches?.flush();
         await lookupJournal.close();
         await lookupDb?.close();
         await searchDb?.close();

@@ -1,5 +1,12 @@
 import type { Claim, ClaimStatus, DocumentType } from '../domain/claims/claim';
-import type { ClaimRepository, NewClaimRow, StatusChange, StatusUpdate, StoredClaim } from '../domain/claims/claim-repository';
+import type {
+  ClaimRepository,
+  LoggedPlateSearch,
+  NewClaimRow,
+  StatusChange,
+  StatusUpdate,
+  StoredClaim,
+} from '../domain/claims/claim-repository';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../domain/clients/identity';
 import { RetryableConflict } from '../domain/errors';
 import { matchNewClaimsCtes } from './alert-repository';
@@ -125,6 +132,40 @@ const INSERT_RESOLVED_ALERTED = `${insertResolvedCtes('*')},${matchNewClaimsCtes
 const SEARCH_BY_PLATE = `${PUBLIC_CLAIM_SELECT}
    WHERE c.vehicle_registration = $1 AND c.claim_date >= $2::date AND ${visibleClaim('c')}
    ORDER BY c.claim_date DESC, c.created_at DESC, c.id DESC`;
+
+/**
+ * Several plate searches and their look-up log entries in one statement, so in one transaction:
+ * each search's claims (`n` is its place in the batch) and, for each, the entry naming them, as
+ * the look-up journal writes it (registry-repository.ts appendLookups). Its columns are one
+ * parameter each (columns.ts).
+ */
+const SEARCH_BY_PLATE_LOGGED = `
+  WITH q AS (
+    SELECT * FROM ROWS FROM (
+           json_array_elements_text($1::text::json), unnest($2::text::date[]), unnest($3::text::uuid[]), unnest($4::text::uuid[]),
+           unnest($5::text::uuid[]), unnest($6::text::uuid[]), json_array_elements_text($7::text::json), unnest($8::text::bigint[]))
+      WITH ORDINALITY AS t(plate, from_date, id, company_id, token_id, user_id, purpose, at, n)
+  ), found AS MATERIALIZED (
+    SELECT q.n, c.id, c.claim_date, c.claim_type, c.amount::text AS amount, c.currency, c.is_at_fault,
+           c.vehicle_registration, c.source, c.status, co.name AS company_name,
+           ${CREATED_AT} AS created_at, c.created_at AS created_ts,
+           cl.id AS client_id, cl.first_name, cl.last_name, cl.date_of_birth,
+           ARRAY(SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id ORDER BY d.doc_type)::text[] AS document_types
+      FROM q
+      JOIN claims c ON c.vehicle_registration = q.plate AND c.claim_date >= q.from_date
+      JOIN clients cl ON cl.id = c.client_id
+      JOIN companies co ON co.id = c.company_id
+     WHERE ${visibleClaim('c')}
+  ), logged AS (
+    INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, vehicle_registration, result_count, created_at, claim_ids, plate_key)
+    SELECT q.id, q.company_id, q.token_id, q.user_id, q.purpose, 'plate_search', q.plate,
+           coalesce(cardinality(f.ids), 0), to_timestamp(q.at / 1000.0), coalesce(f.ids, '{}'), q.plate
+      FROM q
+      LEFT JOIN (SELECT n, array_agg(id) AS ids FROM found GROUP BY n) f ON f.n = q.n
+     -- A company deleted meanwhile takes its entries with it (as appendLookups does).
+     WHERE EXISTS (SELECT 1 FROM companies co WHERE co.id = q.company_id)
+  )
+  SELECT * FROM found ORDER BY n, claim_date DESC, created_ts DESC, id DESC`;
 
 /** The persons (other than the new ones) and the companies a write refers to, each once. */
 function referencesOf(
@@ -304,6 +345,22 @@ export function createClaimRepository(db: Queryable, { soleSession = false }: Cl
     /** A read-only statement: the caller notes the look-up in the look-up log. */
     async searchByPlate(plate: string, fromDate: string): Promise<Claim[]> {
       return (await db.query<PublicClaimRow>(SEARCH_BY_PLATE, [plate, fromDate])).map(toPublicClaim);
+    },
+
+    async searchByPlateLogged(searches: readonly LoggedPlateSearch[]): Promise<Claim[][]> {
+      const rows = await db.query<PublicClaimRow & { n: string }>(SEARCH_BY_PLATE_LOGGED, [
+        jsonArray(searches, (s) => s.plate),
+        arrayLiteral(searches, (s) => s.fromDate),
+        arrayLiteral(searches, (s) => s.entry.id),
+        arrayLiteral(searches, (s) => s.entry.companyId),
+        arrayLiteral(searches, (s) => s.entry.tokenId),
+        arrayLiteral(searches, (s) => s.entry.userId),
+        jsonArray(searches, (s) => s.entry.purpose),
+        arrayLiteral(searches, (s) => String(s.entry.at)),
+      ]);
+      const found: Claim[][] = searches.map(() => []);
+      for (const r of rows) found[Number(r.n) - 1]!.push(toPublicClaim(r));
+      return found;
     },
 
     /**

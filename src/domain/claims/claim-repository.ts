@@ -1,11 +1,15 @@
 import type { AlertWriter } from '../alerts/alerts';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../clients/identity';
+import type { LookupEntry } from '../registry/registry';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 
 /** A claim as stored: the public Claim plus its owner and its place in the newest-first order. */
 export type StoredClaim = Claim & { companyId: string; cursor: { ts: string; id: string } };
 
 /** A claim to write, its client already resolved. */
+/** A plate search (the normalized plate, the window's first day) and the look-up entry it writes. */
+export type LoggedPlateSearch = { plate: string; fromDate: string; entry: LookupEntry };
+
 export type NewClaimRow = ClaimInput & { id: string; clientId: string; companyId: string; source: ClaimSource; importId: string | null };
 
 /** Who changed a status: an API token or a signed-in person. */
@@ -54,6 +58,12 @@ export interface ClaimRepository {
   ): Promise<StoredClaim[]>;
   /** Claims in the API's shape only (what every company may see of them). */
   searchByPlate(plate: string, fromDate: string): Promise<Claim[]>;
+  /**
+   * Several plate searches, each with its look-up log entry, committed together before this
+   * resolves: each search's claims, in the order of `searches`. The entries' claim ids are the
+   * claims found (whatever `entry.claimIds` holds is ignored).
+   */
+  searchByPlateLogged(searches: readonly LoggedPlateSearch[]): Promise<Claim[][]>;
   updateStatus(companyId: string, id: string, status: ClaimStatus, actor: StatusActor): Promise<StatusUpdate>;
   statusHistory(companyId: string, id: string): Promise<StatusChange[]>;
 }

@@ -12,7 +12,8 @@ import { STATUS_ALERT_DAYS } from '../alerts/alerts';
 import { parsePurpose } from '../registry/registry';
 import { lookupOf } from '../registry/registry-service';
 import type { LookupJournal } from '../registry/lookup-journal';
-import type { SearchRepository } from '../registry/registry';
+import type { LookupEntry, SearchRepository } from '../registry/registry';
+import type { LoggedPlateSearches } from './logged-plate-searches';
 
 export type ClaimServiceDeps = {
   store: ClaimStore;
@@ -26,6 +27,12 @@ export type ClaimServiceDeps = {
    * Where plate searches read: a replica's (see SearchRepository); default: the store's claims.
    */
   searches?: Pick<SearchRepository, 'searchByPlate'>;
+  /**
+   * Plate searches with their look-up entries in one statement per batch (logged-plate-searches.ts),
+   * when searches and the log are on one database. Without it, a search reads from `searches`,
+   * then waits for `journal`.
+   */
+  loggedPlateSearches?: Pick<LoggedPlateSearches, 'search'>;
   /** Match and status-change alerts (ALERTS_ENABLED); default on. */
   alertsEnabled?: boolean;
 };
@@ -46,6 +53,7 @@ export function createClaimService({
   searchHistoryYears,
   journal,
   searches = store.claims,
+  loggedPlateSearches,
   alertsEnabled = true,
 }: ClaimServiceDeps) {
   /** The first day of the search window, worked out once per day. */
@@ -220,6 +228,15 @@ export function createClaimService({
    * is left after normalization must be letters and digits. Every search is noted in the
    * look-up log (who, when, the plate, which claims, why).
    */
+  /** A plate search, answered once its look-up entry (whose claim ids it fills in) is committed. */
+  async function plateSearch(plate: string, fromDate: string, entry: Omit<LookupEntry, 'at'>): Promise<Claim[]> {
+    if (loggedPlateSearches) return loggedPlateSearches.search(plate, fromDate, entry);
+    const claims = await searches.searchByPlate(plate, fromDate);
+    entry.claimIds = claims.map((c) => c.id);
+    await journal.record(entry);
+    return claims;
+  }
+
   async function searchByPlate(principal: Principal, plate: string, purposeRaw?: string | null) {
     const errors: FieldErrors = {};
     const field = 'vehicle_registration';
@@ -229,16 +246,11 @@ export function createClaimService({
     const purpose = parsePurpose(purposeRaw, errors);
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const from = windowStart(today());
-    const claims = await searches.searchByPlate(normalized, from);
-    // Answered only once its look-up log entry is committed (group commit: lookup-journal.ts).
-    await journal.record(
-      lookupOf(
-        principal,
-        purpose,
-        'plate_search',
-        { vehicleRegistration: normalized },
-        claims.map((c) => c.id),
-      ),
+    // Answered only once its look-up log entry is committed (group commit).
+    const claims = await plateSearch(
+      normalized,
+      from,
+      lookupOf(principal, purpose, 'plate_search', { vehicleRegistration: normalized }, []),
     );
     return {
       data: claims,
