@@ -132,6 +132,47 @@ describe('look-up log: GET /api/v1/lookups and GET /api/v1/claims/{id}/lookups',
     ]);
   });
 
+  it('plate searches answered together: each gets its own plate’s claims and its own entry, naming exactly those claims', async () => {
+    const [owner, a, b] = [await ctx.newCompany('Owner'), await ctx.newCompany('A'), await ctx.newCompany('B')];
+    const plates = [newPlate(), newPlate(), newPlate(), newPlate()];
+    // Plate i has i claims (plate 0 none), newest first.
+    const claims: { id: string }[][] = [];
+    for (const [i, plate] of plates.entries()) {
+      claims.push([]);
+      for (let k = 0; k < i; k++) {
+        claims[i]!.unshift(await submitClaim(ctx, owner, { vehicle_registration: plate, claim_date: addDays(today(), -10 + k) }));
+      }
+    }
+    // 16 searches at once: all but the first wait for a batch in flight and run together.
+    const asked = Array.from({ length: 16 }, (_, n) => ({ company: n % 2 ? a : b, plate: n % 4, purpose: `batch ${n}` }));
+    const answers = await Promise.all(
+      asked.map((q) => plateSearch(ctx, q.company, { vehicle_registration: plates[q.plate]!.toLowerCase(), purpose: q.purpose })),
+    );
+    for (const [n, res] of answers.entries()) {
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json().data.map((c: { id: string }) => c.id)).toEqual(claims[asked[n]!.plate]!.map((c) => c.id));
+    }
+    for (const company of [a, b]) {
+      const log = (await get(ctx, company, '/api/v1/lookups?limit=100')).json().data as {
+        purpose: string;
+        vehicle_registration: string;
+        result_count: number;
+      }[];
+      const mine = asked.filter((q) => q.company === company);
+      expect(log.map((l) => [l.purpose, l.vehicle_registration, l.result_count]).sort()).toEqual(
+        mine.map((q) => [q.purpose, plates[q.plate], q.plate]).sort(),
+      );
+    }
+    // Who looked at plate 3's newest claim: the 4 searches of plate 3, each once.
+    expect(await get(ctx, owner, `/api/v1/claims/${claims[3]![0]!.id}/lookups`).then((r) => r.json().data)).toHaveLength(4);
+    // They did run together: fewer transactions wrote the 16 entries than there were searches.
+    const [written] = await ctx.deps.db.query<{ transactions: number }>(
+      `SELECT count(DISTINCT xmin::text)::int AS transactions FROM lookups WHERE purpose LIKE 'batch %' AND company_id = ANY($1::uuid[])`,
+      [[a.id, b.id]],
+    );
+    expect(written!.transactions).toBeLessThan(16);
+  });
+
   it('a plate search with a purpose over 200 characters is a 422 naming purpose, and nothing is recorded', async () => {
     const c = await ctx.newCompany();
     const res = await plateSearch(ctx, c, { vehicle_registration: newPlate(), purpose: 'x'.repeat(201) });
