@@ -15,7 +15,7 @@ export type GroupCommitOptions<I, R> = {
   lanes?: number;
   maxBacklog?: number;
   /** The error every item of a failed batch (`cause`: why) or a refused item rejects with. */
-  failed: (cause?: unknown) => unknown;
+  failed: (cause?: unknown) => Error;
   onError?: (err: unknown) => void;
 };
 

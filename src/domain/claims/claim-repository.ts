@@ -6,10 +6,10 @@ import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 /** A claim as stored: the public Claim plus its owner and its place in the newest-first order. */
 export type StoredClaim = Claim & { companyId: string; cursor: { ts: string; id: string } };
 
-/** A claim to write, its client already resolved. */
 /** A plate search (the normalized plate, the window's first day) and the look-up entry it writes. */
 export type LoggedPlateSearch = { plate: string; fromDate: string; entry: LookupEntry };
 
+/** A claim to write, its client already resolved. */
 export type NewClaimRow = ClaimInput & { id: string; clientId: string; companyId: string; source: ClaimSource; importId: string | null };
 
 /** Who changed a status: an API token or a signed-in person. */

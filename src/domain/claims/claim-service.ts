@@ -223,11 +223,6 @@ export function createClaimService({
     return toPublic(result);
   }
 
-  /**
-   * `plate` is a string of at most 20 characters (the callers' input schemas check that); what
-   * is left after normalization must be letters and digits. Every search is noted in the
-   * look-up log (who, when, the plate, which claims, why).
-   */
   /** A plate search, answered once its look-up entry (whose claim ids it fills in) is committed. */
   async function plateSearch(plate: string, fromDate: string, entry: Omit<LookupEntry, 'at'>): Promise<Claim[]> {
     if (loggedPlateSearches) return loggedPlateSearches.search(plate, fromDate, entry);
@@ -237,6 +232,11 @@ export function createClaimService({
     return claims;
   }
 
+  /**
+   * `plate` is a string of at most 20 characters (the callers' input schemas check that); what
+   * is left after normalization must be letters and digits. Every search is noted in the
+   * look-up log (who, when, the plate, which claims, why).
+   */
   async function searchByPlate(principal: Principal, plate: string, purposeRaw?: string | null) {
     const errors: FieldErrors = {};
     const field = 'vehicle_registration';

@@ -42,7 +42,7 @@ export function createLoggedPlateSearches({
   const searches = createGroupCommit<LoggedPlateSearch, Claim[]>({
     lanes,
     ...(maxBacklog !== undefined ? { maxBacklog } : {}),
-    failed: (cause) => (cause !== undefined && passThrough(cause) ? cause : lookupLogUnavailable()),
+    failed: (cause) => (cause instanceof Error && passThrough(cause) ? cause : lookupLogUnavailable()),
     ...(onError ? { onError } : {}),
     run: (batch) => inSlices(batch, maxBatch, run),
   });
