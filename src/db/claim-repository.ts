@@ -20,12 +20,12 @@ const CURSOR_TS = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:M
 /**
  * Explicit column list: the API shape, never internal columns; with `internal`, also the owner and
  * the paging position (CLAIM_SELECT), which a cross-company search neither needs nor returns
- * (PUBLIC_CLAIM_SELECT).
+ * (PUBLIC_CLAIM_SELECT); `extra`: columns a statement adds for its own use (toPublicClaim drops them).
  */
-const claimSelect = (internal: boolean) => `
+const claimSelect = (internal: boolean, extra = '') => `
   SELECT c.id, c.claim_date, c.claim_type, c.amount::text AS amount, c.currency, c.is_at_fault,
          c.vehicle_registration, c.source, c.status, co.name AS company_name,
-         ${CREATED_AT} AS created_at,${internal ? ` ${CURSOR_TS} AS cursor_ts, c.company_id,` : ''}
+         ${CREATED_AT} AS created_at,${internal ? ` ${CURSOR_TS} AS cursor_ts, c.company_id,` : ''}${extra ? ` ${extra},` : ''}
          cl.id AS client_id, cl.first_name, cl.last_name, cl.date_of_birth,
          ARRAY(SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id ORDER BY d.doc_type)::text[] AS document_types
     FROM claims c
@@ -145,17 +145,9 @@ const SEARCH_BY_PLATE_LOGGED = `
            json_array_elements_text($1::text::json), unnest($2::text::date[]), unnest($3::text::uuid[]), unnest($4::text::uuid[]),
            unnest($5::text::uuid[]), unnest($6::text::uuid[]), json_array_elements_text($7::text::json), unnest($8::text::bigint[]))
       WITH ORDINALITY AS t(plate, from_date, id, company_id, token_id, user_id, purpose, at, n)
-  ), found AS MATERIALIZED (
-    SELECT q.n, c.id, c.claim_date, c.claim_type, c.amount::text AS amount, c.currency, c.is_at_fault,
-           c.vehicle_registration, c.source, c.status, co.name AS company_name,
-           ${CREATED_AT} AS created_at, c.created_at AS created_ts,
-           cl.id AS client_id, cl.first_name, cl.last_name, cl.date_of_birth,
-           ARRAY(SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id ORDER BY d.doc_type)::text[] AS document_types
-      FROM q
-      JOIN claims c ON c.vehicle_registration = q.plate AND c.claim_date >= q.from_date
-      JOIN clients cl ON cl.id = c.client_id
-      JOIN companies co ON co.id = c.company_id
-     WHERE ${visibleClaim('c')}
+  ), found AS MATERIALIZED (${claimSelect(false, 'q.n, c.created_at AS created_ts')}
+      JOIN q ON q.plate = c.vehicle_registration
+     WHERE c.claim_date >= q.from_date AND ${visibleClaim('c')}
   ), logged AS (
     INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, vehicle_registration, result_count, created_at, claim_ids, plate_key)
     SELECT q.id, q.company_id, q.token_id, q.user_id, q.purpose, 'plate_search', q.plate,

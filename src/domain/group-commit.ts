@@ -4,7 +4,8 @@
  * as the next batch, in one call of `run`. Under load one call carries many items, and a lone item
  * waits for one short call. There is no timer.
  *
- * `run` gets the batch's items in arrival order and resolves with one result per item, in the
+ * `run` gets the batch's items in arrival order (at most `maxBatch` at a call: a larger batch is
+ * run as several calls, in order) and resolves with one result per item, in the
  * same order, once they are committed. If it rejects, every item of that batch rejects with
  * `failed(cause)` (and `onError` is told the cause); the next batch goes on. An item that arrives
  * while `maxBacklog` items wait or run is refused at once with `failed()`.
@@ -13,6 +14,7 @@
 export type GroupCommitOptions<I, R> = {
   run: (items: I[]) => Promise<R[]>;
   lanes?: number;
+  maxBatch?: number;
   maxBacklog?: number;
   /** The error every item of a failed batch (`cause`: why) or a refused item rejects with. */
   failed: (cause?: unknown) => Error;
@@ -34,7 +36,22 @@ function newBatch<I, R>(): Batch<I, R> {
   return { items: [], resolve: [], reject: [], settled, settle };
 }
 
-export function createGroupCommit<I, R>({ run, lanes = 1, maxBacklog = 50_000, failed, onError }: GroupCommitOptions<I, R>) {
+/** Runs `run` on consecutive slices of at most `size` items, in order, and joins the results. */
+async function inSlices<I, R>(items: I[], size: number, run: (slice: I[]) => Promise<R[]>): Promise<R[]> {
+  if (items.length <= size) return run(items);
+  const out: R[] = [];
+  for (let from = 0; from < items.length; from += size) out.push(...(await run(items.slice(from, from + size))));
+  return out;
+}
+
+export function createGroupCommit<I, R>({
+  run,
+  lanes = 1,
+  maxBatch = Infinity,
+  maxBacklog = 50_000,
+  failed,
+  onError,
+}: GroupCommitOptions<I, R>) {
   /** The items waiting for a lane. */
   let next: Batch<I, R> | undefined;
   /** Items waiting or running. */
@@ -50,7 +67,7 @@ export function createGroupCommit<I, R>({ run, lanes = 1, maxBacklog = 50_000, f
       next = undefined;
       inFlight.add(batch);
       try {
-        const results = await run(batch.items);
+        const results = await inSlices(batch.items, maxBatch, run);
         for (let i = 0; i < batch.items.length; i++) batch.resolve[i]!(results[i]!);
       } catch (err) {
         onError?.(err);

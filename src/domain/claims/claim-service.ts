@@ -21,7 +21,7 @@ export type ClaimServiceDeps = {
   /** Today's date in the service's time zone. */
   today: () => string;
   searchHistoryYears: number;
-  /** Where plate searches are noted for the look-up log (flushed before a status change reads it). */
+  /** Where plate searches are noted for the look-up log, when `loggedPlateSearches` is not given. */
   journal: Pick<LookupJournal, 'record'>;
   /**
    * Where plate searches read: a replica's (see SearchRepository); default: the store's claims.

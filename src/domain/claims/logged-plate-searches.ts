@@ -1,5 +1,5 @@
 import { createGroupCommit } from '../group-commit';
-import { inSlices, lookupLogUnavailable } from '../registry/lookup-journal';
+import { lookupLogUnavailable } from '../registry/lookup-journal';
 import type { LookupEntry } from '../registry/registry';
 import type { Claim } from './claim';
 import type { LoggedPlateSearch } from './claim-repository';
@@ -41,10 +41,11 @@ export function createLoggedPlateSearches({
 }: LoggedPlateSearchesOptions) {
   const searches = createGroupCommit<LoggedPlateSearch, Claim[]>({
     lanes,
+    maxBatch,
     ...(maxBacklog !== undefined ? { maxBacklog } : {}),
     failed: (cause) => (cause instanceof Error && passThrough(cause) ? cause : lookupLogUnavailable()),
     ...(onError ? { onError } : {}),
-    run: (batch) => inSlices(batch, maxBatch, run),
+    run,
   });
   return {
     /** The claims on the plate since `fromDate`, once the look-up `entry` (its claim ids filled in) is committed. */

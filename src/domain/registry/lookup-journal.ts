@@ -35,14 +35,6 @@ export type LookupJournalOptions = {
 export const lookupLogUnavailable = () =>
   new AppError('UNAVAILABLE', 'The look-up log cannot be written right now, so no look-up is answered. Try again later.');
 
-/** Runs `run` on consecutive slices of at most `size` items, in order, and joins the results. */
-export async function inSlices<I, R>(items: I[], size: number, run: (slice: I[]) => Promise<R[]>): Promise<R[]> {
-  if (items.length <= size) return run(items);
-  const out: R[] = [];
-  for (let from = 0; from < items.length; from += size) out.push(...(await run(items.slice(from, from + size))));
-  return out;
-}
-
 export function createLookupJournal({
   write,
   writers = 1,
@@ -53,14 +45,14 @@ export function createLookupJournal({
 }: LookupJournalOptions) {
   const log = createGroupCommit<LookupEntry, void>({
     lanes: writers,
+    maxBatch,
     maxBacklog,
     failed: lookupLogUnavailable,
     ...(onError ? { onError } : {}),
-    run: (entries) =>
-      inSlices(entries, maxBatch, async (slice) => {
-        await write(slice);
-        return [];
-      }),
+    run: async (entries) => {
+      await write(entries);
+      return [];
+    },
   });
 
   /**
