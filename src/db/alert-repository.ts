@@ -48,9 +48,9 @@ const ALERT_JSON = alertJson(CLAIM_JSON);
  */
 const logAndAnnounce = (claims: AlertedClaims) => `
   logged AS (
-    INSERT INTO lookups (id, company_id, kind, vehicle_registration, claim_id, result_count, created_at, claim_ids, plate_key, client_key)
-    SELECT gen_random_uuid(), m.company_id, 'alert', c.vehicle_registration, m.matched_claim_id, 1, m.created_at,
-           ARRAY[m.matched_claim_id], c.vehicle_registration, c.client_id
+    INSERT INTO lookups (id, company_id, kind, vehicle_registration, claim_id, result_count, created_at, claim_ids)
+    SELECT uuid_v7(), m.company_id, 'alert', c.vehicle_registration, m.matched_claim_id, 1, m.created_at,
+           ARRAY[m.matched_claim_id]
       FROM made m JOIN ${claims.table} c ON c.id = m.matched_claim_id
   ), hooked AS (
     SELECT m.*, (row_number() OVER (PARTITION BY m.company_id ORDER BY m.created_at DESC, m.id DESC) - 1) / ${ALERTS_PER_EVENT} AS batch_no
@@ -131,7 +131,7 @@ export const matchNewClaimsCtes = (from: string, clients: string) =>
 /**
  * The companies whose look-ups (alerts included: each is a look-up entry) returned the claim in
  * the last $4 days, found as the claim's own look-ups are (plate_key / client_key indexes, then
- * claim_ids), the owner left out: one status alert each.
+ * claim_ids; alerts' entries by claim_id), the owner left out: one status alert each.
  */
 const STATUS_CHANGED = `
   WITH changed AS MATERIALIZED (
@@ -143,6 +143,10 @@ const STATUS_CHANGED = `
     UNION
     SELECT l.company_id FROM changed x
       JOIN lookups l ON l.client_key = x.client_id AND x.id = ANY (l.claim_ids)
+     WHERE l.created_at >= now() - make_interval(days => $4::int)
+    UNION
+    SELECT l.company_id FROM changed x
+      JOIN lookups l ON l.claim_id = x.id AND l.kind = 'alert'
      WHERE l.created_at >= now() - make_interval(days => $4::int)
   ), made AS (
     INSERT INTO alerts (company_id, kind, claim_id, matched_claim_id, from_status, to_status)

@@ -25,10 +25,10 @@ export const CLAIM_JSON = claimJson(`json_build_object(
 
 /**
  * The look-ups that returned claim `claim` (an alias with id, vehicle_registration, client_id),
- * newest first, at most `limit`, those meeting `where` (on alias l). Every look-up that can
- * have returned a claim shares its plate or its person: each of the two indexes gives its
- * candidates newest first (a look-up found through both is taken from the first), and the
- * look-up's claim_ids decide exactly.
+ * newest first, at most `limit`, those meeting `where` (on alias l). Every search that can have
+ * returned a claim shares its plate or its person: each of the two indexes gives its candidates
+ * newest first (a look-up found through both is taken from the first), and the look-up's
+ * claim_ids decide exactly. An alert's entry names its one claim in claim_id and is found there.
  */
 const RETURNED_BY = (claim: string, where: string, limit: string) => `
   (SELECT l.* FROM lookups l
@@ -38,6 +38,10 @@ const RETURNED_BY = (claim: string, where: string, limit: string) => `
   (SELECT l.* FROM lookups l
     WHERE l.client_key = ${claim}.client_id AND l.plate_key IS DISTINCT FROM ${claim}.vehicle_registration
       AND ${claim}.id = ANY (l.claim_ids) AND ${where}
+    ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit})
+  UNION ALL
+  (SELECT l.* FROM lookups l
+    WHERE l.claim_id = ${claim}.id AND l.kind = 'alert' AND ${where}
     ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit})`;
 
 export function createRegistryRepository(db: Db): RegistryRepository {
@@ -238,8 +242,13 @@ export function createRegistryRepository(db: Db): RegistryRepository {
            ), ids AS (
              SELECT array_agg(id) AS ids FROM batch
            ), asked AS (
-             -- The matches look-ups of these claims.
+             -- The matches look-ups of these claims, and the look-up entries of their alerts.
              DELETE FROM lookups l USING batch b WHERE l.claim_id = b.id RETURNING l.id
+           ), alerted AS (
+             -- Their alerts: those telling of them, and those told to their companies about others.
+             DELETE FROM alerts WHERE id IN (SELECT a.id FROM batch b JOIN alerts a ON a.matched_claim_id = b.id
+                                             UNION ALL
+                                             SELECT a.id FROM batch b JOIN alerts a ON a.claim_id = b.id)
            ), unlinked AS (
              -- The other look-ups that returned them no longer name them (found by their plate or person).
              UPDATE lookups l

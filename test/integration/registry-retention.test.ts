@@ -86,6 +86,14 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     expect(res.statusCode, res.body).toBe(201);
     return res.json().data as { id: string; vehicle_registration: string; client: { id: string } };
   }
+  /** The alerts that name any of the claims, told about them or to their companies. */
+  const alertsOf = async (...ids: string[]) =>
+    (
+      await current.deps.db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM alerts WHERE claim_id = ANY ($1::uuid[]) OR matched_claim_id = ANY ($1::uuid[])',
+        [ids],
+      )
+    )[0]!.n;
   const backdateClaim = (id: string, date: string) =>
     current.deps.db.query('UPDATE claims SET claim_date = $2::date WHERE id = $1', [id, date]);
 
@@ -108,7 +116,9 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     // X: one claim, which expires, so X (and the document) goes. Y: one expired claim and one
     // recent, so Y stays. Z: a claim dated exactly RETENTION_YEARS ago stays.
     xOld = await claim(a, numbers.x);
-    yOld = await claim(a, numbers.y);
+    // yOld shares the plate of an earlier claim of B's: B is told about yOld.
+    const bEarly = await claim(b, doc());
+    yOld = await claim(a, numbers.y, '1970-01-01', { vehicle_registration: bEarly.vehicle_registration });
     yNew = await claim(a, numbers.y);
     zEdge = await claim(a, numbers.z);
     // Look-ups before the claims age: B's plate searches return xOld and yNew; A asks for xOld's matches.
@@ -119,6 +129,9 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
       ).toBe(200);
     }
     expect((await inject({ method: 'GET', url: `/api/v1/claims/${xOld.id}/matches`, headers: a.auth })).statusCode).toBe(200);
+    // A later claim of B's on xOld's plate: A is told about it, on xOld.
+    await claim(b, doc(), '1970-01-01', { vehicle_registration: xOld.vehicle_registration });
+    expect(await alertsOf(xOld.id, yOld.id)).toBe(2);
     // C's look-ups: one 731 days old (goes), one 729 days old (stays).
     for (const days of [731, 729]) {
       const p = plate();
@@ -191,7 +204,7 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     expect(JSON.parse(purged.stdout)).toEqual({
       claims_deleted: 2,
       clients_deleted: 1,
-      lookups_deleted: 2, // A's matches of xOld, and C's 731-day-old search
+      lookups_deleted: 3, // A's matches of xOld, B's alert about yOld, and C's 731-day-old search
       claims_dated_before: minusYears(today(), 6),
       lookups_created_before: expect.any(String),
     });
@@ -229,6 +242,12 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
       xOld.id,
     ]);
     expect(naming[0]!.n).toBe(0);
+  });
+
+  it("an expired claim's alerts are gone, whether told about it or to its company", async () => {
+    const ofA = (await inject({ method: 'GET', url: '/api/v1/alerts', headers: a.auth })).json().data as { claim_id: string }[];
+    expect(ofA.filter((x) => x.claim_id === xOld.id)).toEqual([]);
+    expect(await alertsOf(xOld.id, yOld.id)).toBe(0);
   });
 
   it('subject:export prints the person, every claim with its company, and the look-ups that returned them; never the document number', () => {
