@@ -153,6 +153,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (input.SEARCH_DATABASE_URL !== undefined && input.DATABASE_URL === undefined) {
     problems.push('SEARCH_DATABASE_URL needs DATABASE_URL: it names a replica of that PostgreSQL (the embedded database has none)');
   }
+  if (typeof v.RETENTION_YEARS === 'number' && typeof v.SEARCH_HISTORY_YEARS === 'number' && v.RETENTION_YEARS < v.SEARCH_HISTORY_YEARS) {
+    problems.push(
+      `RETENTION_YEARS (${v.RETENTION_YEARS}) must be at least SEARCH_HISTORY_YEARS (${v.SEARCH_HISTORY_YEARS}): a claim is found by searches and alerts for SEARCH_HISTORY_YEARS, so it is kept at least that long`,
+    );
+  }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
 
   let s3: Config['s3'];

@@ -137,6 +137,12 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://x@db/claims', SEARCH_DATABASE_URL: '' }).searchDatabaseUrl).toBeUndefined();
   });
 
+  it('keeps claims at least as long as searches find them (RETENTION_YEARS >= SEARCH_HISTORY_YEARS)', () => {
+    expect(configError({ RETENTION_YEARS: '2' })).toMatch(/RETENTION_YEARS \(2\) must be at least SEARCH_HISTORY_YEARS \(3\)/);
+    expect(configError({ SEARCH_HISTORY_YEARS: '7' })).toMatch(/RETENTION_YEARS \(6\) must be at least SEARCH_HISTORY_YEARS \(7\)/);
+    expect(loadConfig({ RETENTION_YEARS: '3', SEARCH_HISTORY_YEARS: '3' }).retentionYears).toBe(3);
+  });
+
   it('does not put a secret value into its message', () => {
     const message = configError({ S3_SECRET_KEY: 'top-secret-value', SESSION_SECRET: 'hunter2-hunter2' });
     expect(message).not.toContain('top-secret-value');
