@@ -313,11 +313,22 @@ describe('two API processes and two workers on one PostgreSQL, Redis and S3 stor
       const byWorker = workers.map((w) => started(w).map((l) => l.jobId));
       expect(byWorker.flat().sort()).toEqual(ids.map((id) => `import-${id}`).sort());
       expect(byWorker.every((jobs) => jobs.length > 0)).toBe(true);
-      // Each worker's metrics count the rows it imported: together, every row once.
-      const rows = await Promise.all(
-        workers.map(async (w) => sampleValue(await (await fetch(w.metricsUrl)).text(), 'claims_import_rows_processed_total', {}) ?? 0),
+      // Each worker's metrics count the rows it imported: together, every row once. A worker counts
+      // an import's rows once its job has returned, just after the import shows completed.
+      const expected = sizes.reduce((s, n) => s + n + 1, 0);
+      let counted = 0;
+      await until(
+        `the workers' metrics to count ${expected} rows`,
+        async () => {
+          const rows = await Promise.all(
+            workers.map(async (w) => sampleValue(await (await fetch(w.metricsUrl)).text(), 'claims_import_rows_processed_total', {}) ?? 0),
+          );
+          counted = rows.reduce((s, n) => s + n, 0);
+          return counted >= expected;
+        },
+        10_000,
       );
-      expect(rows.reduce((s, n) => s + n, 0)).toBe(sizes.reduce((s, n) => s + n + 1, 0));
+      expect(counted).toBe(expected);
     } finally {
       release();
       await hold.catch(() => undefined);
