@@ -3,7 +3,7 @@ import { ALERTS_PER_EVENT } from '../domain/alerts/alerts';
 import type { Cursor } from '../domain/cursor';
 import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
-import { CLAIM_JSON, claimJson } from './registry-repository';
+import { CLAIM_JSON, claimJson, RETURNED_BY } from './registry-repository';
 
 const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 const position = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
@@ -130,24 +130,15 @@ export const matchNewClaimsCtes = (from: string, clients: string) =>
 
 /**
  * The companies whose look-ups (alerts included: each is a look-up entry) returned the claim in
- * the last $4 days, found as the claim's own look-ups are (plate_key / client_key indexes, then
- * claim_ids; alerts' entries by claim_id), the owner left out: one status alert each.
+ * the last $4 days, found as the claim's own look-ups are (RETURNED_BY), the owner left out: one
+ * status alert each.
  */
 const STATUS_CHANGED = `
   WITH changed AS MATERIALIZED (
     SELECT c.id, c.company_id, c.vehicle_registration, c.client_id FROM claims c WHERE c.id = $1
   ), told AS (
-    SELECT l.company_id FROM changed x
-      JOIN lookups l ON l.plate_key = x.vehicle_registration AND x.id = ANY (l.claim_ids)
-     WHERE l.created_at >= now() - make_interval(days => $4::int)
-    UNION
-    SELECT l.company_id FROM changed x
-      JOIN lookups l ON l.client_key = x.client_id AND x.id = ANY (l.claim_ids)
-     WHERE l.created_at >= now() - make_interval(days => $4::int)
-    UNION
-    SELECT l.company_id FROM changed x
-      JOIN lookups l ON l.claim_id = x.id AND l.kind = 'alert'
-     WHERE l.created_at >= now() - make_interval(days => $4::int)
+    SELECT DISTINCT l.company_id FROM changed x
+     CROSS JOIN LATERAL (${RETURNED_BY('x', 'l.created_at >= now() - make_interval(days => $4::int)', 'ALL')}) l
   ), made AS (
     INSERT INTO alerts (company_id, kind, claim_id, matched_claim_id, from_status, to_status)
     SELECT t.company_id, 'status_changed', NULL, x.id, $2, $3

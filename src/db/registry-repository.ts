@@ -30,7 +30,7 @@ export const CLAIM_JSON = claimJson(`json_build_object(
  * newest first (a look-up found through both is taken from the first), and the look-up's
  * claim_ids decide exactly. An alert's entry names its one claim in claim_id and is found there.
  */
-const RETURNED_BY = (claim: string, where: string, limit: string) => `
+export const RETURNED_BY = (claim: string, where: string, limit: string) => `
   (SELECT l.* FROM lookups l
     WHERE l.plate_key = ${claim}.vehicle_registration AND ${claim}.id = ANY (l.claim_ids) AND ${where}
     ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit})
