@@ -10,6 +10,7 @@ import { openDb, type Db } from '../src/db/db';
 import { createRegistryRepository } from '../src/db/registry-repository';
 import { createDocumentHasher } from '../src/domain/clients/identity';
 import { minusYears, todayIn } from '../src/domain/dates';
+import { logSince } from '../src/domain/registry/registry';
 
 const url = process.env.BENCH_DATABASE_URL;
 const key = process.env.BENCH_DOCUMENT_HASH_KEY;
@@ -44,8 +45,9 @@ try {
   await planOnly(repo.searchByPerson([{ type: 'national_id', hash: hash('NID000000042') }], dob42, from));
   label = 'search by person (unknown document)';
   await planOnly(repo.searchByPerson([{ type: 'national_id', hash: hash('NOBODY') }], '1940-01-01', from));
+  const since = logSince(new Date(), 730);
   label = 'look-ups, first page';
-  await repo.listLookups(company.company_id, { after: undefined, limit: 26 });
+  await repo.listLookups(company.company_id, { after: undefined, limit: 26, since });
   const [mid] = await db.query<{ ts: string; id: string }>(
     `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS ts, id FROM lookups WHERE company_id = $1
       ORDER BY created_at DESC, id DESC OFFSET 1000 LIMIT 1`,
@@ -53,14 +55,14 @@ try {
   );
   if (mid) {
     label = 'look-ups, a page 1,000 entries deep (cursor)';
-    await repo.listLookups(company.company_id, { after: mid, limit: 26 });
+    await repo.listLookups(company.company_id, { after: mid, limit: 26, since });
   }
   const [looked] = await db.query<{ claim_id: string; company_id: string }>(
     `SELECT c.id AS claim_id, c.company_id FROM lookups l JOIN claims c ON c.id = l.claim_ids[1] LIMIT 1`,
   );
   if (looked) {
     label = 'who looked at a claim';
-    await repo.claimLookups(looked.claim_id, looked.company_id, { after: undefined, limit: 26 });
+    await repo.claimLookups(looked.claim_id, looked.company_id, { after: undefined, limit: 26, since });
   }
 } finally {
   await db.close();

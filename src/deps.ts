@@ -305,7 +305,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
           failed: c.failed ?? 0,
         };
       },
-      dashboard: createDashboardService({ store, today, timeZone: config.timezone }),
+      dashboard: createDashboardService({ store, today, timeZone: config.timezone, lookupRetentionDays: config.lookupRetentionDays }),
       sessions: createSessionService({ store }),
       sessionSecret: () => resolveSessionSecret(config),
       async close() {

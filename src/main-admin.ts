@@ -121,10 +121,11 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
           claims_deleted: r.claims,
           clients_deleted: r.clients,
           lookups_deleted: r.lookups,
+          alerts_deleted: r.alerts,
           claims_dated_before: r.claims_before,
           lookups_created_before: r.lookups_before,
         },
-        text: `Removed ${r.claims} claims dated before ${r.claims_before}, ${r.clients} clients left with no claim (with their documents), and ${r.lookups} look-up entries.`,
+        text: `Removed ${r.claims} claims dated before ${r.claims_before}, ${r.clients} clients left with no claim (with their documents), ${r.lookups} look-up entries, and ${r.alerts} alerts of the expired claims.`,
       };
     }
     case 'subject:export': {

@@ -40,19 +40,15 @@ const ALERT_JSON = alertJson(CLAIM_JSON);
 
 /**
  * What follows the INSERT of alerts (a CTE named `made`, RETURNING every column), in the same
- * statement: each alert in the told company's look-up log, and the `alerts.created` webhook
- * deliveries. Deliveries: the companies with an endpoint only, their alerts numbered per company
+ * statement: the `alerts.created` webhook deliveries (each alert is also its told company's
+ * look-up log entry, with no second row: registry-repository.ts logPage). Deliveries: the
+ * companies with an endpoint only, their alerts numbered per company
  * and grouped by ALERTS_PER_EVENT, one event (and its body, built here in the envelope of
  * enqueueWebhookEvent) per group, one delivery per endpoint. Only alerts this statement made are
  * announced, so a run again (same claims, same import) announces nothing.
  */
-const logAndAnnounce = (claims: AlertedClaims) => `
-  logged AS (
-    INSERT INTO lookups (id, company_id, kind, vehicle_registration, claim_id, result_count, created_at, claim_ids)
-    SELECT uuid_v7(), m.company_id, 'alert', c.vehicle_registration, m.matched_claim_id, 1, m.created_at,
-           ARRAY[m.matched_claim_id]
-      FROM made m JOIN ${claims.table} c ON c.id = m.matched_claim_id
-  ), hooked AS (
+const announce = (claims: AlertedClaims) => `
+  hooked AS (
     SELECT m.*, (row_number() OVER (PARTITION BY m.company_id ORDER BY m.created_at DESC, m.id DESC) - 1) / ${ALERTS_PER_EVENT} AS batch_no
       FROM made m
      WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.company_id = m.company_id)
@@ -97,7 +93,7 @@ const matchCtes = (fresh: string, from: string, claims: AlertedClaims) => `
      WHERE ${visibleClaim('o')}
     ON CONFLICT DO NOTHING
     RETURNING *
-  ),${logAndAnnounce(claims)}`;
+  ),${announce(claims)}`;
 
 const MATCH_CLAIMS = `WITH ${matchCtes(
   'SELECT c.id, c.company_id, c.client_id, c.vehicle_registration FROM claims c WHERE c.id = ANY ($1::uuid[])',
@@ -145,7 +141,7 @@ const STATUS_CHANGED = `
       FROM told t CROSS JOIN changed x
      WHERE t.company_id <> x.company_id
     RETURNING *
-  ),${logAndAnnounce(STORED_CLAIMS)}${MADE}`;
+  ),${announce(STORED_CLAIMS)}${MADE}`;
 
 /** A company's alerts newest first ($1 company, $3/$4 the position after which, $5 how many; $2 a claim, or unused). */
 const list = (forClaim: boolean) => `

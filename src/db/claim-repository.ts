@@ -121,8 +121,8 @@ const INSERT_RESOLVED_CHECKED = `${INSERT_RESOLVED_CTES}
                   WHERE x.found IS NULL)::int AS missing`;
 
 /**
- * The same for claims submitted one at a time, with the match alerts they make (and the alerts'
- * look-up entries and webhook deliveries): one statement, so that an alert exists exactly when its
+ * The same for claims submitted one at a time, with the match alerts they make (and their
+ * webhook deliveries): one statement, so that an alert exists exactly when its
  * claim does, at the cost of the write alone in round trips. $19 the window's first day, $20 each
  * claim's client in the API's shape keyed by the claim's id.
  */

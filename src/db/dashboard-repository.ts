@@ -15,6 +15,7 @@ import type {
 } from '../domain/dashboard/dashboard-repository';
 import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
+import { logPage } from './registry-repository';
 
 const CREATED_AT = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 const CURSOR_TS = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
@@ -168,10 +169,10 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
       );
     },
 
-    async listLookups(companyId, filter, timeZone, after, limit): Promise<LookupLogRow[]> {
-      const params: unknown[] = [companyId];
+    async listLookups(companyId, filter, timeZone, since, after, limit): Promise<LookupLogRow[]> {
+      const params: unknown[] = [companyId, since];
       const p = (value: unknown) => `$${params.push(value)}`;
-      const conds = ['l.company_id = $1'];
+      const conds = ['l.company_id = $1', 'l.created_at >= $2::text::timestamptz'];
       if (filter.kind) conds.push(`l.kind = ${p(filter.kind)}`);
       if (filter.userId) conds.push(`l.user_id = ${p(filter.userId)}::text::uuid`);
       if (filter.tokenId) conds.push(`l.token_id = ${p(filter.tokenId)}::text::uuid`);
@@ -185,12 +186,10 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
                 to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position_ts,
                 u.email AS user_email, t.name AS token_name,
                 (SELECT count(*)::int FROM claims x WHERE x.id = ANY (l.claim_ids) AND x.company_id <> l.company_id) AS other_company_claims
-           FROM lookups l
+           FROM (${logPage(conds.join(' AND '), String(Number(limit)))}) l
            LEFT JOIN users u ON u.id = l.user_id
            LEFT JOIN api_tokens t ON t.id = l.token_id
-          WHERE ${conds.join(' AND ')}
-          ORDER BY l.created_at DESC, l.id DESC
-          LIMIT ${Number(limit)}`,
+          ORDER BY l.created_at DESC, l.id DESC`,
         params,
       );
       return rows.map(({ position_ts, ...r }) => ({

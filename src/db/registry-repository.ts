@@ -24,24 +24,55 @@ export const CLAIM_JSON = claimJson(`json_build_object(
                          FROM (SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id) t))`);
 
 /**
+ * An alert as its told company's look-up log entry (alias l): kind `alert`, naming the claim it
+ * tells of, found once. The log has no second row for it: a company's log is its look-ups and its
+ * alerts. The columns are the log's (LOG_COLUMNS) but the plate, which the entry takes from the
+ * claim (a claim's plate never changes).
+ */
+const ALERT_ENTRIES = `SELECT a.id, a.company_id, NULL::uuid AS token_id, NULL::uuid AS user_id, NULL::text AS purpose, 'alert'::text AS kind,
+         a.matched_claim_id AS claim_id, 1 AS result_count, a.created_at, ARRAY[a.matched_claim_id] AS claim_ids
+    FROM alerts a`;
+
+const LOG_COLUMNS =
+  'l.id, l.company_id, l.token_id, l.user_id, l.purpose, l.kind, l.vehicle_registration, l.claim_id, l.result_count, l.created_at, l.claim_ids';
+
+/**
+ * At most `limit` entries of the look-up log meeting `where` (on alias l, any of LOG_COLUMNS but
+ * the plate), newest first: the look-ups and the alerts each through their own newest-first index,
+ * then merged.
+ */
+export const logPage = (where: string, limit: string) => `
+  (SELECT ${LOG_COLUMNS} FROM lookups l WHERE ${where} ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit})
+  UNION ALL
+  (SELECT ${LOG_COLUMNS.replace('l.vehicle_registration', 'c.vehicle_registration')}
+     FROM (SELECT * FROM (${ALERT_ENTRIES}) l WHERE ${where} ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit}) l
+     LEFT JOIN claims c ON c.id = l.claim_id)
+  ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
+
+/** The keyset condition on alias l: older than the position ($ts, $id), or everything when they are null. */
+const olderThan = (ts: string, id: string) =>
+  `(l.created_at, l.id) < (coalesce(${ts}::timestamptz, 'infinity'), coalesce(${id}::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))`;
+
+/**
  * The look-ups that returned claim `claim` (an alias with id, vehicle_registration, client_id),
- * newest first, at most `limit`, those meeting `where` (on alias l). Every search that can have
- * returned a claim shares its plate or its person: each of the two indexes gives its candidates
- * newest first (a look-up found through both is taken from the first), and the look-up's
- * claim_ids decide exactly. An alert's entry names its one claim in claim_id and is found there.
+ * newest first, at most `limit`, those meeting `where` (on alias l): their id, company_id, kind
+ * and created_at. Every search that can have returned a claim shares its plate or its person:
+ * each of the two indexes gives its candidates newest first (a look-up found through both is
+ * taken from the first), and the look-up's claim_ids decide exactly. The alerts that told of the
+ * claim are found by it.
  */
 export const RETURNED_BY = (claim: string, where: string, limit: string) => `
-  (SELECT l.* FROM lookups l
+  (SELECT l.id, l.company_id, l.kind, l.created_at FROM lookups l
     WHERE l.plate_key = ${claim}.vehicle_registration AND ${claim}.id = ANY (l.claim_ids) AND ${where}
     ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit})
   UNION ALL
-  (SELECT l.* FROM lookups l
+  (SELECT l.id, l.company_id, l.kind, l.created_at FROM lookups l
     WHERE l.client_key = ${claim}.client_id AND l.plate_key IS DISTINCT FROM ${claim}.vehicle_registration
       AND ${claim}.id = ANY (l.claim_ids) AND ${where}
     ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit})
   UNION ALL
-  (SELECT l.* FROM lookups l
-    WHERE l.claim_id = ${claim}.id AND l.kind = 'alert' AND ${where}
+  (SELECT l.id, l.company_id, l.kind, l.created_at FROM (${ALERT_ENTRIES}) l
+    WHERE l.claim_id = ${claim}.id AND ${where}
     ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit})`;
 
 export function createRegistryRepository(db: Db): RegistryRepository {
@@ -176,16 +207,13 @@ export function createRegistryRepository(db: Db): RegistryRepository {
       );
     },
 
-    async listLookups(companyId, { after, limit }) {
+    async listLookups(companyId, { after: at, limit, since }) {
       const rows = await db.query<Lookup & { position_ts: string }>(
         `SELECT l.id, l.kind, l.vehicle_registration, l.claim_id, l.result_count, l.purpose,
                 ${ts('l.created_at')} AS created_at, ${position('l.created_at')} AS position_ts
-           FROM lookups l
-          WHERE l.company_id = $1
-            AND ($2::timestamptz IS NULL OR (l.created_at, l.id) < ($2::timestamptz, $3::uuid))
-          ORDER BY l.created_at DESC, l.id DESC
-          LIMIT $4`,
-        [companyId, after?.ts ?? null, after?.id ?? null, limit],
+           FROM (${logPage(`l.company_id = $1 AND l.created_at >= $5::timestamptz AND ${olderThan('$2', '$3')}`, '$4')}) l
+          ORDER BY l.created_at DESC, l.id DESC`,
+        [companyId, at?.ts ?? null, at?.id ?? null, limit, since],
       );
       return rows.map((l) => ({
         id: l.id,
@@ -199,7 +227,7 @@ export function createRegistryRepository(db: Db): RegistryRepository {
       }));
     },
 
-    async claimLookups(claimId, companyId, { after, limit }) {
+    async claimLookups(claimId, companyId, { after: at, limit, since }) {
       // One row with nulls when the claim is the caller's and nobody looked; no row when it is not theirs.
       const rows = await db.query<{
         company_name: string | null;
@@ -216,12 +244,12 @@ export function createRegistryRepository(db: Db): RegistryRepository {
            LEFT JOIN LATERAL (
              SELECT co.name AS company_name, l.kind, ${ts('l.created_at')} AS created_at,
                     ${position('l.created_at')} AS position_ts, l.id AS lookup_id
-               FROM (${RETURNED_BY('own', '($3::timestamptz IS NULL OR (l.created_at, l.id) < ($3::timestamptz, $4::uuid))', '$5')}) l
+               FROM (${RETURNED_BY('own', `l.created_at >= $6::timestamptz AND ${olderThan('$3', '$4')}`, '$5')}) l
                JOIN companies co ON co.id = l.company_id
               ORDER BY l.created_at DESC, l.id DESC
               LIMIT $5
            ) x ON true`,
-        [claimId, companyId, after?.ts ?? null, after?.id ?? null, limit],
+        [claimId, companyId, at?.ts ?? null, at?.id ?? null, limit, since],
       );
       if (rows.length === 0) return undefined;
       return rows
@@ -236,19 +264,21 @@ export function createRegistryRepository(db: Db): RegistryRepository {
 
     async purgeClaimsBatch(claimsBefore, batchSize) {
       return db.transaction(async (tx) => {
-        const deleted = await tx.query<{ claims: number; lookups: number; client_ids: string[] | null }>(
+        const deleted = await tx.query<{ claims: number; lookups: number; alerts: number; client_ids: string[] | null }>(
           `WITH batch AS (
              SELECT id, client_id FROM claims WHERE claim_date < $1::date LIMIT $2 FOR UPDATE SKIP LOCKED
            ), ids AS (
              SELECT array_agg(id) AS ids FROM batch
            ), asked AS (
-             -- The matches look-ups of these claims, and the look-up entries of their alerts.
+             -- The matches look-ups of these claims.
              DELETE FROM lookups l USING batch b WHERE l.claim_id = b.id RETURNING l.id
            ), alerted AS (
-             -- Their alerts: those telling of them, and those told to their companies about others.
+             -- Their alerts (each its told company's look-up entry): those telling of them, and those
+             -- told to their companies about others.
              DELETE FROM alerts WHERE id IN (SELECT a.id FROM batch b JOIN alerts a ON a.matched_claim_id = b.id
                                              UNION ALL
                                              SELECT a.id FROM batch b JOIN alerts a ON a.claim_id = b.id)
+             RETURNING 1
            ), unlinked AS (
              -- The other look-ups that returned them no longer name them (found by their plate or person).
              UPDATE lookups l
@@ -264,6 +294,7 @@ export function createRegistryRepository(db: Db): RegistryRepository {
            )
            SELECT (SELECT count(*) FROM gone)::int AS claims,
                   (SELECT count(*) FROM asked)::int AS lookups,
+                  (SELECT count(*) FROM alerted)::int AS alerts,
                   (SELECT array_agg(DISTINCT client_id) FROM gone)::text[] AS client_ids`,
           [claimsBefore, batchSize],
         );
@@ -282,7 +313,7 @@ export function createRegistryRepository(db: Db): RegistryRepository {
           );
           clients = gone[0]!.n;
         }
-        return { claims: d.claims, clients, lookups: d.lookups };
+        return { claims: d.claims, clients, lookups: d.lookups, alerts: d.alerts };
       });
     },
 
@@ -310,7 +341,7 @@ export function createRegistryRepository(db: Db): RegistryRepository {
       return rows.length > 0;
     },
 
-    async subject(documents, dateOfBirth) {
+    async subject(documents, dateOfBirth, since) {
       const people = await db.query<SubjectRecord['person']>(
         `WITH docs AS (
            SELECT DISTINCT d.client_id
@@ -337,11 +368,11 @@ export function createRegistryRepository(db: Db): RegistryRepository {
       const lookups = await db.query<SubjectRecord['lookups'][number]>(
         `SELECT co.name AS company_name, l.kind, c.id AS claim_id, ${ts('l.created_at')} AS created_at
            FROM claims c
-           CROSS JOIN LATERAL (${RETURNED_BY('c', 'true', 'ALL')}) l
+           CROSS JOIN LATERAL (${RETURNED_BY('c', 'l.created_at >= $2::timestamptz', 'ALL')}) l
            JOIN companies co ON co.id = l.company_id
           WHERE c.client_id = $1
           ORDER BY l.created_at DESC, l.id DESC, c.id`,
-        [person.id],
+        [person.id, since],
       );
       return { person, claims: claims.map((r) => r.claim), lookups };
     },

@@ -115,6 +115,53 @@ describe('match alerts for a claim stored through the API', () => {
     expect((await get(owner, '/api/v1/lookups')).json().data).toEqual([]);
   });
 
+  it('shows alerts among the look-ups newest first, page by page, and leaves out those older than LOOKUP_RETENTION_DAYS, which stay alerts', async () => {
+    const [told, owner] = [await ctx.newCompany('Told, log'), await ctx.newCompany('Owner, log')];
+    const [p1, p2, searched] = [plate(), plate(), plate()];
+    await submitClaim(ctx, told, { vehicle_registration: p1 });
+    await submitClaim(ctx, told, { vehicle_registration: p2 });
+    const [old, recent] = [
+      await submitClaim(ctx, owner, { vehicle_registration: p1 }),
+      await submitClaim(ctx, owner, { vehicle_registration: p2 }),
+    ];
+    for (const purpose of ['older search', 'newest search']) {
+      const res = await ctx.app.inject({
+        method: 'POST',
+        url: '/api/v1/claims/search-by-plate',
+        headers: told.auth,
+        payload: { vehicle_registration: searched, purpose },
+      });
+      expect(res.statusCode).toBe(200);
+    }
+    await ctx.deps.lookupJournal.flush();
+    const days = ctx.deps.config.lookupRetentionDays;
+    const backdate = async (table: 'alerts' | 'lookups', where: string, value: string, daysAgo: number) =>
+      ctx.deps.db.query(`UPDATE ${table} SET created_at = now() - make_interval(days => $2) WHERE ${where} = $1`, [value, daysAgo]);
+    await backdate('alerts', 'matched_claim_id', old.id, days + 1);
+    await backdate('lookups', 'purpose', 'older search', 10);
+    await backdate('alerts', 'matched_claim_id', recent.id, 5);
+
+    const seen: string[] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const res = await get(told, `/api/v1/lookups?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      expect(res.statusCode, res.body).toBe(200);
+      const body = res.json<{
+        data: { kind: string; purpose: string | null; claim_id: string | null }[];
+        meta: { next_cursor: string | null };
+      }>();
+      seen.push(...body.data.map((l) => (l.kind === 'alert' ? `alert on ${l.claim_id}` : `${l.purpose}`)));
+      cursor = body.meta.next_cursor;
+    }
+    expect(seen).toEqual(['newest search', `alert on ${recent.id}`, 'older search']);
+    expect((await get(owner, `/api/v1/claims/${old.id}/lookups`)).json().data).toEqual([]);
+    expect((await get(owner, `/api/v1/claims/${recent.id}/lookups`)).json().data).toEqual([
+      { company_name: told.name, kind: 'alert', created_at: expect.stringMatching(RFC3339) },
+    ]);
+    // The alert itself is not a look-up: it is listed as long as its claims are kept.
+    expect((await alertsOf(told)).data.map((a) => (a.matched_claim as { id: string }).id)).toEqual([recent.id, old.id]);
+  });
+
   it('makes none for claims of the same company, nor for claims outside the search window', async () => {
     const company = await ctx.newCompany('Alone');
     const p = plate();

@@ -204,11 +204,12 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     expect(JSON.parse(purged.stdout)).toEqual({
       claims_deleted: 2,
       clients_deleted: 1,
-      lookups_deleted: 3, // A's matches of xOld, B's alert about yOld, and C's 731-day-old search
+      lookups_deleted: 2, // A's matches of xOld, and C's 731-day-old search
+      alerts_deleted: 2, // A's alert about B's later claim on xOld's plate, B's alert about yOld
       claims_dated_before: minusYears(today(), 6),
       lookups_created_before: expect.any(String),
     });
-    expect(JSON.parse(again.stdout)).toMatchObject({ claims_deleted: 0, clients_deleted: 0, lookups_deleted: 0 });
+    expect(JSON.parse(again.stdout)).toMatchObject({ claims_deleted: 0, clients_deleted: 0, lookups_deleted: 0, alerts_deleted: 0 });
   });
 
   it('claims dated before today minus RETENTION_YEARS are gone; one dated exactly then stays', async () => {
@@ -296,7 +297,7 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
     for (let i = 0; i < 5; i++) ids.push((await claim(a, doc())).id);
     for (const id of ids) await backdateClaim(id, minusYears(today(), 8));
     const repo = createRegistryRepository(current.deps.db);
-    expect(await repo.purgeClaimsBatch(minusYears(today(), 6), 2)).toEqual({ claims: 2, clients: 2, lookups: 0 });
+    expect(await repo.purgeClaimsBatch(minusYears(today(), 6), 2)).toEqual({ claims: 2, clients: 2, lookups: 0, alerts: 0 });
     expect(await service(2).purge()).toMatchObject({ claims: 3, clients: 3 });
     expect(await service(2).purgeIfDue()).not.toBeNull(); // first run of the day
     expect(await service(2).purgeIfDue()).toBeNull(); // already done today, by any process

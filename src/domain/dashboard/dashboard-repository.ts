@@ -115,11 +115,12 @@ export interface DashboardRepository {
   countClaims(companyId: string, filter: ClaimListFilter): Promise<number>;
   /** The status changes of one of the company's claims, newest first. */
   statusHistory(companyId: string, claimId: string): Promise<StatusHistoryEntry[]>;
-  /** The company's look-ups, newest first, after a key. */
+  /** The company's look-up log (its look-ups and the alerts it was told), newest first, after a key, created at or after `since`. */
   listLookups(
     companyId: string,
     filter: LookupLogFilter,
     timeZone: string,
+    since: string,
     after: { ts: string; id: string } | undefined,
     limit: number,
   ): Promise<LookupLogRow[]>;

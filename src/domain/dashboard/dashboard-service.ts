@@ -1,6 +1,7 @@
 import { CLAIM_STATUSES, type ClaimStatus } from '../claims/claim';
 import { isUuid } from '../ids';
 import { isIsoDate } from '../dates';
+import { logSince } from '../registry/registry';
 import type {
   ClaimListFilter,
   ClaimListKey,
@@ -56,10 +57,13 @@ export function createDashboardService({
   store,
   today,
   timeZone,
+  lookupRetentionDays,
 }: {
   store: { dashboard: DashboardRepository };
   today: () => string;
   timeZone: string;
+  /** How long the look-up log shows an entry (LOOKUP_RETENTION_DAYS). */
+  lookupRetentionDays: number;
 }) {
   return {
     /** The signed-in person with their company's name, or undefined when they no longer exist. */
@@ -116,7 +120,8 @@ export function createDashboardService({
 
     /** A page of the look-up log with who made each look-up; `next` is the key of the page after, if any. */
     async lookupLog(companyId: string, filter: LookupLogFilter, after: { ts: string; id: string } | undefined, limit: number) {
-      const rows = await store.dashboard.listLookups(companyId, filter, timeZone, after, limit + 1);
+      const since = logSince(new Date(), lookupRetentionDays);
+      const rows = await store.dashboard.listLookups(companyId, filter, timeZone, since, after, limit + 1);
       return { rows: rows.slice(0, limit), next: rows.length > limit ? rows[limit - 1]!.key : null };
     },
 

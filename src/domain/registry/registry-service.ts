@@ -7,6 +7,7 @@ import { isUuid, newId } from '../ids';
 import type { Principal } from '../principal';
 import {
   indicatorsOf,
+  logSince as logSinceAt,
   parsePurpose,
   validatePersonQuery,
   type ClaimLookup,
@@ -96,6 +97,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
   const searches = deps.searches ?? registry;
   const batchSize = Math.min(deps.purgeBatchSize ?? MAX_PURGE_BATCH, MAX_PURGE_BATCH);
   const windowStart = () => minusYears(today(), searchHistoryYears);
+  const logSince = () => logSinceAt(deps.now?.() ?? new Date(), deps.lookupRetentionDays);
   const period = `${searchHistoryYears} year${searchHistoryYears === 1 ? '' : 's'}`;
 
   /** Claims of all companies sharing the plate or the person with one of the caller's claims, and the indicators. */
@@ -146,7 +148,11 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     principal: Principal,
     opts: { cursor?: string | undefined; limit: number },
   ): Promise<{ data: Lookup[]; meta: { next_cursor: string | null } }> {
-    const rows = await registry.listLookups(principal.companyId, { after: positionOf(opts.cursor), limit: opts.limit + 1 });
+    const rows = await registry.listLookups(principal.companyId, {
+      after: positionOf(opts.cursor),
+      limit: opts.limit + 1,
+      since: logSince(),
+    });
     return page(rows, opts.limit);
   }
 
@@ -157,7 +163,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
   ): Promise<{ data: ClaimLookup[]; meta: { next_cursor: string | null } }> {
     if (!isUuid(id)) throw notFound();
     const after = positionOf(opts.cursor);
-    const rows = await registry.claimLookups(id, principal.companyId, { after, limit: opts.limit + 1 });
+    const rows = await registry.claimLookups(id, principal.companyId, { after, limit: opts.limit + 1, since: logSince() });
     if (!rows) throw notFound();
     return page(rows, opts.limit);
   }
@@ -170,13 +176,14 @@ export function createRegistryService(deps: RegistryServiceDeps) {
    */
   async function purge(): Promise<PurgeCounts & { claims_before: string; lookups_before: string }> {
     const claimsBefore = minusYears(today(), deps.retentionYears);
-    const lookupsBefore = new Date((deps.now?.() ?? new Date()).getTime() - deps.lookupRetentionDays * 86_400_000).toISOString();
-    const total: PurgeCounts = { claims: 0, clients: 0, lookups: 0 };
+    const lookupsBefore = logSince();
+    const total: PurgeCounts = { claims: 0, clients: 0, lookups: 0, alerts: 0 };
     for (;;) {
       const r = await registry.purgeClaimsBatch(claimsBefore, batchSize);
       total.claims += r.claims;
       total.clients += r.clients;
       total.lookups += r.lookups;
+      total.alerts += r.alerts;
       if (r.claims < batchSize) break;
     }
     for (;;) {
@@ -212,7 +219,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
       throw validationError(renamed);
     }
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
-    const found = await registry.subject(documents, value.dateOfBirth);
+    const found = await registry.subject(documents, value.dateOfBirth, logSince());
     return found ?? { person: null, claims: [], lookups: [] };
   }
 

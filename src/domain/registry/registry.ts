@@ -62,8 +62,15 @@ export type MatchFacts = {
   matches: Match[];
 };
 
+/**
+ * The first instant the look-up log shows, LOOKUP_RETENTION_DAYS before `now`: the daily purge
+ * deletes the look-ups before it, and an alert (which stays an alert) leaves the log then.
+ */
+export const logSince = (now: Date, lookupRetentionDays: number) =>
+  new Date(now.getTime() - lookupRetentionDays * 86_400_000).toISOString();
+
 export type RetentionCutoffs = { claimsBefore: string; lookupsBefore: string };
-export type PurgeCounts = { claims: number; clients: number; lookups: number };
+export type PurgeCounts = { claims: number; clients: number; lookups: number; alerts: number };
 
 /**
  * The three cross-company reads: a plate search, a person search, the matches of a company's
@@ -91,20 +98,31 @@ export interface RegistryRepository {
   ): Promise<{ personId: string | null; claims: Claim[] }>;
   /** Writes a batch of look-up log entries in one statement. */
   appendLookups(entries: LookupEntry[]): Promise<void>;
-  listLookups(companyId: string, opts: { after: Position | undefined; limit: number }): Promise<(Lookup & { position: Position })[]>;
-  /** undefined: not a visible claim of the company. */
+  /**
+   * The company's look-up log, newest first: its look-ups and the alerts it was told (each alert
+   * is its entry, kind `alert`), those created at or after `since` (LOOKUP_RETENTION_DAYS ago).
+   */
+  listLookups(
+    companyId: string,
+    opts: { after: Position | undefined; limit: number; since: string },
+  ): Promise<(Lookup & { position: Position })[]>;
+  /** undefined: not a visible claim of the company. Look-ups and alerts created at or after `since`. */
   claimLookups(
     claimId: string,
     companyId: string,
-    opts: { after: Position | undefined; limit: number },
+    opts: { after: Position | undefined; limit: number; since: string },
   ): Promise<(ClaimLookup & { position: Position })[] | undefined>;
-  /** One transaction: at most `batchSize` expired claims, their look-up entries, and clients left with no claim. */
-  purgeClaimsBatch(claimsBefore: string, batchSize: number): Promise<{ claims: number; clients: number; lookups: number }>;
+  /**
+   * One transaction: at most `batchSize` expired claims, their matches look-ups, their alerts (in
+   * both roles), and clients left with no claim.
+   */
+  purgeClaimsBatch(claimsBefore: string, batchSize: number): Promise<PurgeCounts>;
   /** One transaction: at most `batchSize` look-ups created before the cutoff, with their result rows. */
   purgeLookupsBatch(before: string, batchSize: number): Promise<number>;
   /** Marks today's retention run as taken; false when another process already took it within the last 23 hours. */
   claimDailyRun(): Promise<boolean>;
-  subject(documents: { type: DocumentType; hash: string }[], dateOfBirth: string): Promise<SubjectRecord | undefined>;
+  /** The person, their claims, and the look-ups and alerts created at or after `since` that returned one of them. */
+  subject(documents: { type: DocumentType; hash: string }[], dateOfBirth: string, since: string): Promise<SubjectRecord | undefined>;
 }
 
 export type SubjectRecord = {
