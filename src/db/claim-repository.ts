@@ -220,7 +220,9 @@ export function createClaimRepository(db: Queryable, { soleSession = false }: Cl
         last_name: string;
         date_of_birth: string;
         document_types?: DocumentType[];
-      }>(documentTypes ? FIND_DOCUMENTS_WITH_TYPES : FIND_DOCUMENTS, [refs.map((r) => r.type), refs.map((r) => r.hash)]);
+      }>(documentTypes ? FIND_DOCUMENTS_WITH_TYPES : FIND_DOCUMENTS, [refs.map((r) => r.type), refs.map((r) => r.hash)], {
+        genericPlan: true,
+      });
       return rows.map((r) => ({
         type: r.doc_type,
         hash: r.number_hash,
@@ -277,11 +279,11 @@ export function createClaimRepository(db: Queryable, { soleSession = false }: Cl
       };
       if (matchAlerts) {
         const rows = await db
-          .query<{ created_at: string | null }>(INSERT_RESOLVED_ALERTED, [
-            ...params,
-            matchAlerts.fromDate,
-            JSON.stringify(matchAlerts.clients),
-          ])
+          .query<{ created_at: string | null }>(
+            INSERT_RESOLVED_ALERTED,
+            [...params, matchAlerts.fromDate, JSON.stringify(matchAlerts.clients)],
+            { genericPlan: true },
+          )
           .catch(conflict);
         return { createdAt: rows[0]!.created_at };
       }

@@ -82,7 +82,10 @@ describe('metrics', () => {
     const text = await scrape();
     for (const state of ['waiting', 'active', 'failed'])
       expect(value(text, 'claims_import_queue_jobs', { state }), state).toBeGreaterThanOrEqual(0);
-    expect(value(text, 'claims_db_pool_connections', { state: 'size' })).toBe(ctx.deps.db.kind === 'postgres' ? ctx.config.dbPoolSize : 1);
+    // On PostgreSQL: the pool, and as many for the statements run with their generic plan (db.ts).
+    expect(value(text, 'claims_db_pool_connections', { state: 'size' })).toBe(
+      ctx.deps.db.kind === 'postgres' ? 2 * ctx.config.dbPoolSize : 1,
+    );
     expect(value(text, 'claims_db_pool_connections', { state: 'in_use' })).toBeGreaterThanOrEqual(0);
     for (const outcome of ['delivered', 'retry_scheduled', 'failed', 'refused']) {
       expect(value(text, 'claims_webhook_deliveries_total', { outcome }), outcome).toBeGreaterThanOrEqual(0);
