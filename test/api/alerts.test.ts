@@ -91,6 +91,17 @@ describe('match alerts for a claim stored through the API', () => {
     expect(a).not.toHaveProperty('from');
   });
 
+  it('makes one alert for a claim that shares both the plate and the person, matched on both', async () => {
+    const [first, newcomer] = [await ctx.newCompany('Both, first'), await ctx.newCompany('Both, newcomer')];
+    const body = claimBody();
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: first.auth, payload: body });
+    expect(res.statusCode, res.body).toBe(201);
+    const fresh = await submitClaim(ctx, newcomer, { vehicle_registration: body.vehicle_registration, client: body.client });
+    expect((await alertsOf(first)).data).toEqual([
+      expect.objectContaining({ claim_id: res.json().data.id, matched_claim: fresh, matched_on: ['vehicle_registration', 'client'] }),
+    ]);
+  });
+
   it("records each alert in the told company's look-up log, so the new claim's owner sees who was told", async () => {
     const [told, owner] = [await ctx.newCompany('Told'), await ctx.newCompany('Owner')];
     const p = plate();
