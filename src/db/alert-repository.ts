@@ -73,29 +73,25 @@ const MADE = `
 /**
  * The CTEs making match alerts for the claims of `fresh` (a query giving at least id, company_id,
  * client_id, vehicle_registration; and every column of a claim when they are the alerted claims'
- * table): the candidates through the plate index and the client index, set-based, each pair once
- * (a candidate row carries what its alert needs, so a pair found both ways is one row), other
- * companies' visible claims dated on or after `from` (a parameter) only. `written`: the fresh
- * claims are the statement's own new ones. No alert can name them yet, and no other statement
- * sees them before this one commits, so the alerts go in without ON CONFLICT's check and lock
- * per row; stored claims can be matched again (the same import, say), which the pair's unique
- * key turns into nothing.
+ * table): the candidates through the plate index and the client index, set-based, each pair once,
+ * other companies' visible claims dated on or after `from` (a parameter) only.
  */
-const matchCtes = (fresh: string, from: string, claims: AlertedClaims, written = false) => `
+const matchCtes = (fresh: string, from: string, claims: AlertedClaims) => `
   fresh AS MATERIALIZED (${fresh}),
   candidates AS (
-    SELECT f.id AS new_id, o.id, o.company_id, o.import_id,
-           o.vehicle_registration = f.vehicle_registration AS on_plate, o.client_id = f.client_id AS on_client
+    SELECT f.id AS new_id, o.id AS old_id
       FROM fresh f JOIN claims o ON o.vehicle_registration = f.vehicle_registration AND o.claim_date >= ${from}::date AND o.company_id <> f.company_id
     UNION
-    SELECT f.id, o.id, o.company_id, o.import_id, o.vehicle_registration = f.vehicle_registration, o.client_id = f.client_id
+    SELECT f.id, o.id
       FROM fresh f JOIN claims o ON o.client_id = f.client_id AND o.claim_date >= ${from}::date AND o.company_id <> f.company_id
   ), made AS (
     INSERT INTO alerts (company_id, kind, claim_id, matched_claim_id, on_plate, on_client)
-    SELECT o.company_id, 'match', o.id, o.new_id, o.on_plate, o.on_client
-      FROM candidates o
+    SELECT o.company_id, 'match', o.id, f.id, o.vehicle_registration = f.vehicle_registration, o.client_id = f.client_id
+      FROM candidates x
+      JOIN fresh f ON f.id = x.new_id
+      JOIN claims o ON o.id = x.old_id
      WHERE ${visibleClaim('o')}
-    ${written ? '' : 'ON CONFLICT DO NOTHING'}
+    ON CONFLICT DO NOTHING
     RETURNING *
   ),${announce(claims)}`;
 
@@ -122,16 +118,11 @@ const MATCH_IMPORT = `WITH ${matchCtes(
  * `from`. The statement then selects `made` to count them.
  */
 export const matchNewClaimsCtes = (from: string, clients: string) =>
-  matchCtes(
-    'SELECT * FROM new_claims',
-    from,
-    {
-      table: 'fresh',
-      shown: 'JOIN companies co ON co.id = c.company_id',
-      json: claimJson(`(${clients}::text::json -> c.id::text)`),
-    },
-    true,
-  );
+  matchCtes('SELECT * FROM new_claims', from, {
+    table: 'fresh',
+    shown: 'JOIN companies co ON co.id = c.company_id',
+    json: claimJson(`(${clients}::text::json -> c.id::text)`),
+  });
 
 /**
  * The companies whose look-ups (alerts included: each is a look-up entry) returned the claim in
