@@ -131,10 +131,10 @@ describe('match alerts for a claim stored through the API', () => {
     const [p1, p2, searched] = [plate(), plate(), plate()];
     await submitClaim(ctx, told, { vehicle_registration: p1 });
     await submitClaim(ctx, told, { vehicle_registration: p2 });
-    const [old, recent] = [
-      await submitClaim(ctx, owner, { vehicle_registration: p1 }),
-      await submitClaim(ctx, owner, { vehicle_registration: p2 }),
-    ];
+    const oldBody = claimBody({ vehicle_registration: p1 });
+    const stored = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: owner.auth, payload: oldBody });
+    expect(stored.statusCode, stored.body).toBe(201);
+    const [old, recent] = [stored.json().data, await submitClaim(ctx, owner, { vehicle_registration: p2 })];
     for (const purpose of ['older search', 'newest search']) {
       const res = await ctx.app.inject({
         method: 'POST',
@@ -169,6 +169,14 @@ describe('match alerts for a claim stored through the API', () => {
     expect((await get(owner, `/api/v1/claims/${recent.id}/lookups`)).json().data).toEqual([
       { company_name: told.name, kind: 'alert', created_at: expect.stringMatching(RFC3339) },
     ]);
+    // Nor does subject access list it among the look-ups that returned the person's claim.
+    const subject = await ctx.deps.registry.subjectExport({
+      dateOfBirth: oldBody.client.date_of_birth,
+      idType: oldBody.client.id_documents[0]!.type,
+      idNumber: oldBody.client.id_documents[0]!.number,
+    });
+    expect(subject.claims.map((c) => c.id)).toEqual([old.id]);
+    expect(subject.lookups).toEqual([]);
     // The alert itself is not a look-up: it is listed as long as its claims are kept.
     expect((await alertsOf(told)).data.map((a) => (a.matched_claim as { id: string }).id)).toEqual([recent.id, old.id]);
   });

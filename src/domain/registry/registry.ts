@@ -69,7 +69,6 @@ export type MatchFacts = {
 export const logSince = (now: Date, lookupRetentionDays: number) =>
   new Date(now.getTime() - lookupRetentionDays * 86_400_000).toISOString();
 
-export type RetentionCutoffs = { claimsBefore: string; lookupsBefore: string };
 export type PurgeCounts = { claims: number; clients: number; lookups: number; alerts: number };
 
 /**
