@@ -153,6 +153,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       searchHistoryYears: config.searchHistoryYears,
       journal: lookupJournal,
       alertsEnabled: config.alertsEnabled,
+      unavailable: isDatabaseUnavailable,
       ...(searches ? { searches } : {}),
       ...(loggedPlateSearches ? { loggedPlateSearches } : {}),
     });
@@ -315,6 +316,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         await importThread?.close();
         await deliverer?.stop();
         await loggedPlateSearches?.flush();
+        await claims.flush();
         await lookupJournal.close();
         await lookupDb?.close();
         await searchDb?.close();

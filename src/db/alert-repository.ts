@@ -71,12 +71,25 @@ const MADE = `
   SELECT count(*)::int AS made FROM made`;
 
 /**
+ * The alerts between the claims of `fresh` themselves, of different companies, when they are a
+ * batch of submissions that the claims table does not show each other: as if submitted one after
+ * the other in the order of their (time-ordered) ids, the later one tells the earlier one's
+ * company, if that earlier claim is dated within the window.
+ */
+const AMONG_FRESH = (from: string) => `
+    UNION ALL
+    SELECT g.company_id, 'match', g.id, f.id, g.vehicle_registration = f.vehicle_registration, g.client_id = f.client_id
+      FROM fresh f
+      JOIN fresh g ON g.id < f.id AND g.company_id <> f.company_id AND g.claim_date >= ${from}::date
+                  AND (g.vehicle_registration = f.vehicle_registration OR g.client_id = f.client_id)`;
+
+/**
  * The CTEs making match alerts for the claims of `fresh` (a query giving at least id, company_id,
  * client_id, vehicle_registration; and every column of a claim when they are the alerted claims'
  * table): the candidates through the plate index and the client index, set-based, each pair once,
  * other companies' visible claims dated on or after `from` (a parameter) only.
  */
-const matchCtes = (fresh: string, from: string, claims: AlertedClaims) => `
+const matchCtes = (fresh: string, from: string, claims: AlertedClaims, amongFresh = false) => `
   fresh AS MATERIALIZED (${fresh}),
   candidates AS (
     SELECT f.id AS new_id, o.id AS old_id
@@ -90,7 +103,7 @@ const matchCtes = (fresh: string, from: string, claims: AlertedClaims) => `
       FROM candidates x
       JOIN fresh f ON f.id = x.new_id
       JOIN claims o ON o.id = x.old_id
-     WHERE ${visibleClaim('o')}
+     WHERE ${visibleClaim('o')}${amongFresh ? AMONG_FRESH(from) : ''}
     ON CONFLICT DO NOTHING
     RETURNING *
   ),${announce(claims)}`;
@@ -111,18 +124,23 @@ const MATCH_IMPORT = `WITH ${matchCtes(
 )}${MADE}`;
 
 /**
- * The CTEs making match alerts for the claims a statement is writing, to follow its CTE
- * `new_claims` (an INSERT into claims RETURNING *), which the claims table does not show the rest
- * of the statement: their persons come from `clients`, a parameter holding a JSON object of each
+ * The CTEs making match alerts for the claims a statement is writing (one or a batch of
+ * submissions), among themselves too, to follow its CTE `new_claims` (an INSERT into claims
+ * RETURNING *), which the claims table does not show the rest of the statement: their persons come from `clients`, a parameter holding a JSON object of each
  * claim's client in the API's shape keyed by the claim's id, and the window's first day from
  * `from`. The statement then selects `made` to count them.
  */
 export const matchNewClaimsCtes = (from: string, clients: string) =>
-  matchCtes('SELECT * FROM new_claims', from, {
-    table: 'fresh',
-    shown: 'JOIN companies co ON co.id = c.company_id',
-    json: claimJson(`(${clients}::text::json -> c.id::text)`),
-  });
+  matchCtes(
+    'SELECT * FROM new_claims',
+    from,
+    {
+      table: 'fresh',
+      shown: 'JOIN companies co ON co.id = c.company_id',
+      json: claimJson(`(${clients}::text::json -> c.id::text)`),
+    },
+    true,
+  );
 
 /**
  * The companies whose look-ups (alerts included: each is a look-up entry) returned the claim in

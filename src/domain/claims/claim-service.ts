@@ -2,6 +2,7 @@ import { minusYears } from '../dates';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { isUuid, newId } from '../ids';
 import { AppError, RetryableConflict, validationError, type FieldErrors } from '../errors';
+import { createGroupCommit } from '../group-commit';
 import type { DocumentHasher, DocumentRef, IdentityOutcome, IdentityPlan, KnownDocument } from '../clients/identity';
 import { planIdentities } from '../clients/identity';
 import type { Principal } from '../principal';
@@ -35,7 +36,21 @@ export type ClaimServiceDeps = {
   loggedPlateSearches?: Pick<LoggedPlateSearches, 'search'>;
   /** Match and status-change alerts (ALERTS_ENABLED); default on. */
   alertsEnabled?: boolean;
+  /**
+   * Whether a failed write says nothing about the submissions in it (the database unreachable):
+   * such a batch fails as a whole; after any other error each of its submissions is written again
+   * on its own, so that one submission's fault fails no other. Default: none.
+   */
+  unavailable?: (err: unknown) => boolean;
 };
+
+/** A claim submitted on its own, validated, waiting for its batch's write. */
+type Submission = { principal: Principal; input: ClaimInput; documents: DocumentRef[]; source: ClaimSource };
+/** What the write made of a submission: the claim as stored, or why its person could not be resolved. */
+type Submitted = { ok: true; claim: Claim } | { ok: false; errors: FieldErrors } | { ok: false; failure: unknown };
+
+/** Too many submissions already wait for a write. */
+const submissionsBacklogged = () => new AppError('UNAVAILABLE', 'Too many claims are being submitted right now; try again in a moment.');
 
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
 
@@ -55,6 +70,7 @@ export function createClaimService({
   searches = store.claims,
   loggedPlateSearches,
   alertsEnabled = true,
+  unavailable = () => false,
 }: ClaimServiceDeps) {
   /** The first day of the search window, worked out once per day. */
   let window = { today: '', from: '' };
@@ -104,6 +120,18 @@ export function createClaimService({
     documents: DocumentRef[][],
     known: KnownDocument[],
   ): { plan: IdentityPlan; claims: (NewClaimRow | null)[]; written: NewClaimRow[] } {
+    const owner = { companyId: principal.companyId, source };
+    return planOwned(inputs, () => owner, importId, documents, known);
+  }
+
+  /** planBatch for rows of several companies or sources: `ownerOf(i)` gives row i's. */
+  function planOwned(
+    inputs: ClaimInput[],
+    ownerOf: (i: number) => { companyId: string; source: ClaimSource },
+    importId: string | null,
+    documents: DocumentRef[][],
+    known: KnownDocument[],
+  ): { plan: IdentityPlan; claims: (NewClaimRow | null)[]; written: NewClaimRow[] } {
     // Plain object literals, no spreads: this runs for every row of an import, inside its chunk's transaction.
     const rows = inputs.map(({ client: c }, i) => ({
       firstName: c.firstName,
@@ -116,6 +144,7 @@ export function createClaimService({
     const claims = plan.outcomes.map((o, i): NewClaimRow | null => {
       if (!o.ok) return null;
       const c = inputs[i]!;
+      const owner = ownerOf(i);
       const row: NewClaimRow = {
         client: c.client,
         claimDate: c.claimDate,
@@ -127,8 +156,8 @@ export function createClaimService({
         status: c.status,
         id: newId(),
         clientId: o.client.id,
-        companyId: principal.companyId,
-        source,
+        companyId: owner.companyId,
+        source: owner.source,
         importId,
       };
       written.push(row);
@@ -137,29 +166,85 @@ export function createClaimService({
     return { plan, claims, written };
   }
 
+  /**
+   * Writes a batch of submissions (of any companies) as one: one look-up of all their documents,
+   * their persons resolved in arrival order (as if submitted one after the other: a person the
+   * first creates, the second finds), and one statement writing the persons, the claims and the
+   * alerts they make, between each other too. A submission whose person cannot be resolved is
+   * answered its error and written nowhere; the others are written.
+   */
+  async function writeSubmissions(batch: Submission[]): Promise<Submitted[]> {
+    try {
+      return await writeTogether(batch);
+    } catch (err) {
+      if (batch.length === 1 || unavailable(err)) throw err;
+      const alone: Submitted[] = [];
+      for (const s of batch)
+        alone.push(
+          await writeTogether([s]).then(
+            (r) => r[0]!,
+            (failure: unknown) => ({ ok: false, failure }),
+          ),
+        );
+      return alone;
+    }
+  }
+
+  async function writeTogether(batch: Submission[]): Promise<Submitted[]> {
+    const from = windowStart(today());
+    return withRetries(async () => {
+      const documents = batch.map((s) => s.documents);
+      const known = await store.claims.findDocuments(documents.flat());
+      const { plan, claims, written } = planOwned(
+        batch.map((s) => s.input),
+        (i) => ({ companyId: batch[i]!.principal.companyId, source: batch[i]!.source }),
+        null,
+        documents,
+        known,
+      );
+      const shown = plan.outcomes.map((o, i) => (o.ok ? shownClaim(batch[i]!.principal, claims[i]!, o.client, batch[i]!.source) : null));
+      let createdAt: string | null = null;
+      if (written.length > 0) {
+        const clients: Record<string, Claim['client']> = {};
+        for (const c of shown) if (c) clients[c.id] = c.client;
+        const matchAlerts = alertsEnabled ? { fromDate: from, clients } : undefined;
+        ({ createdAt } = await store.claims.insertResolved(plan, written, matchAlerts));
+      }
+      return plan.outcomes.map((o, i): Submitted =>
+        o.ok ? { ok: true, claim: { ...shown[i]!, created_at: createdAt! } } : { ok: false, errors: { [o.field]: [o.message] } },
+      );
+    });
+  }
+
+  /**
+   * Submissions by group commit: those that arrive while a batch is being written go together as
+   * the next batch (writeSubmissions). A lone submission is written at once; under load a batch
+   * shares one look-up, one statement and one commit. Each is answered once its batch has
+   * committed. One batch at a time: each sees every claim the process wrote before it, so the
+   * alerts between this process's submissions are exact (two writes at once would not see each
+   * other's claims). A batch that fails because the database is unreachable rejects each of its
+   * submissions with that error, having written nothing.
+   */
+  const submissions = createGroupCommit<Submission, Submitted>({
+    lanes: 1,
+    maxBatch: 100,
+    maxBacklog: 5_000,
+    failed: (cause) => (cause instanceof Error ? cause : submissionsBacklogged()),
+    run: writeSubmissions,
+  });
+
   async function submit(principal: Principal, body: unknown, source: ClaimSource = 'api'): Promise<Claim> {
     const { value, errors } = validateClaimInput(body, today());
     if (!value) throw validationError(errors);
-    const documents = [documentsOf(value)];
-    const from = windowStart(today());
-    // Two statements and no transaction: the look-up, then one write of the person, the claim and
-    // the alerts it makes (with their look-up entries and webhook deliveries), so that an alert
-    // exists exactly when its claim does.
-    return withRetries(async () => {
-      const known = await store.claims.findDocuments(documents.flat());
-      const { plan, claims } = planBatch(principal, [value], source, null, documents, known);
-      const outcome = plan.outcomes[0]!;
-      if (!outcome.ok) throw validationError({ [outcome.field]: [outcome.message] });
-      const claim = shownClaim(principal, claims[0]!, outcome.client, source);
-      const matchAlerts = alertsEnabled ? { fromDate: from, clients: { [claim.id]: claim.client } } : undefined;
-      const { createdAt } = await store.claims.insertResolved(plan, [claims[0]!], matchAlerts);
-      return { ...claim, created_at: createdAt! };
-    });
+    const written = await submissions.submit({ principal, input: value, documents: documentsOf(value), source });
+    if (written.ok) return written.claim;
+    if ('errors' in written) throw validationError(written.errors);
+    throw written.failure;
   }
 
   /** A claim just written as the API shows it, but for its creation time (the write's). */
   function shownClaim(
-    principal: Principal,
+    principal: Pick<Principal, 'companyName'>,
     row: NewClaimRow,
     c: Extract<IdentityOutcome, { ok: true }>['client'],
     source: ClaimSource,
@@ -258,7 +343,7 @@ export function createClaimService({
     };
   }
 
-  return { submit, get, list, updateStatus, searchByPlate, storeBatch, planBatch, documentsOf };
+  return { submit, get, list, updateStatus, searchByPlate, storeBatch, planBatch, documentsOf, flush: submissions.flush };
 }
 export type ClaimService = ReturnType<typeof createClaimService>;
 
