@@ -126,9 +126,10 @@ const MATCH_IMPORT = `WITH ${matchCtes(
 /**
  * The CTEs making match alerts for the claims a statement is writing (one or a batch of
  * submissions), among themselves too, to follow its CTE `new_claims` (an INSERT into claims
- * RETURNING *), which the claims table does not show the rest of the statement: their persons come from `clients`, a parameter holding a JSON object of each
- * claim's client in the API's shape keyed by the claim's id, and the window's first day from
- * `from`. The statement then selects `made` to count them.
+ * RETURNING *), which the claims table does not show the rest of the statement: their persons
+ * come from `clients`, a parameter holding a JSON object of each claim's client in the API's shape
+ * keyed by the claim's id, and the window's first day from `from`. The statement then selects
+ * `made` to count them.
  */
 export const matchNewClaimsCtes = (from: string, clients: string) =>
   matchCtes(

@@ -171,7 +171,9 @@ export function createClaimService({
    * their persons resolved in arrival order (as if submitted one after the other: a person the
    * first creates, the second finds), and one statement writing the persons, the claims and the
    * alerts they make, between each other too. A submission whose person cannot be resolved is
-   * answered its error and written nowhere; the others are written.
+   * answered its error and written nowhere; the others are written. A batch whose write fails (but
+   * for the database being unreachable) is written again one submission at a time, so that the
+   * one the database refuses fails alone.
    */
   async function writeSubmissions(batch: Submission[]): Promise<Submitted[]> {
     try {
