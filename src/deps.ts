@@ -134,12 +134,13 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       onError: (err) => log.error({ err }, 'could not write the look-up log; its look-ups were answered 503'),
     });
     // Without a replica, a plate search and its look-up entry are one statement, batched like the
-    // journal's entries (logged-plate-searches.ts), on as many connections of the pool as the
-    // journal has writers.
+    // journal's entries (logged-plate-searches.ts), one batch at a time: two at once only queued
+    // each commit behind the other's WAL flush, in batches half the size, and answered a quarter
+    // fewer searches (docs/performance.md, eighth round).
     const loggedPlateSearches = searches
       ? undefined
       : createLoggedPlateSearches({
-          lanes: lookupWriters,
+          lanes: 1,
           run: (batch) => store.claims.searchByPlateLogged(batch),
           passThrough: isDatabaseUnavailable,
           onError: (err) => {
