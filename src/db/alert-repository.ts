@@ -47,9 +47,13 @@ const ALERT_JSON = alertJson(CLAIM_JSON);
  * enqueueWebhookEvent) per group, one delivery per endpoint. Only alerts this statement made are
  * announced, so a run again (same claims, same import) announces nothing.
  */
-const announce = (claims: AlertedClaims) => `
+const announce = (claims: AlertedClaims, perClaim = false) => {
+  // An event is about one stored claim, status change or completed import: with `perClaim` (a
+  // statement storing several submitted claims) the alerts about each claim go in events of their own.
+  const event = (a: string) => (perClaim ? `${a}.company_id, ${a}.matched_claim_id` : `${a}.company_id`);
+  return `
   hooked AS (
-    SELECT m.*, (row_number() OVER (PARTITION BY m.company_id ORDER BY m.created_at DESC, m.id DESC) - 1) / ${ALERTS_PER_EVENT} AS batch_no
+    SELECT m.*, (row_number() OVER (PARTITION BY ${event('m')} ORDER BY m.created_at DESC, m.id DESC) - 1) / ${ALERTS_PER_EVENT} AS batch_no
       FROM made m
      WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.company_id = m.company_id)
   ), events AS (
@@ -58,7 +62,7 @@ const announce = (claims: AlertedClaims) => `
       FROM hooked a
       JOIN ${claims.table} c ON c.id = a.matched_claim_id
       ${claims.shown}
-     GROUP BY a.company_id, a.batch_no
+     GROUP BY ${event('a')}, a.batch_no
   ), delivered AS (
     INSERT INTO webhook_deliveries (company_id, endpoint_id, event_key, event_id, event_type, body)
     SELECT e.company_id, w.id, 'alerts.created:' || e.event_id, e.event_id, 'alerts.created',
@@ -67,6 +71,7 @@ const announce = (claims: AlertedClaims) => `
       FROM events e JOIN webhook_endpoints w ON w.company_id = e.company_id
     ON CONFLICT (endpoint_id, event_key) DO NOTHING
   )`;
+};
 const MADE = `
   SELECT count(*)::int AS made FROM made`;
 
@@ -87,9 +92,10 @@ const AMONG_FRESH = (from: string) => `
  * The CTEs making match alerts for the claims of `fresh` (a query giving at least id, company_id,
  * client_id, vehicle_registration; and every column of a claim when they are the alerted claims'
  * table): the candidates through the plate index and the client index, set-based, each pair once,
- * other companies' visible claims dated on or after `from` (a parameter) only.
+ * other companies' visible claims dated on or after `from` (a parameter) only. `submitted`: the
+ * claims of `fresh` are submissions this statement writes (AMONG_FRESH), announced claim by claim.
  */
-const matchCtes = (fresh: string, from: string, claims: AlertedClaims, amongFresh = false) => `
+const matchCtes = (fresh: string, from: string, claims: AlertedClaims, submitted = false) => `
   fresh AS MATERIALIZED (${fresh}),
   candidates AS (
     SELECT f.id AS new_id, o.id AS old_id
@@ -103,10 +109,10 @@ const matchCtes = (fresh: string, from: string, claims: AlertedClaims, amongFres
       FROM candidates x
       JOIN fresh f ON f.id = x.new_id
       JOIN claims o ON o.id = x.old_id
-     WHERE ${visibleClaim('o')}${amongFresh ? AMONG_FRESH(from) : ''}
+     WHERE ${visibleClaim('o')}${submitted ? AMONG_FRESH(from) : ''}
     ON CONFLICT DO NOTHING
     RETURNING *
-  ),${announce(claims)}`;
+  ),${announce(claims, submitted)}`;
 
 const MATCH_CLAIMS = `WITH ${matchCtes(
   'SELECT c.id, c.company_id, c.client_id, c.vehicle_registration FROM claims c WHERE c.id = ANY ($1::uuid[])',

@@ -8,8 +8,8 @@ import { startReceiver } from './receiver';
 
 /**
  * The `alerts.created` webhook event, through the outbox and the deliverer to a real receiver that
- * checks the signature: one delivery per told company per stored claim or completed import, at
- * most 100 alerts each.
+ * checks the signature: one delivery per told company per stored claim (claims submitted together
+ * included) or completed import, at most 100 alerts each.
  */
 let ctx: TestContext;
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
@@ -64,6 +64,21 @@ describe('alerts.created', () => {
     // The company that stored the claim was told nothing.
     expect(await ctx.deps.webhooks.listDeliveries(owner.id)).toEqual([]);
     expect(ownerHook.received).toEqual([]);
+  });
+
+  it('sends one event per stored claim to the told company, also for claims submitted at the same time', async () => {
+    const [told, owner] = [await ctx.newCompany('Told at once'), await ctx.newCompany('Submitting at once')];
+    const r = await receiver();
+    await ctx.deps.webhooks.createEndpoint(told.id, r.url);
+    const plates = [plate(), plate(), plate(), plate()];
+    for (const p of plates) await submitClaim(ctx, told, { vehicle_registration: p });
+    // Sent at once: the first is written alone, the others together in one write.
+    const stored = await Promise.all(plates.map((p) => submitClaim(ctx, owner, { vehicle_registration: p })));
+
+    const events = (await r.waitFor(4)).map((g) => JSON.parse(g.body));
+    expect(events.map((e) => e.data.count)).toEqual([1, 1, 1, 1]);
+    expect(events.map((e) => e.data.alerts[0].matched_claim.id).sort()).toEqual(stored.map((c) => c.id).sort());
+    await expect.poll(() => ctx.deps.webhooks.listDeliveries(told.id)).toHaveLength(4);
   });
 
   it('sends a completed import’s alerts at most 100 a delivery, one event per told company', async () => {
