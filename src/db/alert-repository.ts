@@ -1,12 +1,12 @@
 import type { Alert, AlertRepository } from '../domain/alerts/alerts';
 import { ALERTS_PER_EVENT } from '../domain/alerts/alerts';
-import type { Cursor } from '../domain/cursor';
+import type { Position } from '../domain/paging';
 import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
+import { olderThan, positionParams, positionTs } from './keyset';
 import { CLAIM_JSON, claimJson, RETURNED_BY } from './registry-repository';
 
 const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-const position = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
  * Where a statement finds the claims its alerts are about (matched_claim_id), as alias c: `table`
@@ -170,13 +170,13 @@ const STATUS_CHANGED = `
 
 /** A company's alerts newest first ($1 company, $3/$4 the position after which, $5 how many; $2 a claim, or unused). */
 const list = (forClaim: boolean) => `
-  SELECT ${ALERT_JSON} AS alert, ${position('a.created_at')} AS position_ts, a.id
+  SELECT ${ALERT_JSON} AS alert, ${positionTs('a.created_at')} AS position_ts, a.id
     FROM alerts a
     JOIN claims c ON c.id = a.matched_claim_id
     JOIN clients cl ON cl.id = c.client_id
     JOIN companies co ON co.id = c.company_id
    WHERE a.company_id = $1 AND ${forClaim ? 'a.claim_id = $2::uuid' : '$2::uuid IS NULL'}
-     AND ($3::timestamptz IS NULL OR (a.created_at, a.id) < ($3::timestamptz, $4::uuid))
+     AND ${olderThan('a', '$3', '$4')}
    ORDER BY a.created_at DESC, a.id DESC
    LIMIT $5`;
 const LIST = list(false);
@@ -203,11 +203,10 @@ export function createAlertRepository(db: Queryable): AlertRepository {
       const rows = await db.query<{ alert: Alert; position_ts: string; id: string }>(claimId === undefined ? LIST : LIST_FOR_CLAIM, [
         companyId,
         claimId ?? null,
-        after?.ts ?? null,
-        after?.id ?? null,
+        ...positionParams(after),
         limit,
       ]);
-      return rows.map((r) => Object.assign(r.alert, { position: { ts: r.position_ts, id: r.id } satisfies Cursor }));
+      return rows.map((r) => Object.assign(r.alert, { position: { ts: r.position_ts, id: r.id } satisfies Position }));
     },
 
     async countSince(companyId, since) {

@@ -3,9 +3,9 @@ import type { ClaimLookup, Lookup, MatchFacts, Position, RegistryRepository, Sub
 import { visibleClaim } from './claim-visibility';
 import { arrayLiteral, jsonArray } from './columns';
 import type { Db } from './db';
+import { olderThan, positionParams, positionTs } from './keyset';
 
 const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-const position = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
  * A claim as JSON in the API's shape, the same fields a plate search returns and no more: the
@@ -48,10 +48,6 @@ export const logPage = (where: string, limit: string) => `
      FROM (SELECT * FROM (${ALERT_ENTRIES}) l WHERE ${where} ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit}) l
      LEFT JOIN claims c ON c.id = l.claim_id)
   ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
-
-/** The keyset condition on alias l: older than the position ($ts, $id), or everything when they are null. */
-const olderThan = (ts: string, id: string) =>
-  `(l.created_at, l.id) < (coalesce(${ts}::timestamptz, 'infinity'), coalesce(${id}::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))`;
 
 /**
  * The look-ups that returned claim `claim` (an alias with id, vehicle_registration, client_id),
@@ -210,10 +206,10 @@ export function createRegistryRepository(db: Db): RegistryRepository {
     async listLookups(companyId, { after: at, limit, since }) {
       const rows = await db.query<Lookup & { position_ts: string }>(
         `SELECT l.id, l.kind, l.vehicle_registration, l.claim_id, l.result_count, l.purpose,
-                ${ts('l.created_at')} AS created_at, ${position('l.created_at')} AS position_ts
-           FROM (${logPage(`l.company_id = $1 AND l.created_at >= $5::timestamptz AND ${olderThan('$2', '$3')}`, '$4')}) l
+                ${ts('l.created_at')} AS created_at, ${positionTs('l.created_at')} AS position_ts
+           FROM (${logPage(`l.company_id = $1 AND l.created_at >= $5::timestamptz AND ${olderThan('l', '$2', '$3')}`, '$4')}) l
           ORDER BY l.created_at DESC, l.id DESC`,
-        [companyId, at?.ts ?? null, at?.id ?? null, limit, since],
+        [companyId, ...positionParams(at), limit, since],
       );
       return rows.map((l) => ({
         id: l.id,
@@ -243,13 +239,13 @@ export function createRegistryRepository(db: Db): RegistryRepository {
            FROM own
            LEFT JOIN LATERAL (
              SELECT co.name AS company_name, l.kind, ${ts('l.created_at')} AS created_at,
-                    ${position('l.created_at')} AS position_ts, l.id AS lookup_id
-               FROM (${RETURNED_BY('own', `l.created_at >= $6::timestamptz AND ${olderThan('$3', '$4')}`, '$5')}) l
+                    ${positionTs('l.created_at')} AS position_ts, l.id AS lookup_id
+               FROM (${RETURNED_BY('own', `l.created_at >= $6::timestamptz AND ${olderThan('l', '$3', '$4')}`, '$5')}) l
                JOIN companies co ON co.id = l.company_id
               ORDER BY l.created_at DESC, l.id DESC
               LIMIT $5
            ) x ON true`,
-        [claimId, companyId, at?.ts ?? null, at?.id ?? null, limit, since],
+        [claimId, companyId, ...positionParams(at), limit, since],
       );
       if (rows.length === 0) return undefined;
       return rows

@@ -259,7 +259,7 @@ export async function importRoutes(fastify: FastifyInstance) {
     },
     async (request) => {
       const page = await imports.list(request.principal, request.query);
-      return { data: page.data.map(importResource), meta: { next_cursor: page.nextCursor } };
+      return { ...page, data: page.data.map(importResource) };
     },
   );
 }

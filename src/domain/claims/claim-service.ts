@@ -1,5 +1,5 @@
 import { minusYears } from '../dates';
-import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
+import { pageOf, pageRequest } from '../paging';
 import { isUuid, newId } from '../ids';
 import { AppError, RetryableConflict, validationError, type FieldErrors } from '../errors';
 import { createGroupCommit } from '../group-commit';
@@ -57,7 +57,7 @@ const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 
 export type BatchRow = { input: ClaimInput };
 export type BatchResult = { outcomes: ({ ok: true; claimId: string } | { ok: false; errors: FieldErrors })[] };
 
-export function toPublic({ companyId: _c, cursor: _k, ...claim }: StoredClaim): Claim {
+export function toPublic({ companyId: _c, position: _p, ...claim }: StoredClaim): Claim {
   return claim;
 }
 
@@ -281,15 +281,8 @@ export function createClaimService({
   }
 
   async function list(principal: Principal, opts: { status?: ClaimStatus | undefined; cursor?: string | undefined; limit: number }) {
-    let after: { ts: string; id: string } | undefined;
-    if (opts.cursor) {
-      after = decodeCursor(opts.cursor);
-      if (!after) throw validationError({ cursor: [invalidCursorMessage] });
-    }
-    const rows = await store.claims.listByCompany(principal.companyId, { status: opts.status, after, limit: opts.limit + 1 });
-    const page = rows.slice(0, opts.limit);
-    const next = rows.length > opts.limit ? encodeCursor(page.at(-1)!.cursor) : null;
-    return { data: page.map(toPublic), meta: { next_cursor: next } };
+    const rows = await store.claims.listByCompany(principal.companyId, { status: opts.status, ...pageRequest(opts) });
+    return pageOf(rows, opts.limit, toPublic);
   }
 
   /** `status` is one of CLAIM_STATUSES: the callers' input schemas check that. */

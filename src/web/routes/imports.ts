@@ -63,7 +63,7 @@ export async function importRoutes(app: FastifyInstance) {
     return {
       title: 'Import claims',
       history: page.data,
-      nextUrl: page.nextCursor ? `/imports?cursor=${encodeURIComponent(page.nextCursor)}` : null,
+      nextUrl: page.meta.next_cursor ? `/imports?cursor=${encodeURIComponent(page.meta.next_cursor)}` : null,
       isFirstPage: !cursor,
       fileError: null,
       checkResult: null,
