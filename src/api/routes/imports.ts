@@ -41,14 +41,14 @@ function accepted(reply: FastifyReply, run: ImportRecord) {
     .send({ data: toDetail(run) });
 }
 
-/** The answer once the job settled: the summary (200), the file's problem (422), or a failure (500). */
+/**
+ * The answer once the job settled: the summary (200), or the file's problem (422) or a failure
+ * (500), which leave through the error handler like every other error of the API.
+ */
 function outcome(reply: FastifyReply, run: ImportRecord) {
   if (run.status === 'completed') return reply.code(200).send(summaryOf(run));
-  if (run.status === 'failed' && run.failure === 'invalid_file') {
-    const message = run.message ?? fileMessages.empty;
-    return reply.code(422).send({ message, errors: { file: [message] } });
-  }
-  if (run.status === 'failed') return reply.code(500).send({ message: run.message ?? 'Server error.' });
+  if (run.status === 'failed' && run.failure === 'invalid_file') throw validationError({ file: [run.message ?? fileMessages.empty] });
+  if (run.status === 'failed') throw new AppError('INTERNAL', run.message ?? 'Server error.');
   if (run.status === 'cancelled') return reply.code(200).send({ data: toDetail(run) });
   return accepted(reply, run);
 }
