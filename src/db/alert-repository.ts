@@ -5,8 +5,7 @@ import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
 import { olderThan, positionParams, positionTs } from './keyset';
 import { CLAIM_JSON, claimJson, RETURNED_BY } from './registry-repository';
-
-const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+import { isoTime } from './columns';
 
 /**
  * Where a statement finds the claims its alerts are about (matched_claim_id), as alias c: `table`
@@ -31,10 +30,10 @@ const alertJson = (claim: string) => `CASE a.kind
       'id', a.id, 'kind', a.kind, 'claim_id', a.claim_id, 'matched_claim', ${claim},
       'matched_on', CASE WHEN a.on_plate AND a.on_client THEN '["vehicle_registration","client"]'::json
                          WHEN a.on_plate THEN '["vehicle_registration"]'::json ELSE '["client"]'::json END,
-      'created_at', ${ts('a.created_at')})
+      'created_at', ${isoTime('a.created_at')})
     ELSE json_build_object(
       'id', a.id, 'kind', a.kind, 'claim_id', NULL, 'matched_claim', ${claim},
-      'from', a.from_status, 'to', a.to_status, 'created_at', ${ts('a.created_at')})
+      'from', a.from_status, 'to', a.to_status, 'created_at', ${isoTime('a.created_at')})
   END`;
 const ALERT_JSON = alertJson(CLAIM_JSON);
 
@@ -66,7 +65,7 @@ const announce = (claims: AlertedClaims, perClaim = false) => {
   ), delivered AS (
     INSERT INTO webhook_deliveries (company_id, endpoint_id, event_key, event_id, event_type, body)
     SELECT e.company_id, w.id, 'alerts.created:' || e.event_id, e.event_id, 'alerts.created',
-           json_build_object('id', e.event_id, 'type', 'alerts.created', 'created_at', ${ts('now()')},
+           json_build_object('id', e.event_id, 'type', 'alerts.created', 'created_at', ${isoTime('now()')},
                              'data', json_build_object('alerts', e.alerts, 'count', e.n))::text
       FROM events e JOIN webhook_endpoints w ON w.company_id = e.company_id
     ON CONFLICT (endpoint_id, event_key) DO NOTHING

@@ -11,12 +11,12 @@ import type { DocumentRef, IdentityPlan, KnownDocument } from '../domain/clients
 import { RetryableConflict } from '../domain/errors';
 import { matchNewClaimsCtes } from './alert-repository';
 import { visibleClaim } from './claim-visibility';
-import { arrayLiteral, jsonArray } from './columns';
+import { arrayLiteral, jsonArray, isoTime } from './columns';
 import type { PageRequest } from '../domain/paging';
 import { pgErrorCode, type Queryable } from './db';
 import { olderThan, positionParams, positionTs } from './keyset';
 
-const CREATED_AT = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+const CREATED_AT = isoTime('c.created_at');
 
 /**
  * Explicit column list: the API shape, never internal columns; with `internal`, also the owner and

@@ -17,8 +17,9 @@ import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
 import { olderThan, positionTs } from './keyset';
 import { logPage } from './registry-repository';
+import { isoTime } from './columns';
 
-const CREATED_AT = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+const CREATED_AT = isoTime('c.created_at');
 
 /** LIKE's own characters in a value taken literally. */
 const likeLiteral = (value: string) => value.replace(/[\\%_]/gu, (c) => `\\${c}`);
@@ -127,7 +128,7 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
     async statusHistory(companyId: string, claimId: string): Promise<StatusHistoryEntry[]> {
       return db.query<StatusHistoryEntry>(
         `SELECT s.from_status, s.to_status,
-                to_char(s.changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') AS changed_at,
+                ${isoTime('s.changed_at')} AS changed_at,
                 u.email AS user_email, t.name AS token_name
            FROM claim_status_changes s
            JOIN claims c ON c.id = s.claim_id
@@ -182,7 +183,7 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
       if (after) conds.push(olderThan('l', p(after.ts), p(after.id)));
       const rows = await db.query<Omit<LookupLogRow, 'key'> & { position_ts: string }>(
         `SELECT l.id, l.kind, l.vehicle_registration, l.claim_id, l.result_count, l.purpose,
-                to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') AS created_at,
+                ${isoTime('l.created_at')} AS created_at,
                 ${positionTs('l.created_at')} AS position_ts,
                 u.email AS user_email, t.name AS token_name,
                 (SELECT count(*)::int FROM claims x WHERE x.id = ANY (l.claim_ids) AND x.company_id <> l.company_id) AS other_company_claims
@@ -202,7 +203,7 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
 
     async earlierImportOfFile(companyId: string, sha256: string, since: string): Promise<EarlierImport | undefined> {
       const rows = await db.query<EarlierImport>(
-        `SELECT id, file_name, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') AS created_at, status, imported
+        `SELECT id, file_name, ${isoTime('created_at')} AS created_at, status, imported
            FROM imports
           WHERE company_id = $1 AND sha256 = $2 AND created_at >= $3::text::timestamptz AND status IN ('queued', 'processing', 'completed')
           ORDER BY created_at DESC

@@ -10,11 +10,11 @@ import type {
 import type { PageRequest } from '../domain/paging';
 import type { Queryable } from './db';
 import { olderThan, positionParams, positionTs } from './keyset';
+import { isoTime } from './columns';
 
 export { IMPORT_STATUSES } from '../domain/imports/ports';
 export type { ImportFailure, ImportRecord, ImportStatus, RowError } from '../domain/imports/ports';
 
-const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 /** A history entry's time: milliseconds, so that quick successive changes keep their order. */
 const NOW_MS = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
@@ -33,7 +33,7 @@ const columns = (withErrors: boolean) => `
   ${PROGRESS('rows_total', 'GREATEST(rows_total, %)')} AS rows_total, ${PROGRESS('rows_done', '%')} AS rows_done,
   imported, failed, ${withErrors ? 'errors::text' : 'NULL::text'} AS errors, message, failure, attempts,
   history::text AS history, cancel_requested_at IS NOT NULL AS cancel_requested, columns,
-  ${TS('created_at')} AS created_at, ${TS('started_at')} AS started_at, ${TS('finished_at')} AS finished_at,
+  ${isoTime('created_at')} AS created_at, ${isoTime('started_at')} AS started_at, ${isoTime('finished_at')} AS finished_at,
   ${positionTs('created_at')} AS position_ts`;
 
 type Row = {
