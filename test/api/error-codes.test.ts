@@ -108,6 +108,12 @@ describe('the OpenAPI document', () => {
     expect(params).toContainEqual(expect.objectContaining({ in: 'header', name: 'idempotency-key' }));
   });
 
+  it('declares the Idempotency-Key and Prefer headers of the import', async () => {
+    const params = (await spec()).paths['/api/v1/claims/import']!.post!.parameters ?? [];
+    expect(params).toContainEqual(expect.objectContaining({ in: 'header', name: 'idempotency-key' }));
+    expect(params).toContainEqual(expect.objectContaining({ in: 'header', name: 'prefer' }));
+  });
+
   it('declares every error answer of each claims route, as an Error', async () => {
     const s = await spec();
     const expected: Record<string, string[]> = {

@@ -8,7 +8,7 @@ import { fileMessages } from '../../domain/imports/csv-file';
 import { importMessages, importResource, summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
 import { failedRowsFile } from '../../domain/imports/failed-rows-file';
 import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/idempotency';
-import { commonErrors, errorBody, validationErrorBody } from '../schemas/common';
+import { commonErrors, errorBody, idempotencyKeyHeader, preferHeader, validationErrorBody } from '../schemas/common';
 import type { ApiTypeProvider } from '../schemas/type-provider';
 import { importBodyDoc, importEnvelope, importIdParams, importPage, importSummary, listImportsQuery } from '../schemas/imports';
 import { filePart } from './file-part';
@@ -124,6 +124,7 @@ export async function importRoutes(fastify: FastifyInstance) {
         tags: ['imports'],
         security,
         consumes: ['multipart/form-data'],
+        headers: { type: 'object', properties: { ...idempotencyKeyHeader.properties, ...preferHeader.properties } },
         querystring: {
           type: 'object',
           properties: {

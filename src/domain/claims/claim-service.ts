@@ -7,7 +7,7 @@ import type { DocumentHasher, DocumentRef, IdentityOutcome, IdentityPlan, KnownD
 import { planIdentities } from '../clients/identity';
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
-import type { ClaimRepository, ClaimStore, NewClaimRow, StoredClaim } from './claim-repository';
+import type { ClaimStore, NewClaimRow, StoredClaim } from './claim-repository';
 import { messages, normalizePlate, validateClaimInput } from './claim';
 import { STATUS_ALERT_DAYS } from '../alerts/alerts';
 import { parsePurpose } from '../registry/registry';
@@ -54,9 +54,6 @@ const submissionsBacklogged = () => new AppError('UNAVAILABLE', 'Too many claims
 
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
 
-export type BatchRow = { input: ClaimInput };
-export type BatchResult = { outcomes: ({ ok: true; claimId: string } | { ok: false; errors: FieldErrors })[] };
-
 export function toPublic({ companyId: _c, position: _p, ...claim }: StoredClaim): Claim {
   return claim;
 }
@@ -83,31 +80,7 @@ export function createClaimService({
     input.client.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
 
   /**
-   * Resolves identities and stores the claims of a batch inside the caller's transaction, with a
-   * fixed number of statements whatever the batch size: look the documents up, plan, write.
-   * Rows are resolved in order; a row that fails identity resolution is reported and not written.
-   * Concurrency is optimistic: the unique key on documents decides who created a person first,
-   * and a batch that lost such a race throws RetryableConflict having written nothing (run it
-   * again: it will then find the person). 50 parallel submissions of one new person thus create
-   * exactly one client. Inside a longer transaction, run it in a savepoint. `documents` (one
-   * `documentsOf` per input) lets a caller hash the documents before its transaction starts.
-   */
-  async function storeBatch(
-    tx: { claims: ClaimRepository },
-    principal: Pick<Principal, 'companyId'>,
-    inputs: ClaimInput[],
-    source: ClaimSource,
-    importId: string | null,
-    documents: DocumentRef[][] = inputs.map(documentsOf),
-  ): Promise<{ outcomes: IdentityOutcome[]; claims: (NewClaimRow | null)[]; createdAt: string | null }> {
-    const known = await tx.claims.findDocuments(documents.flat());
-    const { plan, claims, written } = planBatch(principal, inputs, source, importId, documents, known);
-    const { createdAt } = await tx.claims.insertResolved(plan, written);
-    return { outcomes: plan.outcomes, claims, createdAt };
-  }
-
-  /**
-   * The CPU half of storeBatch: resolves the identities of a batch in row order against `known`
+   * Resolves the identities of a batch in row order against `known`
    * (its documents as looked up with `findDocuments`) and builds the claim rows to write with
    * `insertResolved`: `claims` has one entry per input (null for a row that failed), `written`
    * the rows to write.
@@ -338,7 +311,7 @@ export function createClaimService({
     };
   }
 
-  return { submit, get, list, updateStatus, searchByPlate, storeBatch, planBatch, documentsOf, flush: submissions.flush };
+  return { submit, get, list, updateStatus, searchByPlate, planBatch, documentsOf, flush: submissions.flush };
 }
 export type ClaimService = ReturnType<typeof createClaimService>;
 

@@ -634,7 +634,6 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     failedRows,
     purgeLeftovers,
     resumeUnfinished,
-    machine,
   };
 }
 export type ImportService = ReturnType<typeof createImportService<ImportTx>>;
