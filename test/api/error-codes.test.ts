@@ -36,6 +36,17 @@ describe('error bodies carry a stable code and the request id', () => {
         ctx.app.inject({
           method: 'POST',
           url: '/api/v1/claims',
+          headers: { ...company.auth, 'content-type': 'text/plain' },
+          payload: JSON.stringify(claimBody()),
+        }),
+    ],
+    [
+      'unsupported_media_type',
+      415,
+      () =>
+        ctx.app.inject({
+          method: 'POST',
+          url: '/api/v1/claims',
           headers: { ...company.auth, 'content-type': 'text/xml' },
           payload: '<a/>',
         }),
