@@ -242,7 +242,11 @@ export async function importRoutes(fastify: FastifyInstance) {
         params: importIdParams,
         response: {
           200: { description: 'Cancelled', ...importEnvelope },
-          202: { description: 'Cancelling: the chunks in flight finish or roll back, then it stops', ...importEnvelope },
+          202: {
+            description: 'Cancelling: the chunks in flight finish or roll back, then it stops',
+            ...importEnvelope,
+            headers: locationHeader,
+          },
           409: { description: 'The import has already finished', ...errorBody },
           ...commonErrors,
           ...notFound,
