@@ -241,7 +241,7 @@ export async function importRoutes(fastify: FastifyInstance) {
         security,
         params: importIdParams,
         response: {
-          200: { description: 'Cancelled', ...importEnvelope },
+          200: { description: 'Cancelled', ...importEnvelope, headers: locationHeader },
           202: {
             description: 'Cancelling: the chunks in flight finish or roll back, then it stops',
             ...importEnvelope,
