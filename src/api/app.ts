@@ -20,6 +20,7 @@ import { importRoutes } from './routes/imports';
 import { registryRoutes } from './routes/registry';
 import { alertRoutes } from './routes/alerts';
 import { alertSchema } from './schemas/alerts';
+import { incidentSchema, networkSchema } from './schemas/registry';
 import { lookupBatchRoutes } from './routes/lookup-batches';
 import { lookupBatchSchema } from './schemas/lookup-batches';
 import { qualityRoutes } from './routes/quality';
@@ -136,7 +137,16 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   });
   await app.register(errorHandlerPlugin);
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
-  addSharedSchemas(app, [errorSchema, clientSchema, claimSchema, alertSchema, lookupBatchSchema, qualityReportSchema]);
+  addSharedSchemas(app, [
+    errorSchema,
+    clientSchema,
+    claimSchema,
+    alertSchema,
+    lookupBatchSchema,
+    qualityReportSchema,
+    incidentSchema,
+    networkSchema,
+  ]);
   await app.register(metricsPlugin);
   await app.register(authPlugin);
 
