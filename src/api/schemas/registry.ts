@@ -113,7 +113,7 @@ export const incidentSchema = {
     companies: {
       type: 'integer',
       minimum: 1,
-      description: "The companies with a claim of the incident, yours included (1: your claim has no incident)",
+      description: 'The companies with a claim of the incident, yours included (1: your claim has no incident)',
       examples: [2],
     },
   },
@@ -127,7 +127,7 @@ export const networkSchema = {
   $id: 'Network',
   type: 'object',
   description:
-    "The persons and vehicles within two steps of your claim (its person and plate, then the persons and plates of every claim " +
+    'The persons and vehicles within two steps of your claim (its person and plate, then the persons and plates of every claim ' +
     'within the search window, of any company, on that plate or of that person), and the claims joining them. The counts ' +
     `include your claim and your company, and are never cut; at most ${MAX_NETWORK_EDGES} edges are listed, your claim first.`,
   properties: {

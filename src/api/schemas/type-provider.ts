@@ -9,5 +9,7 @@ import type { incidentSchema, networkSchema } from './registry';
  * the named schemas (`{ $ref: 'Claim#' }`) of the OpenAPI document.
  */
 export type ApiTypeProvider = JsonSchemaToTsProvider<{
-  SerializerSchemaOptions: { references: [typeof claimSchema, typeof clientSchema, typeof errorSchema, typeof incidentSchema, typeof networkSchema] };
+  SerializerSchemaOptions: {
+    references: [typeof claimSchema, typeof clientSchema, typeof errorSchema, typeof incidentSchema, typeof networkSchema];
+  };
 }>;

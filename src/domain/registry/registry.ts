@@ -178,7 +178,10 @@ export type SubjectRecord = {
  * They never reject anything; each carries its reason in words.
  */
 export function indicatorsOf(
-  f: Pick<MatchFacts, 'claimDate' | 'personClaims' | 'plateCompanies' | 'clientSince' | 'duplicateCompanies' | 'networkPersons' | 'networkPlates'>,
+  f: Pick<
+    MatchFacts,
+    'claimDate' | 'personClaims' | 'plateCompanies' | 'clientSince' | 'duplicateCompanies' | 'networkPersons' | 'networkPlates'
+  >,
 ): Indicator[] {
   const out: Indicator[] = [];
   if (f.personClaims >= 3) {
