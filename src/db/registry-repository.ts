@@ -91,6 +91,9 @@ const withMatchedOn = (m: { claim: Claim; on_plate: boolean; on_client: boolean 
     matched_on: [...(m.on_plate ? (['vehicle_registration'] as const) : []), ...(m.on_client ? (['client'] as const) : [])],
   });
 
+/** The order of a network's edges (alias e of its CTE edges): the claim itself first, then newest first. */
+const EDGE_ORDER = 'e.own DESC, e.claim_date DESC, e.created_at DESC, e.id DESC';
+
 /** The kinds of look-up asked about one claim: found in the log through that claim's plate and person too. */
 const ABOUT_A_CLAIM = `('matches', 'incident', 'network')`;
 
@@ -207,11 +210,22 @@ export function createRegistryRepository(db: Db): RegistryRepository {
     async network(claimId, companyId, fromDate, maxEdges) {
       // Two steps from the caller's claim: its plate and person (step one), then the persons and
       // plates of every visible claim within the window on that plate or of that person (step two),
-      // through one range of the plate index and one of the client index: the claims sharing the
-      // plate or the person are the edges of the graph, and their ends its nodes. The counts are
-      // taken over all of them; at most maxEdges edges are returned (the claim itself first, then
-      // newest first).
-      const rows = await db.query<Omit<Network, 'edges'> & { edges: Network['edges'] }>(
+      // through one range of the plate index and one of the client index: those claims are the
+      // edges of the graph, and their ends its nodes. The client branch leaves out the claims on
+      // the claim's plate (the plate branch has them), so no claim is read twice and nothing has
+      // to be deduplicated; the claim itself comes through the plate branch, or on its own when it
+      // is dated before the window. The counts are taken over all of them (each DISTINCT its own
+      // hash); at most maxEdges edges are returned (the claim itself first, then newest first), as
+      // three arrays rather than JSON objects built by the database.
+      const rows = await db.query<{
+        persons: number;
+        plates: number;
+        claims: number;
+        companies: number;
+        edge_ids: string[] | null;
+        edge_plates: string[] | null;
+        edge_clients: string[] | null;
+      }>(
         `WITH target AS (
            SELECT c.id, c.company_id, c.client_id, c.vehicle_registration, c.claim_date, c.created_at
              FROM claims c
@@ -220,26 +234,36 @@ export function createRegistryRepository(db: Db): RegistryRepository {
            SELECT c.id, c.company_id, c.client_id, c.vehicle_registration, c.claim_date, c.created_at
              FROM target t JOIN claims c ON c.vehicle_registration = t.vehicle_registration AND c.claim_date >= $3::date
             WHERE ${visibleClaim('c')}
-           UNION
+           UNION ALL
            SELECT c.id, c.company_id, c.client_id, c.vehicle_registration, c.claim_date, c.created_at
              FROM target t JOIN claims c ON c.client_id = t.client_id AND c.claim_date >= $3::date
+                                        AND c.vehicle_registration <> t.vehicle_registration
             WHERE ${visibleClaim('c')}
-           UNION
-           SELECT * FROM target
+           UNION ALL
+           SELECT * FROM target WHERE claim_date < $3::date
+         ), edges AS (
+           SELECT r.id, r.vehicle_registration, r.client_id, r.id = $1 AS own, r.claim_date, r.created_at FROM reached r
+            ORDER BY own DESC, r.claim_date DESC, r.created_at DESC, r.id DESC
+            LIMIT $4
          )
-         SELECT count(DISTINCT r.client_id)::int AS persons,
-                count(DISTINCT r.vehicle_registration)::int AS plates,
-                count(*)::int AS claims,
-                count(DISTINCT r.company_id)::int AS companies,
-                (SELECT coalesce(json_agg(json_build_object('claim_id', e.id, 'vehicle_registration', e.vehicle_registration,
-                                                            'client_id', e.client_id) ORDER BY e.own DESC, e.claim_date DESC, e.created_at DESC, e.id DESC), '[]'::json)
-                   FROM (SELECT x.*, x.id = $1 AS own FROM reached x
-                          ORDER BY x.id = $1 DESC, x.claim_date DESC, x.created_at DESC, x.id DESC LIMIT $4) e) AS edges
-           FROM reached r
-          HAVING count(*) > 0`,
+         SELECT (SELECT count(*) FROM (SELECT DISTINCT client_id FROM reached) x)::int AS persons,
+                (SELECT count(*) FROM (SELECT DISTINCT vehicle_registration FROM reached) x)::int AS plates,
+                (SELECT count(*) FROM reached)::int AS claims,
+                (SELECT count(*) FROM (SELECT DISTINCT company_id FROM reached) x)::int AS companies,
+                (SELECT array_agg(e.id::text ORDER BY ${EDGE_ORDER}) FROM edges e) AS edge_ids,
+                (SELECT array_agg(e.vehicle_registration ORDER BY ${EDGE_ORDER}) FROM edges e) AS edge_plates,
+                (SELECT array_agg(e.client_id::text ORDER BY ${EDGE_ORDER}) FROM edges e) AS edge_clients
+           FROM target`,
         [claimId, companyId, fromDate, maxEdges],
       );
-      return rows[0];
+      const r = rows[0];
+      if (!r) return undefined;
+      const ids = r.edge_ids ?? [];
+      const plates = r.edge_plates ?? [];
+      const clients = r.edge_clients ?? [];
+      const edges: Network['edges'] = new Array(ids.length);
+      for (let i = 0; i < ids.length; i++) edges[i] = { claim_id: ids[i]!, vehicle_registration: plates[i]!, client_id: clients[i]! };
+      return { persons: r.persons, plates: r.plates, claims: r.claims, companies: r.companies, edges };
     },
 
     async searchByPerson(documents, dateOfBirth, fromDate) {
