@@ -261,7 +261,7 @@ export function createRegistryRepository(db: Db): RegistryRepository {
       const ids = r.edge_ids ?? [];
       const plates = r.edge_plates ?? [];
       const clients = r.edge_clients ?? [];
-      const edges: Network['edges'] = new Array(ids.length);
+      const edges: Network['edges'] = new Array<Network['edges'][number]>(ids.length);
       for (let i = 0; i < ids.length; i++) edges[i] = { claim_id: ids[i]!, vehicle_registration: plates[i]!, client_id: clients[i]! };
       return { persons: r.persons, plates: r.plates, claims: r.claims, companies: r.companies, edges };
     },
