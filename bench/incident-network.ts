@@ -23,6 +23,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import autocannon from 'autocannon';
@@ -161,6 +162,36 @@ try {
   }
   console.log(JSON.stringify({ kind: 'incident-network-bench', at: new Date().toISOString(), loadavg: os.loadavg(), results }));
 
+  // The matches statement alone, this checkout's and the baseline's, on the same claims in turn,
+  // one at a time (less noise than the HTTP arms on a shared machine): per-call times.
+  if (baselineDir) {
+    const { createRegistryRepository: baselineRepository } = (await import(`${baselineDir}/src/db/registry-repository.ts`)) as {
+      createRegistryRepository: typeof createRegistryRepository;
+    };
+    const statements = { baseline: baselineRepository(db), this: createRegistryRepository(db) };
+    const times: Record<keyof typeof statements, number[]> = { baseline: [], this: [] };
+    for (let round = 0; round < 3; round++) {
+      for (const id of random.slice(0, 500)) {
+        const order: (keyof typeof statements)[] = round % 2 ? ['this', 'baseline'] : ['baseline', 'this'];
+        for (const name of order) {
+          const t0 = performance.now();
+          await statements[name].matches(id, company.id, from, 'UTC');
+          times[name].push(performance.now() - t0);
+        }
+      }
+    }
+    const q = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(p * xs.length) - 1)]!;
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    console.log('\nmatches statement alone, 1,500 calls each, one at a time, in turn:');
+    for (const name of ['baseline', 'this'] as const) {
+      const xs = times[name];
+      console.log(
+        `  ${name.padEnd(9)} mean ${(sum(xs) / xs.length).toFixed(3)} ms  p50 ${q(xs, 0.5).toFixed(3)}  p99 ${q(xs, 0.99).toFixed(3)}`,
+      );
+    }
+    console.log(`  this / baseline (mean): ${(sum(times.this) / sum(times.baseline)).toFixed(3)}`);
+  }
+
   // The plans, as the repository sends the statements (a custom plan with these parameters).
   let label = '';
   const explaining: Db = {
@@ -180,6 +211,8 @@ try {
     await repo.incident(id, company.id, from);
     label = `network, ${name}`;
     await repo.network(id, company.id, from, MAX_NETWORK_EDGES);
+    label = `matches (with duplicate_claim and network), ${name}`;
+    await repo.matches(id, company.id, from, 'UTC').catch(() => undefined);
   }
 } finally {
   for (const s of servers) s.kill('SIGTERM');

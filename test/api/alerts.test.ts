@@ -81,8 +81,8 @@ describe('match alerts for a claim stored through the API', () => {
       claim_id: onPlate.id,
       matched_claim: fresh,
       matched_on: ['vehicle_registration'],
-      // Both claims are dated the same day (claimBody's default): one incident.
-      same_incident: true,
+      // Dated 10 and 30 days ago: two incidents.
+      same_incident: false,
       created_at: expect.stringMatching(RFC3339),
     });
     expect((await alertsOf(second)).data).toEqual([
