@@ -8,7 +8,7 @@ import { planIdentities } from '../clients/identity';
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 import type { ClaimStore, NewClaimRow, StoredClaim } from './claim-repository';
-import { messages, normalizePlate, validateClaimInput } from './claim';
+import { isPlateText, messages, normalizePlate, validateClaimInput } from './claim';
 import { STATUS_ALERT_DAYS } from '../alerts/alerts';
 import { parsePurpose } from '../registry/registry';
 import { lookupOf } from '../registry/registry-service';
@@ -295,7 +295,7 @@ export function createClaimService({
     const field = 'vehicle_registration';
     const normalized = normalizePlate(plate);
     if (normalized === '') errors[field] = [messages.required(field)];
-    else if (!/^[\p{L}\p{N}]+$/u.test(normalized)) errors[field] = [messages.plateCharacters];
+    else if (!isPlateText(normalized)) errors[field] = [messages.plateCharacters];
     const purpose = parsePurpose(purposeRaw, errors);
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const from = windowStart(today());

@@ -58,6 +58,9 @@ export function normalizePlate(raw: string): string {
   return raw.replace(/[\s.-]/gu, '').toUpperCase();
 }
 
+/** The plate's character rule: once normalized, letters and digits only (of any script). */
+export const isPlateText = (normalized: string): boolean => /^[\p{L}\p{N}]+$/u.test(normalized);
+
 /**
  * Trims, removes inner white space, upper-cases and strips one leading country prefix
  * (2 or 3 ASCII letters and a dash: "LT-", "LTU-"). The result may be empty, which callers reject.
@@ -200,7 +203,7 @@ function claimRules(body: Record<string, unknown>, today: string, errors: FieldE
   let plate = givenText(body.vehicle_registration, 'vehicle_registration', errors, rejected);
   if (plate !== undefined) {
     plate = normalizePlate(plate);
-    if (!/^[\p{L}\p{N}]+$/u.test(plate)) addFieldError(errors, 'vehicle_registration', messages.plateCharacters);
+    if (!isPlateText(plate)) addFieldError(errors, 'vehicle_registration', messages.plateCharacters);
   }
   const amount = accepted(rejected, 'amount') ? parseAmount(body.amount, 'amount', errors) : null;
   const currency = body.currency;

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
 import { ObjectTooLarge, StorageTimeout, type ObjectStore } from '../storage';
-import { LIMITS, normalizePlate } from '../claims/claim';
+import { isPlateText, LIMITS, normalizePlate } from '../claims/claim';
 import { minusYears } from '../dates';
 import { AppError, validationError } from '../errors';
 import { isUuid } from '../ids';
@@ -169,7 +169,7 @@ function plateColumn(header: string[]): number {
 export function batchPlate(cell: string | undefined): string | undefined {
   if (cell === undefined || [...cell].length > LIMITS.plateMaxLength) return undefined;
   const plate = normalizePlate(cell);
-  return plate !== '' && /^[\p{L}\p{N}]+$/u.test(plate) ? plate : undefined;
+  return isPlateText(plate) ? plate : undefined;
 }
 
 export type PlateBatchDeps = {
