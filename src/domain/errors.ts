@@ -8,6 +8,8 @@ export const ErrorCode = {
   UNAUTHORIZED: 'UNAUTHORIZED',
   FORBIDDEN: 'FORBIDDEN',
   UNAVAILABLE: 'UNAVAILABLE',
+  /** The request took too long to arrive (an upload sent too slowly): 408. */
+  TIMEOUT: 'TIMEOUT',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -1,8 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
-import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../db/db';
+import { DATABASE_RETRY_AFTER_SECONDS, diskFullWhere, isDatabaseUnavailable } from '../../db/db';
 import { AppError, type ErrorCode, type FieldErrors } from '../../domain/errors';
+import { StorageUnavailable } from '../../domain/storage';
 import { fieldErrorsOf } from '../../domain/validation';
 
 const STATUS: Record<ErrorCode, number> = {
@@ -12,6 +13,7 @@ const STATUS: Record<ErrorCode, number> = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   UNAVAILABLE: 503,
+  TIMEOUT: 408,
   INTERNAL: 500,
 };
 
@@ -36,6 +38,11 @@ export const ERROR_CODES = [
   'payload_too_large',
   'rate_limited',
   'service_unavailable',
+  'storage_unavailable',
+  'storage_full',
+  'insufficient_storage',
+  'too_many_uploads',
+  'upload_too_slow',
   'server_error',
 ] as const;
 export type PublicErrorCode = (typeof ERROR_CODES)[number];
@@ -47,8 +54,51 @@ const CODE_OF_KIND: Record<ErrorCode, PublicErrorCode> = {
   UNAUTHORIZED: 'unauthenticated',
   FORBIDDEN: 'forbidden',
   UNAVAILABLE: 'service_unavailable',
+  TIMEOUT: 'upload_too_slow',
   INTERNAL: 'server_error',
 };
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route reads an uploaded file: MAX_CONCURRENT_UPLOADS and the slow-sender limit apply, a full disk is a 507. */
+    upload?: boolean;
+  }
+}
+
+/** Seconds a client is asked to wait after a write refused for a full disk. */
+export const DISK_FULL_RETRY_AFTER_SECONDS = 60;
+/** Seconds a client is asked to wait after the file storage was unreachable. */
+export const STORAGE_RETRY_AFTER_SECONDS = 5;
+
+export const conditionMessages = {
+  insufficientStorage: 'There is no storage space left for this file right now; nothing was stored. Try again later.',
+  storageFull: 'The registry cannot write right now: its storage is full. Nothing was changed; try again later.',
+  storageUnavailable: 'The file storage cannot be reached right now; nothing was stored. Try again shortly.',
+} as const;
+
+/**
+ * The known conditions of what is under the service, answered as what they are rather than a
+ * 500: a full disk (507 for an upload, 503 `storage_full` for any other write, counted and
+ * logged as such) and an unreachable file storage (503 `storage_unavailable`, named as the
+ * storage's, not the database's). Also used by the dashboard's error pages.
+ */
+export function conditionOf(
+  err: unknown,
+  request: FastifyRequest,
+): { status: number; code: PublicErrorCode; message: string; retryAfter: number } | undefined {
+  const where = diskFullWhere(err);
+  if (where) {
+    request.server.deps.diskFull.report(where, err);
+    return request.routeOptions.config?.upload
+      ? { status: 507, code: 'insufficient_storage', message: conditionMessages.insufficientStorage, retryAfter: DISK_FULL_RETRY_AFTER_SECONDS }
+      : { status: 503, code: 'storage_full', message: conditionMessages.storageFull, retryAfter: DISK_FULL_RETRY_AFTER_SECONDS };
+  }
+  if (err instanceof StorageUnavailable) {
+    request.log.warn({ err: { message: err.message, cause: (err.cause as { code?: unknown } | undefined)?.code } }, 'file storage unavailable');
+    return { status: 503, code: 'storage_unavailable', message: conditionMessages.storageUnavailable, retryAfter: STORAGE_RETRY_AFTER_SECONDS };
+  }
+  return undefined;
+}
 
 /** Sends the one error body of the API: `{ message, code, request_id, errors? }`; a 401 says how to authenticate. */
 export function sendError(
@@ -70,10 +120,16 @@ export function sendError(
 export const errorHandlerPlugin = fp(
   async (app: FastifyInstance) => {
     app.setErrorHandler((err: FastifyError | AppError, request, reply) => {
+      const condition = conditionOf(err, request);
+      if (condition) {
+        reply.header('retry-after', String(condition.retryAfter));
+        return sendError(request, reply, condition.status, condition.code, condition.message);
+      }
       if (answerDatabaseUnavailable(err, request, reply)) return reply;
       if (err instanceof AppError) {
         const status = STATUS[err.code];
         if (status >= 500) request.log.error({ err }, 'request failed');
+        if (status === 408) reply.header('connection', 'close');
         return sendError(request, reply, status, err.reason ?? CODE_OF_KIND[err.code], err.message, err.fields);
       }
       if (err.validation) {
