@@ -15,6 +15,7 @@ import { errorHandlerPlugin } from './plugins/error-handler';
 import { claimSchema, clientSchema } from './schemas/claims';
 import { addSharedSchemas, errorSchema } from './schemas/common';
 import { metricsPlugin } from './plugins/metrics';
+import { uploadGuardPlugin } from './plugins/upload-guard';
 import { claimRoutes } from './routes/claims';
 import { importRoutes } from './routes/imports';
 import { registryRoutes } from './routes/registry';
@@ -135,6 +136,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     done();
   });
   await app.register(errorHandlerPlugin);
+  await app.register(uploadGuardPlugin);
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
   addSharedSchemas(app, [errorSchema, clientSchema, claimSchema, alertSchema, lookupBatchSchema, qualityReportSchema]);
   await app.register(metricsPlugin);
@@ -194,10 +196,23 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     try {
       await deps.store.ping();
-      return { status: 'ready' };
     } catch {
       return reply.status(503).send({ status: 'unavailable', message: 'The database is not reachable.' });
     }
+    // A full disk is reported but keeps the process ready: searches and every other read still
+    // work, and every process shares the disk, so taking them out of service would stop those too.
+    const full = deps.diskFull.recent();
+    if (full) {
+      return {
+        status: 'disk_full',
+        message:
+          full.where === 'database'
+            ? "The database's disk is full: writes are refused (503 storage_full) until space is freed; reads work."
+            : 'The disk of the uploaded files is full: uploads are refused (507) until space is freed.',
+        disk_full: { where: full.where, last_seen_at: full.at.toISOString() },
+      };
+    }
+    return { status: 'ready' };
   });
 
   await app.register(dashboardPlugin);

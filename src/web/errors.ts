@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/db';
+import { conditionOf } from '../api/plugins/error-handler';
 import { AppError } from '../domain/errors';
 import { RoleError, wantsJson } from './context';
 import { renderPage } from './render';
@@ -17,6 +18,7 @@ const APP_ERROR_PAGES: Record<string, [number, string]> = {
   CONFLICT: [409, 'Already exists'],
   UNAUTHORIZED: [401, 'Please sign in'],
   UNAVAILABLE: [503, 'Temporarily unavailable'],
+  TIMEOUT: [408, 'The upload was too slow'],
 };
 
 /**
@@ -29,6 +31,13 @@ export async function webErrorHandler(err: FastifyError | AppError | RoleError, 
   if (err instanceof AppError && APP_ERROR_PAGES[err.code]) {
     const [status, title] = APP_ERROR_PAGES[err.code]!;
     return show(request, reply, status, title, err.message);
+  }
+  // A full disk, an unreachable file storage: said as what they are (counted and logged there).
+  const condition = conditionOf(err, request);
+  if (condition) {
+    reply.header('retry-after', String(condition.retryAfter));
+    const title = condition.code === 'storage_unavailable' ? 'Temporarily unavailable' : 'Storage full';
+    return show(request, reply, condition.status, title, condition.message);
   }
   // A lost database (a restart, a failover, a network cut): what it is, a 503 that says to try
   // again shortly, not "something went wrong".

@@ -8,7 +8,7 @@ import { fileMessages } from '../../domain/imports/csv-file';
 import { importMessages, importResource, summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
 import { failedRowsFile } from '../../domain/imports/failed-rows-file';
 import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/idempotency';
-import { commonErrors, errorBody, validationErrorBody } from '../schemas/common';
+import { commonErrors, errorBody, uploadErrors, validationErrorBody } from '../schemas/common';
 import type { ApiTypeProvider } from '../schemas/type-provider';
 import { importBodyDoc, importEnvelope, importIdParams, importPage, importSummary, listImportsQuery } from '../schemas/imports';
 import { filePart } from './file-part';
@@ -148,12 +148,13 @@ export async function importRoutes(fastify: FastifyInstance) {
             description: 'The file is invalid (nothing was imported), or the Idempotency-Key was used for another request',
             ...validationErrorBody,
           },
-          503: { description: 'The import queue or storage is unavailable; nothing was imported', ...errorBody },
+          ...uploadErrors,
         },
       },
       // The body is a stream the handler reads and checks itself; the schema above documents it.
       validatorCompiler: () => () => true,
       onSend: idempotencyOnSend(app),
+      config: { upload: true },
     },
     async (request, reply) => {
       const part = await filePart(request);

@@ -1,7 +1,7 @@
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
-import { commonErrors, errorBody } from '../schemas/common';
+import { commonErrors, uploadErrors, errorBody } from '../schemas/common';
 import { lookupBatchBodyDoc, lookupBatchEnvelope, lookupBatchParams } from '../schemas/lookup-batches';
 import { filePart } from './file-part';
 
@@ -47,11 +47,12 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
         response: {
           202: { description: 'The batch, queued, with `Location: /api/v1/lookups/batch/{id}`', ...lookupBatchEnvelope },
           ...commonErrors,
-          503: { description: 'The queue is unavailable (service_unavailable)', ...errorBody },
+          ...uploadErrors,
         },
       },
       // The body is a stream read by the handler (as the import's); the schema documents it.
       validatorCompiler: () => () => true,
+      config: { upload: true },
     },
     async (request, reply) => {
       const part = await filePart(request);

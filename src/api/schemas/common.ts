@@ -41,6 +41,23 @@ export const commonErrors = {
   422: { description: 'Validation failed (validation_failed): `errors` names each field', ...errorBody },
   429: { description: 'Too many requests (rate_limited), with Retry-After', ...errorBody },
   500: { description: 'Unexpected server error (server_error)', ...errorBody },
+  503: {
+    description:
+      'The database cannot be reached (service_unavailable), or a write was refused because its disk is full (storage_full); with Retry-After',
+    ...errorBody,
+  },
+} as const;
+
+/** The answers of an upload route beyond commonErrors (with its own 503 and 422). */
+export const uploadErrors = {
+  408: { description: 'The upload was sent too slowly and was cut off (upload_too_slow); nothing was stored', ...errorBody },
+  503: {
+    description:
+      'Every upload slot of the server is taken (too_many_uploads), the file storage cannot be reached (storage_unavailable), ' +
+      'the queue is unavailable (service_unavailable) or the database is full (storage_full); with Retry-After; nothing was stored',
+    ...errorBody,
+  },
+  507: { description: 'No storage space is left for the file (insufficient_storage), with Retry-After; nothing was stored', ...errorBody },
 } as const;
 
 /** The Idempotency-Key request header of the POST routes, as an OpenAPI parameter. */
