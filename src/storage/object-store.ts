@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough, Transform, type Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
 import type { Client } from 'minio';
@@ -54,13 +54,6 @@ async function call<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The object's bytes, with a connection lost mid-way named as the storage's outage. */
-function outageNamed(body: Readable): Readable {
-  const out = new PassThrough({ highWaterMark: 256 * 1024 });
-  body.on('error', (err) => out.destroy(asStorageError(err) as Error));
-  out.on('close', () => body.destroy());
-  return body.pipe(out);
-}
 
 const KEY = /^[A-Za-z0-9][A-Za-z0-9/_-]{0,400}$/u;
 function checkKey(key: string): string {
@@ -165,6 +158,8 @@ export function createLocalObjectStore(root: string): ObjectStore {
  * smaller than a part is sent with one PUT.
  */
 const PART_SIZE = 5 * 1024 * 1024;
+/** A stored file is read back in ranges of this size, one request each. */
+const READ_RANGE_BYTES = 1024 * 1024;
 
 export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore {
   // The minio client (and what it pulls in, tens of MB of resident memory) is loaded on first use,
@@ -269,13 +264,31 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
     async getStream(key) {
       checkKey(key);
       const client = await getClient();
+      let size: number;
       try {
-        return outageNamed(await client.getObject(bucket, key));
+        ({ size } = await client.statObject(bucket, key));
       } catch (err) {
         const code = (err as { code?: string }).code;
         if (code === 'NoSuchKey' || code === 'NotFound' || code === 'NoSuchBucket') throw new ObjectNotFound(key);
         throw asStorageError(err);
       }
+      // Read in ranges, one request each: a connection is never held for the length of an import,
+      // and an outage of the storage shows at the next range, not in a download that the kernel
+      // had buffered ahead (the import then waits it out and reads from where it had got to).
+      async function* ranges(): AsyncGenerator<Buffer> {
+        for (let offset = 0; offset < size; offset += READ_RANGE_BYTES) {
+          const length = Math.min(READ_RANGE_BYTES, size - offset);
+          const part = await call(() => client.getPartialObject(bucket, key, offset, length));
+          try {
+            for await (const chunk of part) yield chunk as Buffer;
+          } catch (err) {
+            throw asStorageError(err);
+          } finally {
+            part.destroy();
+          }
+        }
+      }
+      return Readable.from(ranges(), { objectMode: false, highWaterMark: 256 * 1024 });
     },
     async delete(key) {
       checkKey(key);
