@@ -54,7 +54,6 @@ async function call<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-
 const KEY = /^[A-Za-z0-9][A-Za-z0-9/_-]{0,400}$/u;
 function checkKey(key: string): string {
   if (!KEY.test(key) || key.split('/').some((part) => part === '' || part === '.' || part === '..')) {

@@ -105,7 +105,10 @@ describe("the database's disk full", () => {
     expect((await counted('database')) - before).toBe(3);
     // One line names it, however many writes it refused within the minute (a line each was 200 lines for 200 requests).
     expect(diskFullLines().length - logged).toBeLessThanOrEqual(1);
-    expect(diskFullLines().at(-1)).toMatchObject({ where: 'database', msg: expect.stringContaining('disk full: the database cannot write') });
+    expect(diskFullLines().at(-1)).toMatchObject({
+      where: 'database',
+      msg: expect.stringContaining('disk full: the database cannot write'),
+    });
     const ready = await ctx.app.inject({ method: 'GET', url: '/readyz' });
     expect(ready.statusCode).toBe(200);
     expect(ready.json()).toMatchObject({ status: 'disk_full', disk_full: { where: 'database' } });

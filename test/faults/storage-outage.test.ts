@@ -127,9 +127,17 @@ describe('an outage of the object store shorter than STORAGE_RETRY_SECONDS', () 
     const first = await submit(plates(100_000));
     const second = await submit(plates(10));
     await s3.stop();
-    await until('the second batch to say it waits for storage', async () => (await batchOf(second)).message === batchMessages.waitingForStorage, 60_000);
+    await until(
+      'the second batch to say it waits for storage',
+      async () => (await batchOf(second)).message === batchMessages.waitingForStorage,
+      60_000,
+    );
     await s3.start();
-    await until('both batches to complete', async () => (await batchOf(first)).status === 'completed' && (await batchOf(second)).status === 'completed', 60_000);
+    await until(
+      'both batches to complete',
+      async () => (await batchOf(first)).status === 'completed' && (await batchOf(second)).status === 'completed',
+      60_000,
+    );
     expect(await batchOf(second)).toMatchObject({ status: 'completed', rows_done: 10, distinct_plates: 10, message: null });
     await until('both files to be deleted', async () => (await s3.objects(state.bucket)).length === 0);
   }, 120_000);
@@ -147,10 +155,10 @@ describe('an outage of the object store longer than STORAGE_RETRY_SECONDS', () =
     expect(failed).toMatchObject({ status: 'failed', message: importMessages.storageOutage(2), imported: null });
     expect(await ctx.deps.store.imports.countClaims(ids.second)).toBe(0);
     const list = await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: company.auth });
-    expect(list.json().data.filter((c: { vehicle_registration: string }) => c.vehicle_registration === rows[0]!.vehicle_registration)).toEqual(
-      [],
-    );
+    expect(
+      list.json().data.filter((c: { vehicle_registration: string }) => c.vehicle_registration === rows[0]!.vehicle_registration),
+    ).toEqual([]);
     await s3.start();
-    await until('the failed import\'s file to be deleted', async () => (await s3.objects(state.bucket)).length === 0, 30_000);
+    await until("the failed import's file to be deleted", async () => (await s3.objects(state.bucket)).length === 0, 30_000);
   }, 60_000);
 });

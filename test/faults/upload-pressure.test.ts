@@ -34,7 +34,12 @@ let base: { host: string; port: number };
 let company: Company;
 beforeAll(async () => {
   ctx = await createTestContext(
-    { MAX_CONCURRENT_UPLOADS: '4', UPLOAD_MIN_BYTES_PER_SECOND: '10000', UPLOAD_MIN_RATE_WINDOW_SECONDS: '1', IMPORT_MAX_BYTES: '10485760' },
+    {
+      MAX_CONCURRENT_UPLOADS: '4',
+      UPLOAD_MIN_BYTES_PER_SECOND: '10000',
+      UPLOAD_MIN_RATE_WINDOW_SECONDS: '1',
+      IMPORT_MAX_BYTES: '10485760',
+    },
     { logger },
   );
   await ctx.app.listen({ port: 0, host: '127.0.0.1' });
@@ -48,11 +53,16 @@ afterAll(async () => {
 });
 
 const BOUNDARY = 'pressure-boundary';
-const head = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="claims.csv"\r\nContent-Type: text/csv\r\n\r\n`);
+const head = Buffer.from(
+  `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="claims.csv"\r\nContent-Type: text/csv\r\n\r\n`,
+);
 const tail = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
 
 /** POSTs the file as a multipart upload streamed from disk; the status, Retry-After and body of the answer. */
-function upload(file: string, size: number): Promise<{ status: number; retryAfter: string | undefined; body: { code?: string; data?: { id: string } } }> {
+function upload(
+  file: string,
+  size: number,
+): Promise<{ status: number; retryAfter: string | undefined; body: { code?: string; data?: { id: string } } }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       {

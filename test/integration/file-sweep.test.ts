@@ -21,7 +21,8 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx?.close());
 
-const put = (key: string) => ctx.deps.storage.putStream(key, Readable.from([Buffer.from('first_name\n')]), { maxBytes: 100, timeoutMs: 5000 });
+const put = (key: string) =>
+  ctx.deps.storage.putStream(key, Readable.from([Buffer.from('first_name\n')]), { maxBytes: 100, timeoutMs: 5000 });
 const keys = async (prefix: string) => {
   const found: string[] = [];
   for await (const o of ctx.deps.storage.list(prefix)) found.push(o.key);
@@ -44,7 +45,14 @@ describe('the daily sweep of uploaded files', () => {
     // A queued import (never enqueued here) keeps its file.
     const queued = randomUUID();
     const queuedKey = `imports/${company.id}/${queued}`;
-    await ctx.deps.store.imports.insert({ id: queued, companyId: company.id, fileName: 'q.csv', objectKey: queuedKey, sizeBytes: 11, rowsTotal: 0 });
+    await ctx.deps.store.imports.insert({
+      id: queued,
+      companyId: company.id,
+      fileName: 'q.csv',
+      objectKey: queuedKey,
+      sizeBytes: 11,
+      rowsTotal: 0,
+    });
     await put(queuedKey);
     // Files of no import or batch: two days old (removed), and one just uploaded (kept: it may become an import).
     const oldOrphan = `imports/${company.id}/${randomUUID()}`;

@@ -90,12 +90,25 @@ export function conditionOf(
   if (where) {
     request.server.deps.diskFull.report(where, err);
     return request.routeOptions.config?.upload
-      ? { status: 507, code: 'insufficient_storage', message: conditionMessages.insufficientStorage, retryAfter: DISK_FULL_RETRY_AFTER_SECONDS }
+      ? {
+          status: 507,
+          code: 'insufficient_storage',
+          message: conditionMessages.insufficientStorage,
+          retryAfter: DISK_FULL_RETRY_AFTER_SECONDS,
+        }
       : { status: 503, code: 'storage_full', message: conditionMessages.storageFull, retryAfter: DISK_FULL_RETRY_AFTER_SECONDS };
   }
   if (err instanceof StorageUnavailable) {
-    request.log.warn({ err: { message: err.message, cause: (err.cause as { code?: unknown } | undefined)?.code } }, 'file storage unavailable');
-    return { status: 503, code: 'storage_unavailable', message: conditionMessages.storageUnavailable, retryAfter: STORAGE_RETRY_AFTER_SECONDS };
+    request.log.warn(
+      { err: { message: err.message, cause: (err.cause as { code?: unknown } | undefined)?.code } },
+      'file storage unavailable',
+    );
+    return {
+      status: 503,
+      code: 'storage_unavailable',
+      message: conditionMessages.storageUnavailable,
+      retryAfter: STORAGE_RETRY_AFTER_SECONDS,
+    };
   }
   return undefined;
 }
