@@ -1,10 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
-import { DATABASE_RETRY_AFTER_SECONDS, diskFullWhere, isDatabaseUnavailable } from '../../db/db';
-import { AppError, type ErrorCode, type FieldErrors } from '../../domain/errors';
-import { StorageUnavailable } from '../../domain/storage';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../db/db';
+import { AppError, type ErrorCode, type FieldErrors, type PublicErrorCode } from '../../domain/errors';
 import { fieldErrorsOf } from '../../domain/validation';
+import { conditionOf } from '../../http-conditions';
 
 const STATUS: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
@@ -17,36 +17,6 @@ const STATUS: Record<ErrorCode, number> = {
   INTERNAL: 500,
 };
 
-/**
- * The stable `code` of every error body: programs branch on it, people read `message`. A case
- * with a code of its own (claim_not_found, import_finished, ...) names it in its AppError; any
- * other gets the code of its kind.
- */
-export const ERROR_CODES = [
-  'unauthenticated',
-  'forbidden',
-  'not_found',
-  'claim_not_found',
-  'import_not_found',
-  'import_finished',
-  'conflict',
-  'idempotency_in_progress',
-  'validation_failed',
-  'invalid_json',
-  'bad_request',
-  'unsupported_media_type',
-  'payload_too_large',
-  'rate_limited',
-  'service_unavailable',
-  'storage_unavailable',
-  'storage_full',
-  'insufficient_storage',
-  'too_many_uploads',
-  'upload_too_slow',
-  'server_error',
-] as const;
-export type PublicErrorCode = (typeof ERROR_CODES)[number];
-
 const CODE_OF_KIND: Record<ErrorCode, PublicErrorCode> = {
   NOT_FOUND: 'not_found',
   CONFLICT: 'conflict',
@@ -58,67 +28,12 @@ const CODE_OF_KIND: Record<ErrorCode, PublicErrorCode> = {
   INTERNAL: 'server_error',
 };
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** The route reads an uploaded file: MAX_CONCURRENT_UPLOADS and the slow-sender limit apply, a full disk is a 507. */
-    upload?: boolean;
-  }
-}
-
-/** Seconds a client is asked to wait after a write refused for a full disk. */
-export const DISK_FULL_RETRY_AFTER_SECONDS = 60;
-/** Seconds a client is asked to wait after the file storage was unreachable. */
-export const STORAGE_RETRY_AFTER_SECONDS = 5;
-
-export const conditionMessages = {
-  insufficientStorage: 'There is no storage space left for this file right now; nothing was stored. Try again later.',
-  storageFull: 'The registry cannot write right now: its storage is full. Nothing was changed; try again later.',
-  storageUnavailable: 'The file storage cannot be reached right now; nothing was stored. Try again shortly.',
-} as const;
-
-/**
- * The known conditions of what is under the service, answered as what they are rather than a
- * 500: a full disk (507 for an upload, 503 `storage_full` for any other write, counted and
- * logged as such) and an unreachable file storage (503 `storage_unavailable`, named as the
- * storage's, not the database's). Also used by the dashboard's error pages.
- */
-export function conditionOf(
-  err: unknown,
-  request: FastifyRequest,
-): { status: number; code: PublicErrorCode; message: string; retryAfter: number } | undefined {
-  const where = diskFullWhere(err);
-  if (where) {
-    request.server.deps.diskFull.report(where, err);
-    return request.routeOptions.config?.upload
-      ? {
-          status: 507,
-          code: 'insufficient_storage',
-          message: conditionMessages.insufficientStorage,
-          retryAfter: DISK_FULL_RETRY_AFTER_SECONDS,
-        }
-      : { status: 503, code: 'storage_full', message: conditionMessages.storageFull, retryAfter: DISK_FULL_RETRY_AFTER_SECONDS };
-  }
-  if (err instanceof StorageUnavailable) {
-    request.log.warn(
-      { err: { message: err.message, cause: (err.cause as { code?: unknown } | undefined)?.code } },
-      'file storage unavailable',
-    );
-    return {
-      status: 503,
-      code: 'storage_unavailable',
-      message: conditionMessages.storageUnavailable,
-      retryAfter: STORAGE_RETRY_AFTER_SECONDS,
-    };
-  }
-  return undefined;
-}
-
 /** Sends the one error body of the API: `{ message, code, request_id, errors? }`; a 401 says how to authenticate. */
 export function sendError(
   request: FastifyRequest,
   reply: FastifyReply,
   status: number,
-  code: string,
+  code: PublicErrorCode,
   message: string,
   errors?: FieldErrors,
 ): FastifyReply {
@@ -133,6 +48,7 @@ export function sendError(
 export const errorHandlerPlugin = fp(
   async (app: FastifyInstance) => {
     app.setErrorHandler((err: FastifyError | AppError, request, reply) => {
+      // A full disk, an unreachable file storage: answered as what they are (src/http-conditions.ts).
       const condition = conditionOf(err, request);
       if (condition) {
         reply.header('retry-after', String(condition.retryAfter));
@@ -142,6 +58,7 @@ export const errorHandlerPlugin = fp(
       if (err instanceof AppError) {
         const status = STATUS[err.code];
         if (status >= 500) request.log.error({ err }, 'request failed');
+        // A sender cut off (upload_too_slow): its socket is not kept for another request.
         if (status === 408) reply.header('connection', 'close');
         return sendError(request, reply, status, err.reason ?? CODE_OF_KIND[err.code], err.message, err.fields);
       }

@@ -3,8 +3,8 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 
-import { AppError } from '../../domain/errors';
-import { sendError } from './error-handler';
+import { AppError } from './domain/errors';
+import './http-conditions';
 
 /** Seconds a client is asked to wait when every upload slot is taken. */
 export const UPLOADS_BUSY_RETRY_AFTER_SECONDS = 5;
@@ -75,8 +75,11 @@ export const uploadGuardPlugin = fp(
       if (!request.routeOptions.config?.upload) return done();
       if (active >= max) {
         request.log.info({ active, max }, 'upload refused: every upload slot is taken');
-        reply.header('retry-after', String(UPLOADS_BUSY_RETRY_AFTER_SECONDS));
-        void sendError(request, reply, 503, 'too_many_uploads', uploadMessages.busy);
+        // The API's error body (the dashboard's page script reads `message` from it too).
+        void reply
+          .status(503)
+          .header('retry-after', String(UPLOADS_BUSY_RETRY_AFTER_SECONDS))
+          .send({ message: uploadMessages.busy, code: 'too_many_uploads', request_id: request.id });
         return;
       }
       active++;
@@ -130,5 +133,5 @@ export const uploadGuardPlugin = fp(
       done();
     });
   },
-  { name: 'upload-guard', dependencies: ['error-handler'] },
+  { name: 'upload-guard' },
 );
