@@ -137,6 +137,7 @@ describe('upload pressure', () => {
     const small = path.join(ctx.config.dataDir, 'small.csv');
     fs.writeFileSync(small, csv([validRow()]));
     expect((await upload(small, fs.statSync(small).size)).status).toBe(202);
+    fs.rmSync(small, { force: true });
   }, 300_000);
 
   it('cuts a slow sender off with 408 (logged at warn once per address a minute) while searches go on', async () => {
