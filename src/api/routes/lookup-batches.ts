@@ -1,7 +1,7 @@
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
-import { commonErrors, uploadErrors, errorBody } from '../schemas/common';
+import { bodyErrors, commonErrors, errorBody, locationHeader, uploadErrors } from '../schemas/common';
 import { lookupBatchBodyDoc, lookupBatchEnvelope, lookupBatchParams } from '../schemas/lookup-batches';
 import { filePart } from './file-part';
 
@@ -45,8 +45,13 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
         consumes: ['multipart/form-data'],
         body: lookupBatchBodyDoc,
         response: {
-          202: { description: 'The batch, queued, with `Location: /api/v1/lookups/batch/{id}`', ...lookupBatchEnvelope },
+          202: {
+            description: 'The batch, queued, with `Location: /api/v1/lookups/batch/{id}`',
+            ...lookupBatchEnvelope,
+            headers: locationHeader,
+          },
           ...commonErrors,
+          ...bodyErrors,
           ...uploadErrors,
         },
       },
@@ -92,7 +97,6 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
         tags: ['registry'],
         security,
         params: lookupBatchParams,
-        produces: ['text/csv'],
         response: {
           200: {
             description: 'CSV (UTF-8, CRLF)',
