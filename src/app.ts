@@ -15,6 +15,7 @@ import { errorHandlerPlugin } from './api/plugins/error-handler';
 import { claimSchema, clientSchema } from './api/schemas/claims';
 import { addSharedSchemas, documentHeaders, errorSchema } from './api/schemas/common';
 import { metricsPlugin } from './api/plugins/metrics';
+import { uploadGuardPlugin } from './upload-guard';
 import { claimRoutes } from './api/routes/claims';
 import { importRoutes } from './api/routes/imports';
 import { registryRoutes } from './api/routes/registry';
@@ -136,6 +137,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     done();
   });
   await app.register(errorHandlerPlugin);
+  await app.register(uploadGuardPlugin);
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
   addSharedSchemas(app, [
     errorSchema,
@@ -209,10 +211,23 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     try {
       await deps.store.ping();
-      return { status: 'ready' };
     } catch {
       return reply.status(503).send({ status: 'unavailable', message: 'The database is not reachable.' });
     }
+    // A full disk is reported but keeps the process ready: searches and every other read still
+    // work, and every process shares the disk, so taking them out of service would stop those too.
+    const full = deps.diskFull.recent();
+    if (full) {
+      return {
+        status: 'disk_full',
+        message:
+          full.where === 'database'
+            ? "The database's disk is full: writes are refused (503 storage_full) until space is freed; reads work."
+            : 'The disk of the uploaded files is full: uploads are refused (507) until space is freed.',
+        disk_full: { where: full.where, last_seen_at: full.at.toISOString() },
+      };
+    }
+    return { status: 'ready' };
   });
 
   await app.register(dashboardPlugin);

@@ -1,3 +1,5 @@
+import os from 'node:os';
+
 import { Ajv } from 'ajv';
 import type { FromSchema } from 'json-schema-to-ts';
 
@@ -40,6 +42,13 @@ const envSchema = {
     WORKER_LOCK_SECONDS: { type: 'integer', minimum: 2, maximum: 600, default: 30 },
     IMPORT_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 20, default: 3 },
     IMPORT_UPLOAD_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 120 },
+    // How long a job waits out an outage of the file storage before its import or batch fails.
+    STORAGE_RETRY_SECONDS: { type: 'integer', minimum: 0, maximum: 86_400, default: 300 },
+    // Uploads read at once by one process; default: one per 64 MiB of the machine's memory, 4 to 64 (see maxConcurrentUploads).
+    MAX_CONCURRENT_UPLOADS: { type: 'integer', minimum: 1, maximum: 10_000 },
+    // An upload sending less than this on average over UPLOAD_MIN_RATE_WINDOW_SECONDS is cut off (408); 0: never.
+    UPLOAD_MIN_BYTES_PER_SECOND: { type: 'integer', minimum: 0, default: 10_240 },
+    UPLOAD_MIN_RATE_WINDOW_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 30 },
     QUEUE_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'bull' },
     SESSION_SECRET: { type: 'string', minLength: 32 },
     TRUST_PROXY: { type: 'boolean', default: false },
@@ -92,6 +101,13 @@ export type Config = Readonly<{
   importAttempts: number;
   importSplitBytes: number;
   importUploadTimeoutSeconds: number;
+  /** How long an import or batch job waits out an outage of the file storage (STORAGE_RETRY_SECONDS) before it fails. */
+  storageRetrySeconds: number;
+  /** Uploads (imports, batch look-ups, the dashboard's) read at once by this process; more are answered 503 at once. */
+  maxConcurrentUploads: number;
+  /** An upload whose sender keeps under this rate for `uploadMinRateWindowSeconds` is cut off with a 408 (0: never). */
+  uploadMinBytesPerSecond: number;
+  uploadMinRateWindowSeconds: number;
   queuePrefix: string;
   sessionSecret: string | undefined;
   trustProxy: boolean;
@@ -201,6 +217,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importAttempts: v.IMPORT_ATTEMPTS,
     importSplitBytes: v.IMPORT_SPLIT_BYTES,
     importUploadTimeoutSeconds: v.IMPORT_UPLOAD_TIMEOUT_SECONDS,
+    storageRetrySeconds: v.STORAGE_RETRY_SECONDS,
+    maxConcurrentUploads: v.MAX_CONCURRENT_UPLOADS ?? defaultMaxConcurrentUploads(),
+    uploadMinBytesPerSecond: v.UPLOAD_MIN_BYTES_PER_SECOND,
+    uploadMinRateWindowSeconds: v.UPLOAD_MIN_RATE_WINDOW_SECONDS,
     queuePrefix: v.QUEUE_PREFIX,
     sessionSecret: v.SESSION_SECRET,
     trustProxy: v.TRUST_PROXY,
@@ -216,6 +236,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetrySchedule: Object.freeze(String(v.WEBHOOK_RETRY_SCHEDULE).split(',').map(Number)),
     alertsEnabled: v.ALERTS_ENABLED,
   });
+}
+
+/**
+ * Uploads read at once when MAX_CONCURRENT_UPLOADS is not set: one per 64 MiB of the machine's
+ * memory, at least 4 and at most 64. An upload holds up to one S3 part (5 MiB) and the parser's
+ * buffers, about 6 MB each measured (docs/performance.md); the rest is for the process itself.
+ */
+export function defaultMaxConcurrentUploads(totalMemory = os.totalmem()): number {
+  return Math.min(64, Math.max(4, Math.floor(totalMemory / (64 * 1024 * 1024))));
 }
 
 function hasHost(url: string): boolean {

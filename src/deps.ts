@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 
 import type { Config } from './config';
-import { isDatabaseUnavailable, openDb, type Db } from './db/db';
+import { isDatabaseUnavailable, isDiskFull, openDb, type Db } from './db/db';
+import { createDiskFullReporter } from './disk-full';
 import { importJobCounts } from './db/metrics-repository';
 import { migrate } from './db/migrate';
 import { createPlateBatchRepository } from './db/plate-batch-repository';
@@ -32,7 +33,8 @@ import { createWebhookService } from './domain/webhooks/webhook-service';
 import { createLogger } from './logger';
 import { createMetrics } from './metrics';
 import { resolveDocumentHashKey, resolveSessionSecret, StartupError } from './secrets';
-import { createObjectStore } from './storage/object-store';
+import { createObjectStore, type ObjectStore } from './storage/object-store';
+import { sweepFiles } from './domain/storage';
 import { importCsvProcessor } from './workers/import-csv.processor';
 import { startImportThread } from './workers/import-thread';
 import { createInProcessImportQueue } from './workers/in-process-runner';
@@ -63,7 +65,12 @@ export type DepsOptions = {
   beforeChunkWrite?: (chunkNo: number) => Promise<void>;
   /** Called while an import chunk's write runs in the database and this thread waits for it: the heap trim. */
   whileChunkWrites?: () => void;
+  /** Tests only: the object store as the service uses it, given the configured one (a full disk simulated at this seam). */
+  storage?: (configured: ObjectStore) => ObjectStore;
 };
+
+/** An uploaded file that belongs to no import or batch is removed by the daily sweep once this old (uploads take at most an hour). */
+const ORPHAN_FILE_AFTER_MS = 24 * 3_600_000;
 
 export async function createDeps(config: Config, options: DepsOptions = {}) {
   const key = resolveDocumentHashKey(config);
@@ -154,12 +161,20 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       searchHistoryYears: config.searchHistoryYears,
       journal: lookupJournal,
       alertsEnabled: config.alertsEnabled,
-      unavailable: isDatabaseUnavailable,
+      // A full disk fails every submission of a batch alike, as an unreachable database does.
+      unavailable: (err) => isDatabaseUnavailable(err) || isDiskFull(err),
       ...(searches ? { searches } : {}),
       ...(loggedPlateSearches ? { loggedPlateSearches } : {}),
     });
+    const configuredStorage = createObjectStore(config);
+    const storage = options.storage ? options.storage(configuredStorage) : configuredStorage;
     const registry = createRegistryService({
       registry: registryRepository,
+      // The daily purge also removes uploaded files whose import or batch has ended (or that have none).
+      sweepFiles: () =>
+        sweepFiles(storage, (objects, orphanBefore) => store.imports.endedObjects(objects, orphanBefore), {
+          orphanAfterMs: ORPHAN_FILE_AFTER_MS,
+        }),
       ...(searches ? { searches } : {}),
       journal: lookupJournal,
       hashDocument,
@@ -169,7 +184,6 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       retentionYears: config.retentionYears,
       lookupRetentionDays: config.lookupRetentionDays,
     });
-    const storage = createObjectStore(config);
     // With REDIS_URL the API only produces jobs (`npm run worker` consumes them); without it the
     // same processor runs inside this process, and the queue libraries stay unloaded (memory).
     const importQueue: BullImportQueue | ReturnType<typeof createInProcessImportQueue> = config.redisUrl
@@ -195,7 +209,11 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       queue: batchQueue,
       today,
       searchHistoryYears: config.searchHistoryYears,
-      limits: { maxBytes: config.importMaxBytes, uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000 },
+      limits: {
+        maxBytes: config.importMaxBytes,
+        uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000,
+        storageRetryMs: config.storageRetrySeconds * 1000,
+      },
       whileChunkWrites: options.whileChunkWrites,
     });
     if (batchQueue.kind === 'in-process') batchQueue.start(plateBatches);
@@ -212,6 +230,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         chunkSize: config.importChunkSize,
         uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000,
         writers: config.importWriters,
+        storageRetryMs: config.storageRetrySeconds * 1000,
       },
       // A completed import's match alerts are made in the same transaction as its completion,
       // set-based: its claims become visible and are alerted together, and a failed or cancelled
@@ -238,6 +257,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       },
       { processName: config.processName },
     );
+    const diskFull = createDiskFullReporter(metrics, log);
 
     // Background work is started by the caller (the main files, the tests' harness), not here.
     let importThread: ReturnType<typeof startImportThread> | undefined;
@@ -281,6 +301,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       importQueue,
       imports,
       metrics,
+      diskFull,
       alerts: createAlertService({ alerts: store.alerts }),
       plateBatches,
       batchQueue,

@@ -122,10 +122,11 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
           clients_deleted: r.clients,
           lookups_deleted: r.lookups,
           alerts_deleted: r.alerts,
+          files_deleted: r.files,
           claims_dated_before: r.claims_before,
           lookups_created_before: r.lookups_before,
         },
-        text: `Removed ${r.claims} claims dated before ${r.claims_before}, ${r.clients} clients left with no claim (with their documents), ${r.lookups} look-up entries, and ${r.alerts} alerts of the expired claims.`,
+        text: `Removed ${r.claims} claims dated before ${r.claims_before}, ${r.clients} clients left with no claim (with their documents), ${r.lookups} look-up entries, ${r.alerts} alerts of the expired claims, and ${r.files} uploaded files of ended imports and batch look-ups.`,
       };
     }
     case 'subject:export': {

@@ -30,6 +30,8 @@ export type MetricsSources = {
 export type Metrics = ImportMetrics &
   WebhookMetrics & {
     readonly registry: Registry;
+    /** A write refused because a disk is full: the database's, or the one the uploaded files go to. */
+    diskFull(where: 'database' | 'storage'): void;
     observeRequest(labels: { method: string; route: string; status: number }, seconds: number): void;
   };
 
@@ -80,6 +82,13 @@ export function createMetrics(sources: MetricsSources = {}, opts: { processName?
     registers: [registry],
   });
   for (const outcome of ['delivered', 'retry_scheduled', 'failed', 'refused'] as const) deliveries.inc({ outcome }, 0);
+  const diskFull = new Counter({
+    name: 'claims_disk_full_total',
+    help: "Writes refused because a disk is full, by where: database (its disk, or the embedded database's DATA_DIR) or storage (the uploaded files')",
+    labelNames: ['where'] as const,
+    registers: [registry],
+  });
+  for (const where of ['database', 'storage'] as const) diskFull.inc({ where }, 0);
 
   if (sources.queueDepth) {
     const depth = sources.queueDepth;
@@ -137,6 +146,9 @@ export function createMetrics(sources: MetricsSources = {}, opts: { processName?
     },
     delivery(outcome) {
       deliveries.inc({ outcome });
+    },
+    diskFull(where) {
+      diskFull.inc({ where });
     },
   };
 }

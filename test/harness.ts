@@ -41,6 +41,8 @@ export async function createTestContext(
     afterChunkCommit?: DepsOptions['afterChunkCommit'];
     /** Awaited in each import chunk's transaction before its write (0-based chunk number). */
     beforeChunkWrite?: DepsOptions['beforeChunkWrite'];
+    /** The object store as the service uses it, given the configured one (a fault at this seam: a full disk). */
+    storage?: DepsOptions['storage'];
   } = {},
 ): Promise<TestContext> {
   const kind = dbKind();
@@ -68,6 +70,7 @@ export async function createTestContext(
     ...(options.today ? { today: options.today } : {}),
     ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
     ...(options.beforeChunkWrite ? { beforeChunkWrite: options.beforeChunkWrite } : {}),
+    ...(options.storage ? { storage: options.storage } : {}),
   });
   // As the server without REDIS_URL: imports run and webhooks are delivered in this process.
   if (deps.importQueue.kind === 'in-process') {

@@ -378,3 +378,22 @@ function once(fn: () => Promise<void>): () => Promise<void> {
   let closing: Promise<void> | undefined;
   return () => (closing ??= fn());
 }
+
+/**
+ * Where a write failed because a disk is full, or undefined when it did not: PostgreSQL's
+ * disk_full (SQLSTATE 53100, "could not extend file ...: No space left on device"; PGlite reports
+ * the same of its files in DATA_DIR), or the operating system's ENOSPC / EDQUOT of a file the
+ * process writes itself (an upload kept in DATA_DIR/imports). A known, recoverable condition: the
+ * write is refused and works again once space is freed.
+ */
+export function diskFullWhere(err: unknown): 'database' | 'storage' | undefined {
+  const code = pgErrorCode(err);
+  const message = (err as { message?: unknown } | null)?.message;
+  if (code === '53100' || (typeof message === 'string' && /could not (extend|write to) file/u.test(message) && /space/u.test(message))) {
+    return 'database';
+  }
+  if (code === 'ENOSPC' || code === 'EDQUOT') return 'storage';
+  const cause = (err as { cause?: unknown } | null)?.cause;
+  return cause !== undefined && cause !== err ? diskFullWhere(cause) : undefined;
+}
+export const isDiskFull = (err: unknown): boolean => diskFullWhere(err) !== undefined;

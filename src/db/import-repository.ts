@@ -1,3 +1,4 @@
+import { jsonArray } from './columns';
 import type {
   HistoryEntry,
   ImportFailure,
@@ -227,6 +228,37 @@ export function createImportRepository(db: Queryable) {
 
     async setColumns(id: string, cols: string[]): Promise<void> {
       await db.query('UPDATE imports SET columns = coalesce(columns, $2::text[]) WHERE id = $1', [id, cols]);
+    },
+
+    async setMessage(id: string, message: string | null): Promise<void> {
+      await db.query(`UPDATE imports SET message = $2 WHERE id = $1 AND status = 'processing'`, [id, message]);
+    },
+
+    async endedObjects(objects: { key: string; kind: 'import' | 'batch'; id: string; modified: Date }[], orphanBefore: Date) {
+      // One statement for a page of stored files: a file goes when its import or batch has ended,
+      // or when it has none and is older than orphanBefore (ids and kinds from the keys).
+      const rows = await db.query<{ key: string }>(
+        `SELECT o.key
+           FROM (SELECT key, kind, id::uuid, modified::timestamptz
+                   FROM ROWS FROM (json_array_elements_text($1::text::json), json_array_elements_text($2::text::json),
+                                   json_array_elements_text($3::text::json), json_array_elements_text($4::text::json))
+                        AS t(key, kind, id, modified)) AS o
+           LEFT JOIN imports i ON o.kind = 'import' AND i.id = o.id
+           LEFT JOIN lookup_batches b ON o.kind = 'batch' AND b.id = o.id
+          WHERE CASE
+                  WHEN i.id IS NOT NULL THEN i.status NOT IN ('queued', 'processing') AND i.object_key = o.key
+                  WHEN b.id IS NOT NULL THEN b.status NOT IN ('queued', 'processing') AND b.object_key = o.key
+                  ELSE o.modified < $5
+                END`,
+        [
+          jsonArray(objects, (o) => o.key),
+          jsonArray(objects, (o) => o.kind),
+          jsonArray(objects, (o) => o.id),
+          jsonArray(objects, (o) => o.modified.toISOString()),
+          orphanBefore.toISOString(),
+        ],
+      );
+      return rows.map((r) => r.key);
     },
 
     async requestCancel(id: string): Promise<void> {

@@ -105,6 +105,12 @@ export function createPlateBatchRepository(db: Queryable): PlateBatchRepository 
         `UPDATE lookup_batches SET status = $2, message = $3, finished_at = now() WHERE id = $1 AND status IN ('queued', 'processing')`,
         [id, status, message],
       );
+      const rows = await db.query<{ object_key: string }>('SELECT object_key FROM lookup_batches WHERE id = $1', [id]);
+      return rows[0]?.object_key;
+    },
+
+    async setMessage(id, message) {
+      await db.query(`UPDATE lookup_batches SET message = $2 WHERE id = $1 AND status = 'processing'`, [id, message]);
     },
 
     async results(batchId, afterSeq, limit) {

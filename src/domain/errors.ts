@@ -8,6 +8,8 @@ export const ErrorCode = {
   UNAUTHORIZED: 'UNAUTHORIZED',
   FORBIDDEN: 'FORBIDDEN',
   UNAVAILABLE: 'UNAVAILABLE',
+  /** The request took too long to arrive (an upload sent too slowly): 408. */
+  TIMEOUT: 'TIMEOUT',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -34,6 +36,11 @@ export const ERROR_CODES = [
   'payload_too_large',
   'rate_limited',
   'service_unavailable',
+  'storage_unavailable',
+  'storage_full',
+  'insufficient_storage',
+  'too_many_uploads',
+  'upload_too_slow',
   'server_error',
 ] as const;
 export type PublicErrorCode = (typeof ERROR_CODES)[number];

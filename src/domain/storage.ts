@@ -18,6 +18,8 @@ export interface ObjectStore {
   getStream(key: string): Promise<Readable>;
   /** Removes the object; removing a missing object is not an error. */
   delete(key: string): Promise<void>;
+  /** The objects whose keys start with `prefix`, with their last change. */
+  list(prefix: string): AsyncIterable<StoredObject>;
 }
 
 export class ObjectNotFound extends Error {
@@ -37,4 +39,139 @@ export class StorageTimeout extends Error {
     super(`The storage write did not finish within ${ms} ms`);
     this.name = 'StorageTimeout';
   }
+}
+/**
+ * The storage cannot be reached or answers with a server error (a restart, a network cut, an
+ * outage of the S3 service): another try later may succeed. Named for what it is, so that callers
+ * ride it out, and logs and messages speak of the file storage, not of the database.
+ */
+export class StorageUnavailable extends Error {
+  constructor(cause?: unknown) {
+    super('The file storage cannot be reached', { cause });
+    this.name = 'StorageUnavailable';
+  }
+}
+
+/**
+ * How a job waits out an outage of the storage: tries again after `firstDelayMs`, doubling up to
+ * `maxDelayMs`, for at most `retryMs` from the first failure of an outage; `ok()` (progress made)
+ * ends the outage. Past `retryMs`, `failed()` throws StorageOutage.
+ */
+export function storageOutageClock(opts: { retryMs: number; firstDelayMs?: number; maxDelayMs?: number; now?: () => number }) {
+  const now = opts.now ?? Date.now;
+  const first = opts.firstDelayMs ?? 500;
+  const max = opts.maxDelayMs ?? 5000;
+  let since: number | undefined;
+  let delay = first;
+  return {
+    /** True while an outage is being waited out. */
+    get waiting() {
+      return since !== undefined;
+    },
+    ok() {
+      since = undefined;
+      delay = first;
+    },
+    /** The wait before the next try; throws StorageOutage once the outage has lasted `retryMs`. */
+    failed(cause: unknown): number {
+      since ??= now();
+      const left = since + opts.retryMs - now();
+      if (left <= 0) throw new StorageOutage(Math.round(opts.retryMs / 1000), cause);
+      const wait = Math.min(delay, left);
+      delay = Math.min(delay * 2, max);
+      return wait;
+    },
+  };
+}
+
+/** The storage stayed unreachable for longer than the job may wait (STORAGE_RETRY_SECONDS). */
+export class StorageOutage extends Error {
+  constructor(
+    readonly seconds: number,
+    cause?: unknown,
+  ) {
+    super(`The file storage could not be reached for ${seconds} seconds`, { cause });
+    this.name = 'StorageOutage';
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Removes an object; when the storage cannot be reached, tries again in the background (the
+ * timers keep no process alive) for up to `forMs`. What is still left then, or when the process
+ * stops, the daily sweep removes (see sweepFiles).
+ */
+export async function deleteObject(storage: ObjectStore, key: string, opts: { forMs?: number; onGiveUp?: (err: unknown) => void } = {}) {
+  try {
+    await storage.delete(key);
+  } catch (err) {
+    const clock = storageOutageClock({ retryMs: opts.forMs ?? 3_600_000 });
+    const again = (cause: unknown) => {
+      let wait: number;
+      try {
+        wait = clock.failed(cause);
+      } catch {
+        opts.onGiveUp?.(cause);
+        return;
+      }
+      setTimeout(() => void storage.delete(key).catch(again), wait).unref();
+    };
+    again(err);
+  }
+}
+
+/** An object as a listing gives it. */
+export type StoredObject = { key: string; modified: Date };
+
+/**
+ * Of the listed objects (each with the id its key names), those that no queued or processing
+ * import or batch holds: their own has ended, or there is none and the object is older than
+ * `orphanBefore` (src/db answers it in one statement).
+ */
+export type EndedObjects = (
+  objects: { key: string; kind: 'import' | 'batch'; id: string; modified: Date }[],
+  orphanBefore: Date,
+) => Promise<string[]>;
+
+/** The folders of the store that hold uploaded files, and whose files they are. */
+const SWEPT: { prefix: string; kind: 'import' | 'batch' }[] = [
+  { prefix: 'imports/', kind: 'import' },
+  { prefix: 'lookup-batches/', kind: 'batch' },
+];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/iu;
+
+/**
+ * The daily sweep: every uploaded file whose import or batch has ended (completed, failed,
+ * cancelled), or that belongs to none and is older than `orphanAfterMs` (an upload that never
+ * became an import, a partial file of a killed process), is removed, a page of 1000 at a time.
+ * How many it removed.
+ */
+export async function sweepFiles(storage: ObjectStore, ended: EndedObjects, opts: { orphanAfterMs: number; now?: () => number }) {
+  const orphanBefore = new Date((opts.now ?? Date.now)() - opts.orphanAfterMs);
+  let removed = 0;
+  for (const { prefix, kind } of SWEPT) {
+    let page: StoredObject[] = [];
+    const flush = async () => {
+      const named: { key: string; kind: 'import' | 'batch'; id: string; modified: Date }[] = [];
+      const doomed: string[] = [];
+      for (const o of page) {
+        const id = o.key.split('/').at(-1) ?? '';
+        if (UUID.test(id)) named.push({ key: o.key, kind, id, modified: o.modified });
+        else if (o.modified < orphanBefore) doomed.push(o.key);
+      }
+      page = [];
+      if (named.length > 0) doomed.push(...(await ended(named, orphanBefore)));
+      for (const key of doomed) {
+        await storage.delete(key);
+        removed++;
+      }
+    };
+    for await (const object of storage.list(prefix)) {
+      page.push(object);
+      if (page.length >= 1000) await flush();
+    }
+    if (page.length > 0) await flush();
+  }
+  return removed;
 }

@@ -1,16 +1,58 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
 import type { Client } from 'minio';
 
 import type { Config } from '../config';
-import { ObjectNotFound, ObjectTooLarge, StorageTimeout, type ObjectStore } from '../domain/storage';
+import { ObjectNotFound, ObjectTooLarge, StorageTimeout, StorageUnavailable, type ObjectStore, type StoredObject } from '../domain/storage';
 
 // Implements the storage port declared in src/domain/storage.ts: S3-compatible storage through
 // the `minio` client, or a folder under DATA_DIR.
-export { ObjectNotFound, ObjectTooLarge, StorageTimeout, type ObjectStore };
+export { ObjectNotFound, ObjectTooLarge, StorageTimeout, StorageUnavailable, type ObjectStore };
+
+/**
+ * Network codes of a storage server that cannot be reached or went away mid-way, and S3's own
+ * codes of a server that cannot answer now: an outage, which a later try may get past.
+ */
+const OUTAGE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'InternalError',
+  'ServiceUnavailable',
+  'SlowDown',
+  'RequestTimeout',
+]);
+
+/** A storage client's failure as the domain names it: StorageUnavailable for an outage, else as it was. */
+export function asStorageError(err: unknown): unknown {
+  if (err instanceof StorageUnavailable) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  const message = (err as { message?: unknown } | null)?.message;
+  if ((typeof code === 'string' && OUTAGE_CODES.has(code)) || message === 'aborted' || message === 'socket hang up') {
+    return new StorageUnavailable(err);
+  }
+  return err;
+}
+
+/** A call to the storage, with an outage named as such. */
+async function call<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    throw asStorageError(err);
+  }
+}
 
 const KEY = /^[A-Za-z0-9][A-Za-z0-9/_-]{0,400}$/u;
 function checkKey(key: string): string {
@@ -85,6 +127,28 @@ export function createLocalObjectStore(root: string): ObjectStore {
     async delete(key) {
       await fs.promises.rm(fileOf(key), { force: true });
     },
+    async *list(prefix) {
+      const walk = async function* (dir: string, keyPrefix: string): AsyncGenerator<StoredObject> {
+        let entries: fs.Dirent[];
+        try {
+          entries = await fs.promises.readdir(dir, { withFileTypes: true });
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+          throw err;
+        }
+        for (const e of entries) {
+          const key = `${keyPrefix}${e.name}`;
+          if (e.isDirectory()) yield* walk(path.join(dir, e.name), `${key}/`);
+          else if (e.isFile() && key.startsWith(prefix)) {
+            const stat = await fs.promises.stat(path.join(dir, e.name)).catch(() => undefined);
+            if (stat) yield { key, modified: stat.mtime };
+          }
+        }
+      };
+      // The folder of the prefix's whole segments ('imports/' → root/imports).
+      const folder = prefix.slice(0, prefix.lastIndexOf('/') + 1);
+      yield* walk(path.join(root, ...folder.split('/').filter(Boolean)), folder);
+    },
   };
 }
 
@@ -93,6 +157,8 @@ export function createLocalObjectStore(root: string): ObjectStore {
  * smaller than a part is sent with one PUT.
  */
 const PART_SIZE = 5 * 1024 * 1024;
+/** A stored file is read back in ranges of this size, one request each. */
+const READ_RANGE_BYTES = 1024 * 1024;
 
 export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore {
   // The minio client (and what it pulls in, tens of MB of resident memory) is loaded on first use,
@@ -145,11 +211,11 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
     let buffered = 0;
     const etags: { part: number; etag: string }[] = [];
     const sendPart = async () => {
-      state.uploadId ??= await client.initiateNewMultipartUpload(bucket, key, headers);
+      state.uploadId ??= await call(() => client.initiateNewMultipartUpload(bucket, key, headers));
       const part = etags.length + 1;
-      const { etag } = await client.uploadPart(
-        { bucketName: bucket, objectName: key, uploadID: state.uploadId, partNumber: part, headers: {} },
-        Buffer.concat(parts, buffered),
+      const uploadID = state.uploadId;
+      const { etag } = await call(() =>
+        client.uploadPart({ bucketName: bucket, objectName: key, uploadID, partNumber: part, headers: {} }, Buffer.concat(parts, buffered)),
       );
       etags.push({ part, etag });
       parts = [];
@@ -164,10 +230,11 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
       if (buffered >= PART_SIZE) await sendPart();
     }
     if (state.uploadId === undefined) {
-      await client.putObject(bucket, key, Buffer.concat(parts, buffered), buffered, headers);
+      await call(() => client.putObject(bucket, key, Buffer.concat(parts, buffered), buffered, headers));
     } else {
       if (buffered > 0) await sendPart();
-      await client.completeMultipartUpload(bucket, key, state.uploadId, etags);
+      const uploadID = state.uploadId;
+      await call(() => client.completeMultipartUpload(bucket, key, uploadID, etags));
     }
     return size;
   }
@@ -178,7 +245,7 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
       checkKey(key);
       const state: { uploadId?: string } = {};
       const work = (async () => {
-        await ensureBucket();
+        await call(ensureBucket);
         return upload(key, source, maxBytes, state);
       })();
       work.catch(() => {});
@@ -196,17 +263,48 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
     async getStream(key) {
       checkKey(key);
       const client = await getClient();
+      let size: number;
       try {
-        return await client.getObject(bucket, key);
+        ({ size } = await client.statObject(bucket, key));
       } catch (err) {
         const code = (err as { code?: string }).code;
         if (code === 'NoSuchKey' || code === 'NotFound' || code === 'NoSuchBucket') throw new ObjectNotFound(key);
-        throw err;
+        throw asStorageError(err);
       }
+      // Read in ranges, one request each: a connection is never held for the length of an import,
+      // and an outage of the storage shows at the next range, not in a download that the kernel
+      // had buffered ahead (the import then waits it out and reads from where it had got to).
+      async function* ranges(): AsyncGenerator<Buffer> {
+        for (let offset = 0; offset < size; offset += READ_RANGE_BYTES) {
+          const length = Math.min(READ_RANGE_BYTES, size - offset);
+          const part = await call(() => client.getPartialObject(bucket, key, offset, length));
+          try {
+            for await (const chunk of part) yield chunk as Buffer;
+          } catch (err) {
+            throw asStorageError(err);
+          } finally {
+            part.destroy();
+          }
+        }
+      }
+      return Readable.from(ranges(), { objectMode: false, highWaterMark: 256 * 1024 });
     },
     async delete(key) {
       checkKey(key);
-      await (await getClient()).removeObject(bucket, key);
+      const client = await getClient();
+      await call(() => client.removeObject(bucket, key));
+    },
+    async *list(prefix) {
+      const client = await getClient();
+      if (!(await call(() => client.bucketExists(bucket)))) return;
+      const stream = client.listObjectsV2(bucket, prefix, true);
+      try {
+        for await (const o of stream as AsyncIterable<{ name?: string; lastModified?: Date }>) {
+          if (o.name) yield { key: o.name, modified: o.lastModified ?? new Date() };
+        }
+      } catch (err) {
+        throw asStorageError(err);
+      }
     },
   };
 }

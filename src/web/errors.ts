@@ -2,6 +2,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/db';
 import { AppError, type ErrorCode } from '../domain/errors';
+import { conditionOf } from '../http-conditions';
 import { RoleError, wantsJson } from './context';
 import { renderPage } from './render';
 
@@ -22,6 +23,7 @@ const APP_ERROR_PAGES: Record<ErrorCode, [number, string] | null> = {
   CONFLICT: [409, 'Already exists'],
   UNAUTHORIZED: [401, 'Please sign in'],
   UNAVAILABLE: [503, 'Temporarily unavailable'],
+  TIMEOUT: [408, 'The upload was too slow'],
 };
 
 /**
@@ -33,6 +35,13 @@ export async function webErrorHandler(err: FastifyError | AppError | RoleError, 
   if (err instanceof RoleError) return show(request, reply, 403, err.title, err.message);
   const page = err instanceof AppError ? APP_ERROR_PAGES[err.code] : null;
   if (page) return show(request, reply, page[0], page[1], err.message);
+  // A full disk, an unreachable file storage: said as what they are (counted and logged there).
+  const condition = conditionOf(err, request);
+  if (condition) {
+    reply.header('retry-after', String(condition.retryAfter));
+    const title = condition.code === 'storage_unavailable' ? 'Temporarily unavailable' : 'Storage full';
+    return show(request, reply, condition.status, title, condition.message);
+  }
   // A lost database (a restart, a failover, a network cut): what it is, a 503 that says to try
   // again shortly, not "something went wrong".
   if (isDatabaseUnavailable(err)) {

@@ -9,6 +9,7 @@ import {
   type ProcessOutcome,
 } from '../domain/imports/import-service';
 import { isUuid } from '../domain/ids';
+import { StorageOutage } from '../domain/storage';
 import type { ImportMetrics } from '../metrics';
 import type { JobData } from './queues';
 
@@ -57,6 +58,12 @@ export function importCsvProcessor(deps: ImportProcessorDeps) {
     } catch (err) {
       if (err instanceof InvalidImportFile) {
         await deps.imports.markFailed(importId, 'invalid_file', err.message);
+        deps.metrics?.importFinished({ status: 'failed', seconds: seconds() });
+        throw new PermanentImportFailure(err.message);
+      }
+      // The storage stayed unreachable longer than STORAGE_RETRY_SECONDS: the import fails, saying why.
+      if (err instanceof StorageOutage) {
+        await deps.imports.markFailed(importId, 'error', importMessages.storageOutage(err.seconds));
         deps.metrics?.importFinished({ status: 'failed', seconds: seconds() });
         throw new PermanentImportFailure(err.message);
       }

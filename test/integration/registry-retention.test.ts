@@ -183,6 +183,12 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
       '--json',
     );
     missingArg = await admin('subject:export', '--date-of-birth', '1966-09-09', '--id-type', 'passport', '--json');
+    // An uploaded file that became no import (its process was killed), two days old: the purge's sweep removes it.
+    const orphan = path.join(dir, 'data', 'imports', 'imports', a.id, '0190a0b0-0000-7000-8000-000000000001');
+    fs.mkdirSync(path.dirname(orphan), { recursive: true });
+    fs.writeFileSync(orphan, 'first_name\n');
+    const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000);
+    fs.utimesSync(orphan, twoDaysAgo, twoDaysAgo);
     purged = await admin('purge', '--json');
     again = await admin('purge', '--json');
     if (kind === 'pglite') current = await open();
@@ -206,10 +212,17 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
       clients_deleted: 1,
       lookups_deleted: 2, // A's matches of xOld, and C's 731-day-old search
       alerts_deleted: 2, // A's alert about B's later claim on xOld's plate, B's alert about yOld
+      files_deleted: 1, // the orphaned upload
       claims_dated_before: minusYears(today(), 6),
       lookups_created_before: expect.any(String),
     });
-    expect(JSON.parse(again.stdout)).toMatchObject({ claims_deleted: 0, clients_deleted: 0, lookups_deleted: 0, alerts_deleted: 0 });
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      claims_deleted: 0,
+      clients_deleted: 0,
+      lookups_deleted: 0,
+      alerts_deleted: 0,
+      files_deleted: 0,
+    });
   });
 
   it('claims dated before today minus RETENTION_YEARS are gone; one dated exactly then stays', async () => {

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
@@ -98,12 +99,16 @@ describe('a worker killed in the middle of an import', () => {
       const worker = f.startWorker({ killAfterChunk: chunk });
       expect(await exitOf(worker)).toEqual({ code: null, signal: 'SIGKILL' });
     }
+    const stored = path.join(f.ctx.config.dataDir, 'imports', ...(await f.importRow(id))!.objectKey.split('/'));
+    expect(fs.existsSync(stored)).toBe(true);
     // BullMQ gives up on a job that stalled more than once (maxStalledCount 1).
     const worker = f.startWorker();
     const run = await f.finished(id);
     expect(run).toMatchObject({ status: 'failed', failure: 'error', imported: null });
     // The committed chunks' claims are removed in the background.
     await until("the failed import's claims to be removed", async () => (await f.ctx.deps.store.imports.countClaims(id)) === 0);
+    // Its job given up, the uploaded file is deleted too.
+    await until("the failed import's file to be deleted", () => !fs.existsSync(stored));
     const res2 = await f.ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: company.auth });
     expect(res2.json().data).toMatchObject({
       status: 'failed',

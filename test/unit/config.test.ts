@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { ConfigError, loadConfig } from '../../src/config';
+import { ConfigError, defaultMaxConcurrentUploads, loadConfig } from '../../src/config';
 
 const configError = (env: Record<string, string>): string => {
   try {
@@ -15,6 +15,29 @@ const configError = (env: Record<string, string>): string => {
 const s3 = { S3_ENDPOINT: 'http://127.0.0.1:9000', S3_ACCESS_KEY: 'access', S3_SECRET_KEY: 'secret-key' };
 
 describe('loadConfig', () => {
+  it('has the pressure settings: storage outages waited out 300 s, uploads at once sized to memory, slow senders under 10 kB/s for 30 s cut off', () => {
+    expect(loadConfig({})).toMatchObject({
+      storageRetrySeconds: 300,
+      maxConcurrentUploads: defaultMaxConcurrentUploads(),
+      uploadMinBytesPerSecond: 10_240,
+      uploadMinRateWindowSeconds: 30,
+    });
+    const MiB = 1024 * 1024;
+    expect([512 * MiB, 2048 * MiB, 8192 * MiB, 65_536 * MiB].map((m) => defaultMaxConcurrentUploads(m))).toEqual([8, 32, 64, 64]);
+    expect(defaultMaxConcurrentUploads(128 * MiB)).toBe(4);
+    expect(
+      loadConfig({
+        STORAGE_RETRY_SECONDS: '10',
+        MAX_CONCURRENT_UPLOADS: '2',
+        UPLOAD_MIN_BYTES_PER_SECOND: '0',
+        UPLOAD_MIN_RATE_WINDOW_SECONDS: '5',
+      }),
+    ).toMatchObject({ storageRetrySeconds: 10, maxConcurrentUploads: 2, uploadMinBytesPerSecond: 0, uploadMinRateWindowSeconds: 5 });
+    expect(configError({ MAX_CONCURRENT_UPLOADS: '0', STORAGE_RETRY_SECONDS: '-1' })).toMatch(
+      /MAX_CONCURRENT_UPLOADS.*STORAGE_RETRY_SECONDS|STORAGE_RETRY_SECONDS.*MAX_CONCURRENT_UPLOADS/u,
+    );
+  });
+
   it('has working defaults with an empty environment: embedded database, UTC, 3-year search window', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({

@@ -4,6 +4,7 @@ import fp from 'fastify-plugin';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../db/db';
 import { AppError, type ErrorCode, type FieldErrors, type PublicErrorCode } from '../../domain/errors';
 import { fieldErrorsOf } from '../../domain/validation';
+import { conditionOf } from '../../http-conditions';
 
 const STATUS: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
@@ -12,6 +13,7 @@ const STATUS: Record<ErrorCode, number> = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   UNAVAILABLE: 503,
+  TIMEOUT: 408,
   INTERNAL: 500,
 };
 
@@ -22,6 +24,7 @@ const CODE_OF_KIND: Record<ErrorCode, PublicErrorCode> = {
   UNAUTHORIZED: 'unauthenticated',
   FORBIDDEN: 'forbidden',
   UNAVAILABLE: 'service_unavailable',
+  TIMEOUT: 'upload_too_slow',
   INTERNAL: 'server_error',
 };
 
@@ -45,10 +48,18 @@ export function sendError(
 export const errorHandlerPlugin = fp(
   async (app: FastifyInstance) => {
     app.setErrorHandler((err: FastifyError | AppError, request, reply) => {
+      // A full disk, an unreachable file storage: answered as what they are (src/http-conditions.ts).
+      const condition = conditionOf(err, request);
+      if (condition) {
+        reply.header('retry-after', String(condition.retryAfter));
+        return sendError(request, reply, condition.status, condition.code, condition.message);
+      }
       if (answerDatabaseUnavailable(err, request, reply)) return reply;
       if (err instanceof AppError) {
         const status = STATUS[err.code];
         if (status >= 500) request.log.error({ err }, 'request failed');
+        // A sender cut off (upload_too_slow): its socket is not kept for another request.
+        if (status === 408) reply.header('connection', 'close');
         return sendError(request, reply, status, err.reason ?? CODE_OF_KIND[err.code], err.message, err.fields);
       }
       if (err.validation) {

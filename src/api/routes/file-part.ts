@@ -15,6 +15,9 @@ export async function filePart(request: FastifyRequest): Promise<MultipartFile> 
   } catch {
     part = undefined;
   }
+  // Cut off for sending too slowly before the file part began (upload-guard.ts).
+  if (request.uploadGuard?.cut) throw request.uploadGuard.cut;
+  if (part) request.uploadGuard?.attach(part.file);
   if (!part || part.fieldname !== 'file') {
     part?.file.resume();
     throw validationError({ file: [fileMessages.required] });

@@ -15,6 +15,7 @@ import {
   idempotencyKeyHeader,
   locationHeader,
   preferHeader,
+  uploadErrors,
   validationErrorBody,
 } from '../schemas/common';
 import type { ApiTypeProvider } from '../schemas/type-provider';
@@ -158,12 +159,13 @@ export async function importRoutes(fastify: FastifyInstance) {
             description: 'The file is invalid (nothing was imported), or the Idempotency-Key was used for another request',
             ...validationErrorBody,
           },
-          503: { description: 'The import queue or storage is unavailable; nothing was imported', ...errorBody },
+          ...uploadErrors,
         },
       },
       // The body is a stream the handler reads and checks itself; the schema above documents it.
       validatorCompiler: () => () => true,
       onSend: idempotencyOnSend(app),
+      config: { upload: true },
     },
     async (request, reply) => {
       const part = await filePart(request);

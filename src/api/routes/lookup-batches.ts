@@ -1,7 +1,7 @@
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
-import { bodyErrors, commonErrors, errorBody, locationHeader } from '../schemas/common';
+import { bodyErrors, commonErrors, errorBody, locationHeader, uploadErrors } from '../schemas/common';
 import { lookupBatchBodyDoc, lookupBatchEnvelope, lookupBatchParams } from '../schemas/lookup-batches';
 import { filePart } from './file-part';
 
@@ -52,11 +52,12 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
           },
           ...commonErrors,
           ...bodyErrors,
-          503: { description: 'The queue or the database is unavailable (service_unavailable), with Retry-After', ...errorBody },
+          ...uploadErrors,
         },
       },
       // The body is a stream read by the handler (as the import's); the schema documents it.
       validatorCompiler: () => () => true,
+      config: { upload: true },
     },
     async (request, reply) => {
       const part = await filePart(request);

@@ -42,9 +42,24 @@ export const commonErrors = {
   429: { description: 'Too many requests (rate_limited), with Retry-After', ...errorBody },
   500: { description: 'Unexpected server error (server_error)', ...errorBody },
   503: {
-    description: 'The database or another service the request needs cannot be reached (service_unavailable), with Retry-After',
+    description:
+      'The database or another service the request needs cannot be reached (service_unavailable), or a write was refused because ' +
+      "the database's disk is full (storage_full); with Retry-After",
     ...errorBody,
   },
+} as const;
+
+/** The answers of an upload route beyond commonErrors and bodyErrors. */
+export const uploadErrors = {
+  408: { description: 'The upload was sent too slowly and was cut off (upload_too_slow); nothing was stored', ...errorBody },
+  503: {
+    description:
+      'Every upload slot of the server is taken (too_many_uploads), the file storage cannot be reached (storage_unavailable), ' +
+      "the queue or the database is unavailable (service_unavailable) or the database's disk is full (storage_full); with " +
+      'Retry-After; nothing was stored',
+    ...errorBody,
+  },
+  507: { description: 'No storage space is left for the file (insufficient_storage), with Retry-After; nothing was stored', ...errorBody },
 } as const;
 
 /** The error answers of a route that takes a body, besides commonErrors. */
@@ -74,6 +89,7 @@ const BY_STATUS: Record<string, Record<string, HeaderDoc>> = {
   '401': { 'www-authenticate': { type: 'string', description: 'How to authenticate: `Bearer`, with `error` when a token was refused.' } },
   '429': { 'retry-after': { type: 'integer', description: 'Seconds to wait before trying again.' } },
   '503': { 'retry-after': { type: 'integer', description: 'Seconds to wait before trying again.' } },
+  '507': { 'retry-after': { type: 'integer', description: 'Seconds to wait before trying again.' } },
 };
 
 /**

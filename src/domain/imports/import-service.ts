@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 
-import { ObjectNotFound, ObjectTooLarge, StorageTimeout, type ObjectStore } from '../storage';
+import {
+  deleteObject,
+  ObjectNotFound,
+  ObjectTooLarge,
+  sleep,
+  storageOutageClock,
+  StorageTimeout,
+  StorageUnavailable,
+  type ObjectStore,
+} from '../storage';
 import { AppError, validationError } from '../errors';
 import { pageOf, pageRequest } from '../paging';
 import { isUuid } from '../ids';
@@ -96,6 +105,9 @@ export const importMessages = {
   unavailable: 'Imports are unavailable right now (the job queue cannot be reached); nothing was imported. Try again later.',
   storageTimeout: 'The file could not be stored in time; nothing was imported. Try again.',
   failed: 'The import could not be completed; nothing was imported. Try again later.',
+  waitingForStorage: 'Waiting for the file storage, which cannot be reached right now; the import goes on when it is back.',
+  storageOutage: (seconds: number) =>
+    `The file storage could not be reached for ${seconds} seconds, so the file could not be read; nothing was imported. Upload the file again.`,
   notFound: 'Import not found.',
   cancelled: 'The import was cancelled; nothing was imported.',
   alreadyFinished: 'The import has already finished.',
@@ -104,7 +116,8 @@ export const importMessages = {
 
 export type ReceivedFile = { importId: string; objectKey: string; fileName: string; size: number; sha256: string; dataRows: number };
 export type Upload = { fileName: string | undefined; stream: Readable; truncated: () => boolean };
-export type ImportProgress = { rows_done: number; rows_total: number };
+/** A job's progress; `waiting_for: 'storage'` while it waits out an outage of the file storage. */
+export type ImportProgress = { rows_done: number; rows_total: number; waiting_for?: 'storage' };
 export type ProcessOutcome = { importId: string; status: ImportStatus; imported: number; failed: number; alreadyDone: boolean };
 
 export type ImportServiceDeps<Tx extends ImportTx> = {
@@ -117,7 +130,8 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   queue: ImportQueue;
   today: () => string;
   /** `writers`: chunk transactions of one import in flight at a time (IMPORT_WRITERS; 1 if not given, and where there is one session). */
-  limits: { maxBytes: number; chunkSize: number; uploadTimeoutMs: number; writers?: number };
+  /** `storageRetryMs`: how long a run waits out an outage of the storage (STORAGE_RETRY_SECONDS; default 300 s). */
+  limits: { maxBytes: number; chunkSize: number; uploadTimeoutMs: number; writers?: number; storageRetryMs?: number };
   /** Runs inside the transaction of every move into completed, failed or cancelled. */
   onTerminal?: (tx: Tx, run: ImportRecord) => Promise<void>;
   /** Called right after a chunk has committed, before its progress is reported (crash tests). */
@@ -189,7 +203,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
       throw err;
     }
     if (upload.truncated()) {
-      await storage.delete(objectKey);
+      await deleteObject(storage, objectKey);
       throw validationError({ file: [fileMessages.tooLarge(limits.maxBytes)] });
     }
     const file = inspector.result();
@@ -205,20 +219,26 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
 
   /** Removes a received file that will not be imported (a replayed Idempotency-Key). */
   async function discard(file: ReceivedFile): Promise<void> {
-    await storage.delete(file.objectKey);
+    await deleteObject(storage, file.objectKey);
   }
 
   /** Records the import (queued) and enqueues its job; when the queue fails, nothing is left behind. */
   async function start(principal: Principal, file: ReceivedFile): Promise<ImportRecord> {
-    await store.imports.insert({
-      id: file.importId,
-      companyId: principal.companyId,
-      fileName: file.fileName,
-      objectKey: file.objectKey,
-      sizeBytes: file.size,
-      rowsTotal: file.dataRows,
-      sha256: file.sha256,
-    });
+    try {
+      await store.imports.insert({
+        id: file.importId,
+        companyId: principal.companyId,
+        fileName: file.fileName,
+        objectKey: file.objectKey,
+        sizeBytes: file.size,
+        rowsTotal: file.dataRows,
+        sha256: file.sha256,
+      });
+    } catch (err) {
+      // Not recorded (the database is unreachable or full): the file would belong to no import.
+      await deleteObject(storage, file.objectKey);
+      throw err;
+    }
     try {
       // Counted after the insert, so this import is one of them. Two uploads of one company at
       // the same moment may get the same rank: they are then taken in the order queued.
@@ -226,7 +246,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
       await queue.enqueue(file.importId, rank);
     } catch (err) {
       await store.imports.delete(file.importId);
-      await storage.delete(file.objectKey).catch(() => {});
+      await deleteObject(storage, file.objectKey);
       if (err instanceof QueueUnavailable) throw new AppError('UNAVAILABLE', importMessages.unavailable);
       throw err;
     }
@@ -275,7 +295,48 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     if (isTerminal(found.status)) return outcomeOf(found, true);
     const run = await machine.start(importId);
     if (!run) return outcomeOf((await store.imports.findById(importId)) ?? found, true);
-    return settle(importId, await runChunks(run, opts.onProgress));
+    return settle(importId, await rideOutStorage(run, opts.onProgress, (onProgress) => runChunks(run, onProgress)));
+  }
+
+  /**
+   * Runs `work` (a run of the import's chunks), waiting out an outage of the storage: the file is
+   * opened again after a backoff and the run goes on after its committed chunks, for up to
+   * STORAGE_RETRY_SECONDS from the outage's start, counting no attempt of the import's. Meanwhile
+   * the import's message and the job's progress say that it waits for storage. Longer, it throws
+   * StorageOutage (the import then fails, saying why).
+   */
+  async function rideOutStorage<T>(
+    run: ImportRecord,
+    onProgress: ((p: ImportProgress) => Promise<void>) | undefined,
+    work: (onProgress: (p: ImportProgress) => Promise<void>) => Promise<T>,
+  ): Promise<T> {
+    const clock = storageOutageClock({ retryMs: limits.storageRetryMs ?? 300_000 });
+    let last: ImportProgress = { rows_done: run.rowsDone, rows_total: run.rowsTotal };
+    const back = async () => {
+      if (!clock.waiting) return;
+      clock.ok();
+      await store.imports.setMessage(run.id, null);
+    };
+    for (;;) {
+      try {
+        const result = await work(async (p) => {
+          last = p;
+          await back();
+          await onProgress?.(p);
+        });
+        await back();
+        return result;
+      } catch (err) {
+        if (!(err instanceof StorageUnavailable)) throw err;
+        const first = !clock.waiting;
+        const wait = clock.failed(err);
+        if (first) {
+          await store.imports.setMessage(run.id, importMessages.waitingForStorage);
+          await onProgress?.({ ...last, waiting_for: 'storage' });
+        }
+        await sleep(wait);
+      }
+    }
   }
 
   /**
@@ -291,16 +352,18 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     if (splitBytes <= 0 || found.sizeBytes <= splitBytes) return { kind: 'whole' };
     const run = await machine.start(importId);
     if (!run) return { kind: 'done', outcome: outcomeOf((await store.imports.findById(importId)) ?? found, true) };
-    const source = await openFile(run);
-    try {
-      const count = Math.ceil(run.sizeBytes / splitBytes);
-      return {
-        kind: 'ranges',
-        ranges: await planRanges(readImportRows(source), { chunkSize: limits.chunkSize, rowsTotal: run.rowsTotal, count }),
-      };
-    } finally {
-      source.destroy();
-    }
+    return rideOutStorage(run, undefined, async () => {
+      const source = await openFile(run);
+      try {
+        const count = Math.ceil(run.sizeBytes / splitBytes);
+        return {
+          kind: 'ranges' as const,
+          ranges: await planRanges(readImportRows(source), { chunkSize: limits.chunkSize, rowsTotal: run.rowsTotal, count }),
+        };
+      } finally {
+        source.destroy();
+      }
+    });
   }
 
   /**
@@ -316,7 +379,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     const run = await store.imports.findById(importId);
     if (!run) throw new ImportGone('The import no longer exists.');
     if (isTerminal(run.status) || run.cancelRequested) return outcomeOf(run, true);
-    const stopped = await runChunks(run, opts.onProgress, range);
+    const stopped = await rideOutStorage(run, opts.onProgress, (onProgress) => runChunks(run, onProgress, range));
     return { ...outcomeOf(run, false), status: stopped ?? 'processing' };
   }
 
@@ -460,7 +523,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   /** After a terminal status: the file goes (it holds personal data), and a failed or cancelled import's claims. */
   async function cleanUp(run: ImportRecord): Promise<void> {
     if (!isTerminal(run.status)) return;
-    await storage.delete(run.objectKey).catch(() => {});
+    await deleteObject(storage, run.objectKey);
     if (run.status !== 'completed') await purge(run.id, run.companyId);
   }
 
@@ -509,7 +572,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     if (!result) throw new AppError('NOT_FOUND', importMessages.notFound, undefined, 'import_not_found');
     if (now.status === 'completed' || now.status === 'failed')
       throw new AppError('CONFLICT', importMessages.alreadyFinished, undefined, 'import_finished');
-    if (result.moved) await storage.delete(now.objectKey).catch(() => {});
+    if (result.moved) await deleteObject(storage, now.objectKey);
     return { run: now, accepted: result.accepted };
   }
 
@@ -568,7 +631,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
         });
     } finally {
       source?.destroy();
-      await storage.delete(file.objectKey).catch(() => {});
+      await deleteObject(storage, file.objectKey);
     }
     return { imported, failed: errors.length, errors: errors.map((e) => ({ row: e.row, messages: byColumn(e.messages) })) };
   }

@@ -88,6 +88,8 @@ export interface ImportRepositoryPort {
   lockShared(id: string): Promise<{ status: ImportStatus; cancelRequested: boolean } | undefined>;
   /** Records the file's columns (once, before its first chunk), for the failed rows' file. */
   setColumns(id: string, columns: string[]): Promise<void>;
+  /** The message of a processing import (a wait for storage; null when it is over). */
+  setMessage(id: string, message: string | null): Promise<void>;
   requestCancel(id: string): Promise<void>;
   delete(id: string): Promise<void>;
   /** Failed or cancelled imports whose claims are not all removed yet. */

@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
-import { ObjectTooLarge, StorageTimeout, type ObjectStore } from '../storage';
+import {
+  deleteObject,
+  ObjectTooLarge,
+  sleep,
+  StorageOutage,
+  storageOutageClock,
+  StorageTimeout,
+  StorageUnavailable,
+  type ObjectStore,
+} from '../storage';
 import { isPlateText, LIMITS, normalizePlate } from '../claims/claim';
 import { minusYears } from '../dates';
 import { AppError, validationError } from '../errors';
@@ -35,6 +44,9 @@ export const batchMessages = {
   notCompleted: 'The batch has not completed yet; its results are not ready.',
   failed: 'The batch could not be completed. Upload the file again later.',
   unavailable: 'Batch look-ups cannot be queued right now. Try again later.',
+  waitingForStorage: 'Waiting for the file storage, which cannot be reached right now; the batch goes on when it is back.',
+  storageOutage: (seconds: number) =>
+    `The file storage could not be reached for ${seconds} seconds, so the file could not be read. Upload the file again.`,
 } as const;
 
 /** A batch as GET /lookups/batch/{id} shows it. */
@@ -79,7 +91,10 @@ export interface PlateBatchRepository {
    * and moves rows_done on by `rows`.
    */
   writeChunk(batch: BatchRecord, plates: { plate: string; seq: number }[], rows: number, invalid: number, fromDate: string): Promise<void>;
-  finish(id: string, status: 'completed' | 'failed', message: string | null): Promise<void>;
+  /** Moves a queued or processing batch to its end; the key of its stored file (whatever its status), undefined when there is no such batch. */
+  finish(id: string, status: 'completed' | 'failed', message: string | null): Promise<string | undefined>;
+  /** The message of a processing batch (a wait for storage; null when it is over). */
+  setMessage(id: string, message: string | null): Promise<void>;
   /** Results after `afterSeq` in file order, at most `limit`. */
   results(batchId: string, afterSeq: number, limit: number): Promise<ResultLine[]>;
   listUnfinished(): Promise<string[]>;
@@ -149,6 +164,8 @@ export async function* csvRecords(source: AsyncIterable<Buffer>): AsyncGenerator
   } catch (err) {
     if (err instanceof InvalidImportFile) throw err;
     const code = (err as { code?: string }).code;
+    // Not the parser's: the bytes could not be read (the storage went away mid-way, say).
+    if (!code?.startsWith('CSV_')) throw err;
     const row = parser.info.records + 1;
     throw new InvalidImportFile([code === 'CSV_MAX_RECORD_SIZE' ? fileMessages.recordTooLarge(row) : fileMessages.unclosedQuote(row)]);
   } finally {
@@ -178,7 +195,8 @@ export type PlateBatchDeps = {
   queue: BatchQueue;
   today: () => string;
   searchHistoryYears: number;
-  limits: { maxBytes: number; uploadTimeoutMs: number };
+  /** `storageRetryMs`: how long a job waits out an outage of the storage (STORAGE_RETRY_SECONDS; default 300 s). */
+  limits: { maxBytes: number; uploadTimeoutMs: number; storageRetryMs?: number };
   /** Called once a chunk's statement is on its way, while this thread waits for it: the heap trim (as an import's chunks). */
   whileChunkWrites?: (() => void) | undefined;
 };
@@ -227,20 +245,26 @@ export function createPlateBatchService(deps: PlateBatchDeps) {
       if (err instanceof StorageTimeout) throw new AppError('UNAVAILABLE', batchMessages.unavailable);
       throw err;
     }
-    await batches.insert({
-      id,
-      companyId: principal.companyId,
-      tokenId: principal.tokenId,
-      userId: principal.userId,
-      purpose,
-      fileName: sanitizeFileName(upload.fileName),
-      objectKey,
-      plates,
-    });
+    try {
+      await batches.insert({
+        id,
+        companyId: principal.companyId,
+        tokenId: principal.tokenId,
+        userId: principal.userId,
+        purpose,
+        fileName: sanitizeFileName(upload.fileName),
+        objectKey,
+        plates,
+      });
+    } catch (err) {
+      await deleteObject(storage, objectKey);
+      throw err;
+    }
     try {
       await queue.enqueue(id);
     } catch (err) {
       await batches.finish(id, 'failed', batchMessages.unavailable);
+      await deleteObject(storage, objectKey);
       if (err instanceof BatchQueueUnavailable) throw new AppError('UNAVAILABLE', batchMessages.unavailable);
       throw err;
     }
@@ -265,6 +289,41 @@ export function createPlateBatchService(deps: PlateBatchDeps) {
    * the file's size. A run that starts again goes on after the rows already done.
    */
   async function process(batchId: string): Promise<void> {
+    // An outage of the storage is waited out (the file read again, going on after the rows done),
+    // for up to STORAGE_RETRY_SECONDS, counting no attempt; longer, the batch fails saying why.
+    const clock = storageOutageClock({ retryMs: limits.storageRetryMs ?? 300_000 });
+    for (;;) {
+      try {
+        await processOnce(batchId, async () => {
+          if (!clock.waiting) return;
+          clock.ok();
+          await batches.setMessage(batchId, null);
+        });
+        return;
+      } catch (err) {
+        if (!(err instanceof StorageUnavailable)) throw err;
+        const first = !clock.waiting;
+        let wait: number;
+        try {
+          wait = clock.failed(err);
+        } catch (outage) {
+          if (!(outage instanceof StorageOutage)) throw outage;
+          await end(batchId, 'failed', batchMessages.storageOutage(outage.seconds));
+          return;
+        }
+        if (first) await batches.setMessage(batchId, batchMessages.waitingForStorage);
+        await sleep(wait);
+      }
+    }
+  }
+
+  /** A batch ends: its status, then its file goes (it may hold personal data). */
+  async function end(batchId: string, status: 'completed' | 'failed', message: string | null): Promise<void> {
+    const key = await batches.finish(batchId, status, message);
+    if (key) await deleteObject(storage, key);
+  }
+
+  async function processOnce(batchId: string, progressed: () => Promise<void>): Promise<void> {
     const batch = await batches.start(batchId);
     if (!batch) return;
     const fromDate = minusYears(deps.today(), deps.searchHistoryYears);
@@ -281,6 +340,7 @@ export function createPlateBatchService(deps: PlateBatchDeps) {
       const written = batches.writeChunk(batch, chunk, rows, invalid, fromDate);
       deps.whileChunkWrites?.();
       await written;
+      await progressed();
       chunk = [];
       rows = 0;
       invalid = 0;
@@ -303,17 +363,17 @@ export function createPlateBatchService(deps: PlateBatchDeps) {
       await flush();
     } catch (err) {
       if (err instanceof InvalidImportFile) {
-        await batches.finish(batchId, 'failed', err.messages[0] ?? batchMessages.failed);
+        await end(batchId, 'failed', err.messages[0] ?? batchMessages.failed);
         return;
       }
       throw err;
     }
-    await batches.finish(batchId, 'completed', null);
-    await storage.delete(batch.objectKey).catch(() => {});
+    await progressed();
+    await end(batchId, 'completed', null);
   }
 
   /** A job that failed for good. */
-  const markFailed = (batchId: string) => batches.finish(batchId, 'failed', batchMessages.failed);
+  const markFailed = (batchId: string) => end(batchId, 'failed', batchMessages.failed);
 
   /** results.csv: one line per distinct plate in file order, read in pages (flat memory). */
   async function results(principal: Pick<Principal, 'companyId'>, id: string): Promise<{ batch: PlateBatch; csv: Readable }> {

@@ -41,6 +41,8 @@ export type RegistryServiceDeps = {
   lookupRetentionDays: number;
   /** Rows per purge transaction (at most 10,000). */
   purgeBatchSize?: number;
+  /** Removes the uploaded files whose import or batch has ended (part of the daily purge); how many. */
+  sweepFiles?: () => Promise<number>;
   now?: () => Date;
 };
 
@@ -201,7 +203,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
    * LOOKUP_RETENTION_DAYS go. Each transaction removes at most `batchSize` claims or look-ups, so
    * submissions wait for one batch at most.
    */
-  async function purge(): Promise<PurgeCounts & { claims_before: string; lookups_before: string }> {
+  async function purge(): Promise<PurgeCounts & { files: number; claims_before: string; lookups_before: string }> {
     const claimsBefore = minusYears(today(), deps.retentionYears);
     const lookupsBefore = logSince();
     const total: PurgeCounts = { claims: 0, clients: 0, lookups: 0, alerts: 0 };
@@ -218,11 +220,12 @@ export function createRegistryService(deps: RegistryServiceDeps) {
       total.lookups += n;
       if (n < batchSize) break;
     }
-    return { ...total, claims_before: claimsBefore, lookups_before: lookupsBefore };
+    const files = deps.sweepFiles ? await deps.sweepFiles() : 0;
+    return { ...total, files, claims_before: claimsBefore, lookups_before: lookupsBefore };
   }
 
   /** The daily run: only the first process to ask in a day purges. */
-  async function purgeIfDue(): Promise<(PurgeCounts & { claims_before: string; lookups_before: string }) | null> {
+  async function purgeIfDue(): Promise<(PurgeCounts & { files: number; claims_before: string; lookups_before: string }) | null> {
     if (!(await registry.claimDailyRun())) return null;
     return purge();
   }

@@ -77,7 +77,7 @@ export async function importRoutes(app: FastifyInstance) {
     return renderPage(reply, 'imports', await historyPage(request, { notice: dropped ? 'The file was not imported again.' : null }));
   });
 
-  app.post('/imports', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.post('/imports', { preHandler: requireCompanyUser, config: { upload: true } }, async (request, reply) => {
     const principal = principalOf(companyUser(request));
     const header = request.headers['x-csrf-token'];
     let token = typeof header === 'string' ? header : undefined;
@@ -104,6 +104,7 @@ export async function importRoutes(app: FastifyInstance) {
             part.file.resume();
             continue;
           }
+          request.uploadGuard?.attach(part.file);
           received = await imports.receive(principal, { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated });
         }
       }

@@ -38,7 +38,7 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
     renderPage(reply, 'lookup-batch-new', { title: 'Check a file of plates', maxRows: MAX_BATCH_ROWS }),
   );
 
-  app.post('/lookups/batch', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.post('/lookups/batch', { preHandler: requireCompanyUser, config: { upload: true } }, async (request, reply) => {
     const principal = principalOf(companyUser(request));
     let token: string | undefined;
     let purpose: string | undefined;
@@ -63,6 +63,7 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
             part.file.resume();
             continue;
           }
+          request.uploadGuard?.attach(part.file);
           batch = await plateBatches.submit(
             principal,
             { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated },
