@@ -13,6 +13,7 @@ const USAGE = `Usage: npm run admin -- <command> [options] [--json]
 Commands:
   company:create --name NAME
   company:list
+  company:limits --company ID --per-minute N|default   (API requests per token and minute; 0: no limit)
   user:create --company ID --email EMAIL [--password PW] [--role admin|member]   (default role: admin)
   operator:create --email EMAIL [--password PW]
   token:create --company ID --name NAME
@@ -31,6 +32,7 @@ class UsageError extends Error {}
 const COMMANDS = [
   'company:create',
   'company:list',
+  'company:limits',
   'user:create',
   'operator:create',
   'token:create',
@@ -49,6 +51,7 @@ type Options = {
   password?: string;
   role?: string;
   url?: string;
+  'per-minute'?: string;
   json?: boolean;
   'date-of-birth'?: string;
   'id-type'?: string;
@@ -73,6 +76,21 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
       return {
         json: list.map((c) => ({ id: c.id, name: c.name, created_at: c.created_at })),
         text: list.length ? list.map((c) => `${c.id}  ${c.name}`).join('\n') : 'No companies yet.',
+      };
+    }
+    case 'company:limits': {
+      const companyId = need(o.company, 'company');
+      await requireCompany(deps, companyId);
+      const raw = need(o['per-minute'], 'per-minute');
+      if (raw !== 'default' && !/^\d{1,9}$/u.test(raw)) throw new UsageError('--per-minute must be a whole number (0: no limit) or "default".');
+      const perMinute = raw === 'default' ? null : Number(raw);
+      await deps.store.companies.setRateLimit(companyId, perMinute);
+      const effective = perMinute ?? deps.config.rateLimitPerMinute;
+      return {
+        json: { company_id: companyId, per_minute: perMinute, effective_per_minute: effective },
+        text:
+          `Company ${companyId}: ${effective === 0 ? 'no rate limit' : `${effective} requests per token and minute`}` +
+          `${perMinute === null ? ' (the default, RATE_LIMIT_PER_MINUTE)' : ''}; in effect within 10 seconds.`,
       };
     }
     case 'user:create':
@@ -196,6 +214,7 @@ async function main(): Promise<number> {
         password: { type: 'string' },
         role: { type: 'string' },
         url: { type: 'string' },
+        'per-minute': { type: 'string' },
         'date-of-birth': { type: 'string' },
         'id-type': { type: 'string' },
         'id-number': { type: 'string' },

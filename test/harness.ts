@@ -13,6 +13,12 @@ import { createDeps, type Deps, type DepsOptions } from '../src/deps';
 export const TEST_HASH_KEY = 'test-document-hash-key-0123456789abcdef';
 /** scrypt N = 2^10 in tests: fast; production's floor is 2^15 (PASSWORD_HASH_COST). */
 export const TEST_PASSWORD_HASH_COST = 10;
+/** The abuse limits of every test context unless a test sets its own: on, and out of reach. */
+export const TEST_LIMITS = {
+  RATE_LIMIT_PER_MINUTE: '1000000',
+  AUTH_FAILURES_PER_MINUTE: '1000000',
+  IDENTITY_MISMATCHES_PER_HOUR: '1000000',
+} as const;
 export const dbKind = (): 'pglite' | 'postgres' => (process.env.TEST_DB_KIND === 'postgres' ? 'postgres' : 'pglite');
 
 export type TestContext = {
@@ -55,6 +61,9 @@ export async function createTestContext(
     LOG_LEVEL: 'silent',
     DATA_DIR: `/tmp/claims-test-${schema}`,
     ...(kind === 'postgres' ? { DATABASE_URL: url! } : {}),
+    // The abuse limits stay on, set so high that tests about other things never reach them; the
+    // tests of the limits set their own.
+    ...TEST_LIMITS,
     ...env,
   });
   const logger = options.logger ?? pino({ level: 'silent' });

@@ -1,6 +1,5 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
@@ -11,6 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Deps } from '../deps';
 import { compileInput } from '../domain/validation';
 import { authPlugin } from './plugins/auth';
+import { rateLimitsPlugin } from './plugins/rate-limits';
 import { errorHandlerPlugin } from './plugins/error-handler';
 import { claimSchema, clientSchema } from './schemas/claims';
 import { addSharedSchemas, errorSchema } from './schemas/common';
@@ -138,6 +138,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
   addSharedSchemas(app, [errorSchema, clientSchema, claimSchema, alertSchema, lookupBatchSchema, qualityReportSchema]);
   await app.register(metricsPlugin);
+  await app.register(rateLimitsPlugin);
   await app.register(authPlugin);
 
   await app.register(swagger, {
@@ -164,17 +165,6 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
 
   await app.register(
     async (api) => {
-      if (deps.config.rateLimitPerMinute > 0) {
-        // Per token (hashed, so the key in memory is not a credential), else per client address.
-        await api.register(rateLimit, {
-          max: deps.config.rateLimitPerMinute,
-          timeWindow: 60_000,
-          keyGenerator: (request) => {
-            const auth = request.headers.authorization;
-            return auth ? createHash('sha256').update(auth).digest('hex') : request.ip;
-          },
-        });
-      }
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await api.register(claimRoutes);
       await api.register(importRoutes);

@@ -12,6 +12,7 @@ const STATUS: Record<ErrorCode, number> = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   UNAVAILABLE: 503,
+  TOO_MANY_REQUESTS: 429,
   INTERNAL: 500,
 };
 
@@ -35,6 +36,7 @@ export const ERROR_CODES = [
   'unsupported_media_type',
   'payload_too_large',
   'rate_limited',
+  'identity_check_limited',
   'service_unavailable',
   'server_error',
 ] as const;
@@ -47,6 +49,7 @@ const CODE_OF_KIND: Record<ErrorCode, PublicErrorCode> = {
   UNAUTHORIZED: 'unauthenticated',
   FORBIDDEN: 'forbidden',
   UNAVAILABLE: 'service_unavailable',
+  TOO_MANY_REQUESTS: 'rate_limited',
   INTERNAL: 'server_error',
 };
 

@@ -16,4 +16,8 @@ export interface CompanyRepository {
   findUserById(id: string): Promise<UserRecord | undefined>;
   listUsers(companyId: string | null): Promise<UserRecord[]>;
   deleteUser(id: string, companyId: string | null): Promise<boolean>;
+  /** The company's own API rate limit per token and minute (0: none), or null for the default. */
+  rateLimit(companyId: string): Promise<number | null>;
+  /** Sets (or with null, removes) the company's own rate limit. */
+  setRateLimit(companyId: string, perMinute: number | null): Promise<void>;
 }
