@@ -55,6 +55,11 @@ export type DepsOptions = {
   testPasswordHashCost?: number;
   /** Tests only: the clock's date (YYYY-MM-DD) instead of today's in APP_TIMEZONE. */
   today?: () => string;
+  /**
+   * Tests only: the clock's time (milliseconds since the epoch) for what counts hours and days:
+   * the identity-check budget, the retention of look-ups, delivery bodies and uploads.
+   */
+  now?: () => number;
   /** A long-running server: the embedded database's code is compiled optimized once, at start. */
   optimizedEmbeddedCode?: boolean;
   /** Called right after an import chunk commits, before its progress is reported (crash tests). */
@@ -93,6 +98,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       throw new StartupError('DOCUMENT_HASH_KEY does not match the key this database was created with; refusing to start.');
     }
     const today = options.today ?? (() => todayIn(config.timezone));
+    const now = options.now ?? Date.now;
     const hashDocument = createDocumentHasher(key);
     const log = options.logger ?? createLogger(config.logLevel);
     const registryRepository = createRegistryRepository(db);
@@ -155,6 +161,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       journal: lookupJournal,
       alertsEnabled: config.alertsEnabled,
       unavailable: isDatabaseUnavailable,
+      identityChecks: { perHour: config.identityMismatchesPerHour, now },
       ...(searches ? { searches } : {}),
       ...(loggedPlateSearches ? { loggedPlateSearches } : {}),
     });
@@ -168,6 +175,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       searchHistoryYears: config.searchHistoryYears,
       retentionYears: config.retentionYears,
       lookupRetentionDays: config.lookupRetentionDays,
+      now: () => new Date(now()),
     });
     const storage = createObjectStore(config);
     // With REDIS_URL the API only produces jobs (`npm run worker` consumes them); without it the

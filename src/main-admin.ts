@@ -160,8 +160,10 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
               `${r.person.first_name} ${r.person.last_name}, born ${r.person.date_of_birth}; documents: ${r.person.id_documents.map((d) => d.type).join(', ')}`,
               `Claims (${r.claims.length}):`,
               ...r.claims.map((c) => `  ${c.claim_date}  ${c.vehicle_registration}  ${c.company_name}  ${c.status}`),
-              `Look-ups that returned them (${r.lookups.length}):`,
+              `Look-ups that returned them, and identity checks of the person's documents (${r.lookups.length}):`,
               ...r.lookups.map((l) => `  ${l.created_at}  ${l.company_name}  ${l.kind}`),
+              `Webhook deliveries that carry the person (${r.deliveries.length}):`,
+              ...r.deliveries.map((d) => `  ${d.created_at}  ${d.company_name}  ${d.event_type}  ${d.status}`),
             ].join('\n')
           : 'No person on record matches this date of birth and document.',
       };

@@ -4,6 +4,7 @@ import { createCompanyRepository } from './company-repository';
 import { createDashboardRepository } from './dashboard-repository';
 import { RetryableConflict } from '../domain/errors';
 import { pgErrorCode, type Db, type Queryable } from './db';
+import { createIdentityCheckRepository } from './identity-check-repository';
 import { createImportLedgerRepository } from './import-ledger-repository';
 import { createIdempotencyRepository, createImportRepository } from './import-repository';
 import { createSessionRepository } from './session-repository';
@@ -23,6 +24,7 @@ function repositories(q: Queryable, soleSession = false) {
     dashboard: createDashboardRepository(q),
     webhooks: createWebhookRepository(q),
     alerts: createAlertRepository(q),
+    identityChecks: createIdentityCheckRepository(q),
     meta: {
       async get(key: string): Promise<string | undefined> {
         return (await q.query<{ value: string }>('SELECT value FROM app_meta WHERE key = $1', [key]))[0]?.value;

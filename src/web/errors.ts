@@ -17,6 +17,7 @@ const APP_ERROR_PAGES: Record<string, [number, string]> = {
   CONFLICT: [409, 'Already exists'],
   UNAUTHORIZED: [401, 'Please sign in'],
   UNAVAILABLE: [503, 'Temporarily unavailable'],
+  TOO_MANY_REQUESTS: [429, 'Too many identity mismatches'],
 };
 
 /**

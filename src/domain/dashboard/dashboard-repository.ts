@@ -59,7 +59,7 @@ export type StatusHistoryEntry = {
 
 /** What the look-up log page is narrowed to. `from`/`to` are days in the service's time zone. */
 export type LookupLogFilter = {
-  kind?: 'plate_search' | 'person_search' | 'matches' | 'alert' | undefined;
+  kind?: 'plate_search' | 'person_search' | 'matches' | 'alert' | 'identity_check' | undefined;
   userId?: string | undefined;
   tokenId?: string | undefined;
   from?: string | undefined;
@@ -68,7 +68,7 @@ export type LookupLogFilter = {
 /** A look-up with who made it and how many of the claims it returned were other companies'. */
 export type LookupLogRow = {
   id: string;
-  kind: 'plate_search' | 'person_search' | 'matches' | 'alert';
+  kind: 'plate_search' | 'person_search' | 'matches' | 'alert' | 'identity_check';
   vehicle_registration: string | null;
   claim_id: string | null;
   result_count: number;

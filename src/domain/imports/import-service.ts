@@ -1,3 +1,4 @@
+import type { IdentityCheck } from '../clients/identity-checks';
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 
@@ -530,6 +531,9 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     const errors: RowError[] = [];
     let imported = 0;
     let source: Readable | undefined;
+    // The mismatches told, written in the transaction (so that later chunks count them against the
+    // budget) and, since that one is rolled back, committed again at the end, before the answer.
+    const told: IdentityCheck[] = [];
     try {
       source = await storage.getStream(file.objectKey);
       const rows = readImportRows(source);
@@ -546,7 +550,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
                 : await withRetries(() =>
                     tx.savepoint(async () => {
                       const known = await deps.writeClaims.lookup(tx, prepared.documents);
-                      const { outcomes, written } = deps.writeClaims.write(
+                      const { outcomes, written, checks } = await deps.writeClaims.write(
                         tx,
                         principal.companyId,
                         prepared.inputs,
@@ -555,6 +559,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
                         known,
                       );
                       await written;
+                      told.push(...checks.map((c) => ({ ...c, tokenId: principal.tokenId, userId: principal.userId })));
                       return outcomes;
                     }),
                   );
@@ -572,6 +577,8 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
         .catch((err: unknown) => {
           if (!(err instanceof DryRunRollback)) throw err;
         });
+      // A dry run writes nothing but the identity checks it made: answered once they are committed.
+      await store.identityChecks.append(told);
     } finally {
       source?.destroy();
       await storage.delete(file.objectKey).catch(() => {});

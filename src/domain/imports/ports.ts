@@ -1,3 +1,4 @@
+import type { IdentityCheckLog } from '../clients/identity-checks';
 /**
  * What the import domain needs of storage, declared here so that the domain depends on no driver:
  * src/db implements these interfaces (import-repository.ts, import-ledger-repository.ts).
@@ -134,5 +135,7 @@ export type ImportTx = { imports: ImportRepositoryPort; ledger: LedgerPort; save
 export interface ImportStore<Tx extends ImportTx> {
   imports: ImportRepositoryPort;
   ledger: LedgerPort;
+  /** Where a dry run commits the identity checks it made (its own transaction is rolled back). */
+  identityChecks: Pick<IdentityCheckLog, 'append'>;
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
 }

@@ -220,7 +220,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     }
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
     const found = await registry.subject(documents, value.dateOfBirth, logSince());
-    return found ?? { person: null, claims: [], lookups: [] };
+    return found ?? { person: null, claims: [], lookups: [], deliveries: [] };
   }
 
   return { matches, searchByPerson, listLookups, claimLookups, purge, purgeIfDue, subjectExport };

@@ -29,13 +29,14 @@ export async function claimPageRegistry(app: FastifyInstance, principal: Princip
   };
 }
 
-const KINDS = ['plate_search', 'person_search', 'matches', 'alert'] as const;
+const KINDS = ['plate_search', 'person_search', 'matches', 'alert', 'identity_check'] as const;
 type Kind = (typeof KINDS)[number];
 export const KIND_NAMES: Record<Kind, string> = {
   plate_search: 'Plate search',
   person_search: 'Person search',
   matches: 'Matches of a claim',
   alert: 'Alert received',
+  identity_check: 'Identity mismatch told',
 };
 
 /** "Our look-ups": every cross-company read of the company, newest first, with who made it; filtered by kind, who and days. */
