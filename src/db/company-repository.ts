@@ -60,9 +60,9 @@ export function createCompanyRepository(db: Queryable): CompanyRepository {
       );
       return rows.length > 0;
     },
-    async rateLimit(companyId: string): Promise<number | null> {
-      const rows = await db.query<{ per_minute: number }>('SELECT per_minute FROM company_rate_limits WHERE company_id = $1', [companyId]);
-      return rows[0]?.per_minute ?? null;
+    async rateLimits(): Promise<Map<string, number>> {
+      const rows = await db.query<{ company_id: string; per_minute: number }>('SELECT company_id, per_minute FROM company_rate_limits');
+      return new Map(rows.map((r) => [r.company_id, r.per_minute]));
     },
     async setRateLimit(companyId: string, perMinute: number | null): Promise<void> {
       if (perMinute === null) {

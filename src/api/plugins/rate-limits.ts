@@ -23,8 +23,8 @@ import { AppError } from '../../domain/errors';
 const WINDOW_MS = 60_000;
 /** The request's token limit, handed from countRequest to the limiter's `max`. */
 const LIMIT = Symbol('rateLimitMax');
-/** How long a company's own limit is trusted before it is read again. */
-const COMPANY_LIMIT_TTL_MS = 10_000;
+/** How often the companies' own limits are read again (`admin company:limits` takes effect within this). */
+const COMPANY_LIMITS_REFRESH_MS = 10_000;
 
 type Counted = { current: number; ttl: number };
 type StoreCallback = (err: Error | null, res: Counted) => void;
@@ -125,16 +125,21 @@ export const rateLimitsPlugin = fp(
       }
     } as never });
 
-    // A company's own limit, read at most every COMPANY_LIMIT_TTL_MS per company.
-    const companyLimits = new Map<string, { limit: number | null; at: number }>();
-    async function limitOf(companyId: string): Promise<number> {
-      const cached = companyLimits.get(companyId);
-      if (cached && Date.now() - cached.at < COMPANY_LIMIT_TTL_MS) return cached.limit ?? config.rateLimitPerMinute;
-      const limit = await db.companies.rateLimit(companyId);
-      if (companyLimits.size > 10_000) companyLimits.clear();
-      companyLimits.set(companyId, { limit, at: Date.now() });
-      return limit ?? config.rateLimitPerMinute;
-    }
+    // The companies' own limits (few rows), read at start and every COMPANY_LIMITS_REFRESH_MS: no
+    // request waits for a read of them.
+    let companyLimits = new Map<string, number>();
+    const refresh = async () => {
+      try {
+        companyLimits = await db.companies.rateLimits();
+      } catch (err) {
+        app.log.warn({ err }, 'could not read the companies\' rate limits; the ones read before stay in use');
+      }
+    };
+    const timer = setInterval(() => void refresh(), COMPANY_LIMITS_REFRESH_MS);
+    timer.unref();
+    app.addHook('onReady', refresh);
+    app.addHook('onClose', async () => clearInterval(timer));
+    const limitOf = (companyId: string): number => companyLimits.get(companyId) ?? config.rateLimitPerMinute;
 
     const failures = app.createRateLimit({
       max: config.authFailuresPerMinute,
@@ -169,7 +174,7 @@ export const rateLimitsPlugin = fp(
         await failures(request);
       },
       async countRequest(request, reply, opts = {}) {
-        const max = await limitOf(request.principal.companyId);
+        const max = limitOf(request.principal.companyId);
         if (max === 0) return;
         (request as FastifyRequest & { [LIMIT]?: number })[LIMIT] = max;
         const r = await perToken(request, { increment: opts.increment !== false });
@@ -178,7 +183,7 @@ export const rateLimitsPlugin = fp(
         if (r.isExceeded || (opts.increment === false && r.remaining <= 0)) refuse(reply, r.ttlInSeconds);
       },
       async countMany(request, reply, n) {
-        const max = await limitOf(request.principal.companyId);
+        const max = limitOf(request.principal.companyId);
         if (max === 0) return;
         const key = `token:${request.principal.tokenId ?? request.principal.userId}`;
         const r = await counters.takeMany(key, n, max);
