@@ -175,6 +175,9 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       searchHistoryYears: config.searchHistoryYears,
       retentionYears: config.retentionYears,
       lookupRetentionDays: config.lookupRetentionDays,
+      webhookRetentionDays: config.webhookRetentionDays,
+      // The import service is made below; the purge runs long after.
+      purgeAbandonedUploads: (before) => imports.purgeAbandoned(before),
       now: () => new Date(now()),
     });
     const storage = createObjectStore(config);
@@ -215,6 +218,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       storage,
       queue: importQueue satisfies ImportQueue,
       today,
+      now,
       limits: {
         maxBytes: config.importMaxBytes,
         chunkSize: config.importChunkSize,

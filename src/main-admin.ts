@@ -140,10 +140,16 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
           clients_deleted: r.clients,
           lookups_deleted: r.lookups,
           alerts_deleted: r.alerts,
+          webhook_bodies_deleted: r.delivery_bodies,
+          uploads_deleted: r.uploads,
           claims_dated_before: r.claims_before,
           lookups_created_before: r.lookups_before,
+          webhook_bodies_finished_before: r.delivery_bodies_before,
+          uploads_made_before: r.uploads_before,
         },
-        text: `Removed ${r.claims} claims dated before ${r.claims_before}, ${r.clients} clients left with no claim (with their documents), ${r.lookups} look-up entries, and ${r.alerts} alerts of the expired claims.`,
+        text:
+          `Removed ${r.claims} claims dated before ${r.claims_before}, ${r.clients} clients left with no claim (with their documents), ${r.lookups} look-up entries, and ${r.alerts} alerts of the expired claims; ` +
+          `deleted the bodies of ${r.delivery_bodies} webhook deliveries finished before ${r.delivery_bodies_before} and ${r.uploads} dashboard uploads never confirmed (uploaded before ${r.uploads_before}).`,
       };
     }
     case 'subject:export': {

@@ -332,6 +332,23 @@ export function createRegistryRepository(db: Db): RegistryRepository {
       });
     },
 
+    async purgeDeliveryBodiesBatch(before, batchSize) {
+      return db.transaction(async (tx) => {
+        const rows = await tx.query<{ n: number }>(
+          `WITH batch AS (
+             SELECT id FROM webhook_deliveries
+              WHERE body IS NOT NULL AND status <> 'pending' AND finished_at < $1::timestamptz
+              ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED
+           ), gone AS (
+             UPDATE webhook_deliveries d SET body = NULL, body_deleted_at = now() FROM batch b WHERE d.id = b.id RETURNING 1
+           )
+           SELECT count(*)::int AS n FROM gone`,
+          [before, batchSize],
+        );
+        return rows[0]!.n;
+      });
+    },
+
     async claimDailyRun() {
       const rows = await db.query<{ key: string }>(
         `UPDATE app_meta SET value = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')

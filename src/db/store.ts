@@ -8,6 +8,7 @@ import { createIdentityCheckRepository } from './identity-check-repository';
 import { createImportLedgerRepository } from './import-ledger-repository';
 import { createIdempotencyRepository, createImportRepository } from './import-repository';
 import { createSessionRepository } from './session-repository';
+import { createPendingUploadRepository } from './upload-repository';
 import { createTokenRepository } from './token-repository';
 import { createWebhookRepository } from './webhook-repository';
 
@@ -25,6 +26,7 @@ function repositories(q: Queryable, soleSession = false) {
     webhooks: createWebhookRepository(q),
     alerts: createAlertRepository(q),
     identityChecks: createIdentityCheckRepository(q),
+    pendingUploads: createPendingUploadRepository(q),
     meta: {
       async get(key: string): Promise<string | undefined> {
         return (await q.query<{ value: string }>('SELECT value FROM app_meta WHERE key = $1', [key]))[0]?.value;

@@ -117,6 +117,8 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   storage: ObjectStore;
   queue: ImportQueue;
   today: () => string;
+  /** The time (ms since the epoch); default: the real time. */
+  now?: () => number;
   /** `writers`: chunk transactions of one import in flight at a time (IMPORT_WRITERS; 1 if not given, and where there is one session). */
   limits: { maxBytes: number; chunkSize: number; uploadTimeoutMs: number; writers?: number };
   /** Runs inside the transaction of every move into completed, failed or cancelled. */
@@ -204,9 +206,39 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     };
   }
 
-  /** Removes a received file that will not be imported (a replayed Idempotency-Key). */
+  /** Removes a received file that will not be imported (a replayed Idempotency-Key, a file the person dropped). */
   async function discard(file: ReceivedFile): Promise<void> {
     await storage.delete(file.objectKey);
+    await store.pendingUploads.forget(file.objectKey);
+  }
+
+  /**
+   * A received file waits for the person's confirmation (the dashboard's "import this file
+   * again?"): unless started or discarded before, it is deleted 24 hours after (`purgeAbandoned`).
+   */
+  async function hold(principal: Principal, file: ReceivedFile): Promise<void> {
+    await store.pendingUploads.note(file.objectKey, principal.companyId, (deps.now ?? Date.now)());
+  }
+
+  /** The person confirmed a held file: it is no longer waiting (it is started, or discarded, next). */
+  async function release(file: ReceivedFile): Promise<void> {
+    await store.pendingUploads.forget(file.objectKey);
+  }
+
+  /** Deletes the files held for a confirmation that never came, uploaded before `before` (ms); how many. */
+  async function purgeAbandoned(before: number): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const keys = await store.pendingUploads.expired(before, 1000);
+      for (const key of keys) {
+        await storage.delete(key).catch((err: unknown) => {
+          if (!(err instanceof ObjectNotFound)) throw err;
+        });
+        await store.pendingUploads.forget(key);
+        removed++;
+      }
+      if (keys.length < 1000) return removed;
+    }
   }
 
   /** Records the import (queued) and enqueues its job; when the queue fails, nothing is left behind. */
@@ -644,6 +676,9 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     markFailed,
     cancel,
     dryRun,
+    hold,
+    release,
+    purgeAbandoned,
     failedRows,
     purgeLeftovers,
     resumeUnfinished,

@@ -132,7 +132,16 @@ export interface LedgerPort {
 /** The repositories one transaction sees; `Tx` carries whatever else the chunk writer needs. */
 export type ImportTx = { imports: ImportRepositoryPort; ledger: LedgerPort; savepoint: <T>(fn: () => Promise<T>) => Promise<T> };
 
+/** Files uploaded in the dashboard and waiting for the person's "import this file again?" (deleted after 24 hours). */
+export interface PendingUploadsPort {
+  note(objectKey: string, companyId: string, at: number): Promise<void>;
+  forget(objectKey: string): Promise<void>;
+  /** At most `limit` of those uploaded before `before` (ms since the epoch), oldest first. */
+  expired(before: number, limit: number): Promise<string[]>;
+}
+
 export interface ImportStore<Tx extends ImportTx> {
+  pendingUploads: PendingUploadsPort;
   imports: ImportRepositoryPort;
   ledger: LedgerPort;
   /** Where a dry run commits the identity checks it made (its own transaction is rolled back). */

@@ -118,6 +118,8 @@ export interface RegistryRepository {
   purgeClaimsBatch(claimsBefore: string, batchSize: number): Promise<PurgeCounts>;
   /** One transaction: at most `batchSize` look-ups created before the cutoff, with their result rows. */
   purgeLookupsBatch(before: string, batchSize: number): Promise<number>;
+  /** One transaction: the bodies of at most `batchSize` deliveries delivered or given up before the cutoff are deleted (the records stay). */
+  purgeDeliveryBodiesBatch(before: string, batchSize: number): Promise<number>;
   /** Marks today's retention run as taken; false when another process already took it within the last 23 hours. */
   claimDailyRun(): Promise<boolean>;
   /**
