@@ -92,6 +92,8 @@ export type RateLimits = {
   countRequest(request: FastifyRequest, reply: FastifyReply, opts?: { increment?: boolean }): Promise<void>;
   /** Counts `n` requests of the authenticated token at once (a batch look-up's plates); 429 when they do not fit. */
   countMany(request: FastifyRequest, reply: FastifyReply, n: number): Promise<void>;
+  /** Reads the companies' own limits now (they are read every 10 seconds anyway). */
+  refreshCompanyLimits(): Promise<void>;
 };
 
 declare module 'fastify' {
@@ -196,6 +198,7 @@ export const rateLimitsPlugin = fp(
         }
         refuse(reply, reset);
       },
+      refreshCompanyLimits: refresh,
     };
     app.decorate('rateLimits', limits);
   },
