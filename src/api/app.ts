@@ -165,6 +165,9 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
 
   await app.register(
     async (api) => {
+      // The API takes JSON (and multipart for uploads): Fastify's default text/plain parser would
+      // hand a string to the body schema and answer 422 where the body's type is the problem (415).
+      api.removeContentTypeParser('text/plain');
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await api.register(claimRoutes);
       await api.register(importRoutes);
