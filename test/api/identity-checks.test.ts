@@ -165,6 +165,20 @@ describe('the hourly budget (IDENTITY_MISMATCHES_PER_HOUR 100)', () => {
       const limitedMessage = errors[100]!.messages.row![0]!;
       expect(errors[100]).toEqual({ row: 102, messages: { row: [expect.stringContaining('identity mismatches')] } });
       expect(await checksOf(b)).toHaveLength(100);
+      // The operator is told once, by the service itself.
+      const limitedEvents = async () =>
+        (await ctx.deps.store.audit.list({ companyId: b.id, action: 'company.identity_checks_limited', limit: 10 })).map((e) => ({
+          action: e.action,
+          actor: e.actor,
+          target: e.target,
+        }));
+      expect(await limitedEvents()).toEqual([
+        {
+          action: 'company.identity_checks_limited',
+          actor: { type: 'system', id: null, name: expect.any(String) },
+          target: { type: 'company', id: b.id, name: null },
+        },
+      ]);
 
       // Past the budget: every submission of the company, a mismatch or not, and every import row.
       const mismatch = await submit(b, numbers[0]!, OTHER_DOB);
@@ -174,6 +188,7 @@ describe('the hourly budget (IDENTITY_MISMATCHES_PER_HOUR 100)', () => {
       const rows = await postImport(ctx.app, b.auth, csv([validRow(), validRow()]));
       expect(rows.json()).toMatchObject({ imported: 0, failed: 2, errors: [{ row: 2, messages: { row: [limitedMessage] } }, { row: 3 }] });
       expect(await checksOf(b)).toHaveLength(100);
+      expect(await limitedEvents()).toHaveLength(1);
       // Another company is not limited.
       expect((await submit(a, docNumber(), DOB)).statusCode).toBe(201);
 

@@ -1,5 +1,6 @@
 import type { AlertWriter } from '../alerts/alerts';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../clients/identity';
+import type { AuditRepository } from '../audit/audit';
 import type { IdentityCheckLog } from '../clients/identity-checks';
 import type { PageRequest, Position } from '../paging';
 import type { LookupEntry } from '../registry/registry';
@@ -71,5 +72,7 @@ export interface ClaimRepository {
 export type ClaimStore = {
   claims: ClaimRepository;
   identityChecks: IdentityCheckLog;
-  transaction<T>(fn: (tx: { claims: ClaimRepository; alerts: AlertWriter; identityChecks: IdentityCheckLog }) => Promise<T>): Promise<T>;
+  transaction<T>(
+    fn: (tx: { claims: ClaimRepository; alerts: AlertWriter; identityChecks: IdentityCheckLog; audit: Pick<AuditRepository, 'record'> }) => Promise<T>,
+  ): Promise<T>;
 };

@@ -4,12 +4,14 @@ import { isUuid, newId } from '../ids';
 import { AppError, RetryableConflict, validationError, type FieldErrors } from '../errors';
 import { createGroupCommit } from '../group-commit';
 import type { DocumentHasher, DocumentRef, IdentityOutcome, IdentityPlan, KnownDocument } from '../clients/identity';
+import type { AuditEventInput } from '../audit/audit';
 import { planIdentities } from '../clients/identity';
 import {
   admitMismatches,
   HOUR_MS,
   identityCheckOf,
   identityChecksLimited,
+  identityChecksLimitedEvent,
   limitedOutcome,
   type IdentityCheck,
   type IdentityCheckLog,
@@ -208,7 +210,12 @@ export function createClaimService({
           active.map((i) => batch[i]!.documents),
           known,
         );
-        const { admitted, limitedFrom } = admitMismatches(plan.outcomes, (j) => companyOf(active[j]!), new Map(usedBefore), policy.perHour);
+        const { admitted, limitedFrom, exhausted } = admitMismatches(
+          plan.outcomes,
+          (j) => companyOf(active[j]!),
+          new Map(usedBefore),
+          policy.perHour,
+        );
         if (limitedFrom.size > 0) {
           for (const [company, j0] of limitedFrom) for (let j = j0; j < active.length; j++) if (companyOf(active[j]!) === company) refused.add(active[j]!);
           continue;
@@ -220,7 +227,7 @@ export function createClaimService({
         const shown = plan.outcomes.map((o, j) =>
           o.ok ? shownClaim(batch[active[j]!]!.principal, claims[j]!, o.client, batch[active[j]!]!.source) : null,
         );
-        const createdAt = await write(plan, written, shown, from, checks);
+        const createdAt = await write(plan, written, shown, from, checks, exhausted.map(identityChecksLimitedEvent));
         const results: Submitted[] = batch.map(() => ({ ok: false, limited: true }));
         plan.outcomes.forEach((o, j) => {
           results[active[j]!] = o.ok ? { ok: true, claim: { ...shown[j]!, created_at: createdAt! } } : { ok: false, errors: { [o.field]: [o.message] } };
@@ -241,6 +248,7 @@ export function createClaimService({
     shown: (Omit<Claim, 'created_at'> | null)[],
     from: string,
     checks: IdentityCheck[],
+    events: AuditEventInput[],
   ): Promise<string | null> {
     const clients: Record<string, Claim['client']> = {};
     for (const c of shown) if (c) clients[c.id] = c.client;
@@ -254,6 +262,7 @@ export function createClaimService({
       // Sent behind the claims' statement; both are awaited before the commit.
       claimsWritten?.catch(() => {});
       await tx.identityChecks.append(checks);
+      for (const event of events) await tx.audit.record(event);
       return (await claimsWritten)?.createdAt ?? null;
     });
   }
@@ -263,7 +272,8 @@ export function createClaimService({
    * identity-check budget, read in `tx`: when the company is past it, every row fails with the
    * budget's message; a mismatch that takes it past fails that row and every later one (the rows
    * before it are planned again alone, so that no later row's person is created). `checks` are the
-   * identity checks of the admitted mismatches, to write in the same transaction.
+   * identity checks of the admitted mismatches, and `events` the audit event when one of them used
+   * the budget up, to write in the same transaction.
    */
   async function planWithinBudget(
     tx: { identityChecks: IdentityCheckLog },
@@ -273,17 +283,23 @@ export function createClaimService({
     importId: string | null,
     documents: DocumentRef[][],
     known: KnownDocument[],
-  ): Promise<{ plan: IdentityPlan; claims: (NewClaimRow | null)[]; written: NewClaimRow[]; checks: IdentityCheck[] }> {
+  ): Promise<{
+    plan: IdentityPlan;
+    claims: (NewClaimRow | null)[];
+    written: NewClaimRow[];
+    checks: IdentityCheck[];
+    events: AuditEventInput[];
+  }> {
     const at = policy.now();
     const used = policy.perHour > 0 ? await tx.identityChecks.countSince([who.companyId], at - HOUR_MS) : new Map<string, number>();
     let cut = (used.get(who.companyId) ?? 0) >= policy.perHour && policy.perHour > 0 ? 0 : inputs.length;
     let planned = planBatch(who, inputs.slice(0, cut), source, importId, documents.slice(0, cut), known);
-    let { admitted, limitedFrom } = admitMismatches(planned.plan.outcomes, () => who.companyId, new Map(used), policy.perHour);
+    let { admitted, limitedFrom, exhausted } = admitMismatches(planned.plan.outcomes, () => who.companyId, new Map(used), policy.perHour);
     const from = limitedFrom.get(who.companyId);
     if (from !== undefined) {
       cut = from;
       planned = planBatch(who, inputs.slice(0, cut), source, importId, documents.slice(0, cut), known);
-      ({ admitted, limitedFrom } = admitMismatches(planned.plan.outcomes, () => who.companyId, new Map(used), policy.perHour));
+      ({ admitted, limitedFrom, exhausted } = admitMismatches(planned.plan.outcomes, () => who.companyId, new Map(used), policy.perHour));
     }
     const { plan, claims, written } = planned;
     const checks = admitted.map((i) => {
@@ -294,7 +310,7 @@ export function createClaimService({
       plan.outcomes.push(limitedOutcome);
       claims.push(null);
     }
-    return { plan, claims, written, checks };
+    return { plan, claims, written, checks, events: exhausted.map(identityChecksLimitedEvent) };
   }
 
   /**

@@ -1,3 +1,4 @@
+import { SYSTEM_ACTOR, type AuditEventInput } from '../audit/audit';
 import { AppError } from '../errors';
 import { newId } from '../ids';
 import type { IdentityOutcome } from './identity';
@@ -61,8 +62,8 @@ export function identityCheckOf(who: Who, at: number, clientIds: string[]): Iden
 /**
  * Walks the outcomes of rows in order against each company's budget (`used`: its checks of the
  * last hour so far, moved on here): the index of each row whose mismatch is within the budget
- * (recorded), and for each company that went past it, the first row that did (from there on its
- * rows are refused). `companyOf(i)` is row i's company. With `perHour` 0 every mismatch is
+ * (recorded), for each company that went past it, the first row that did (from there on its
+ * rows are refused), and the companies whose budget a row used up (`exhausted`: the audit event). `companyOf(i)` is row i's company. With `perHour` 0 every mismatch is
  * admitted.
  */
 export function admitMismatches(
@@ -70,9 +71,10 @@ export function admitMismatches(
   companyOf: (i: number) => string,
   used: Map<string, number>,
   perHour: number,
-): { admitted: number[]; limitedFrom: Map<string, number> } {
+): { admitted: number[]; limitedFrom: Map<string, number>; exhausted: string[] } {
   const admitted: number[] = [];
   const limitedFrom = new Map<string, number>();
+  const exhausted: string[] = [];
   for (let i = 0; i < outcomes.length; i++) {
     const o = outcomes[i]!;
     if (o.ok || o.field === 'row') continue;
@@ -85,6 +87,20 @@ export function admitMismatches(
     }
     used.set(company, n + 1);
     admitted.push(i);
+    if (n + 1 === perHour) exhausted.push(company);
   }
-  return { admitted, limitedFrom };
+  return { admitted, limitedFrom, exhausted };
 }
+
+/**
+ * The audit event telling the operator that a company has used up its hour's identity checks
+ * (written with the check that used it up; `admitMismatches`'s `exhausted`).
+ */
+export const identityChecksLimitedEvent = (companyId: string): AuditEventInput => ({
+  companyId,
+  action: 'company.identity_checks_limited',
+  actor: SYSTEM_ACTOR,
+  target: { type: 'company', id: companyId, name: null },
+  ip: null,
+  requestId: null,
+});

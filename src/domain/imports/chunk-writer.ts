@@ -2,6 +2,7 @@ import type { ClaimInput } from '../claims/claim';
 import { validateClaimInput } from '../claims/claim';
 import { withRetries } from '../claims/claim-service';
 import type { DocumentRef, IdentityOutcome, KnownDocument } from '../clients/identity';
+import type { AuditEventInput } from '../audit/audit';
 import type { IdentityCheck } from '../clients/identity-checks';
 import { toColumnErrors, type Column, type ImportRow } from './csv-file';
 import type { ChunkEntry, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
@@ -29,8 +30,8 @@ export type ClaimWriter<Tx> = {
   lookupOutside?: (documents: DocumentRef[][]) => Promise<KnownDocument[]>;
   /**
    * Resolves the identities (one outcome per input, within the company's identity-check budget)
-   * and sends the write statements at once: the claims and the identity checks (`checks`, the
-   * mismatches told); `written` settles when they are done, so that the caller can send its own
+   * and sends the write statements at once: the claims, the identity checks (`checks`, the
+   * mismatches told) and the audit event of a budget used up (`events`); `written` settles when they are done, so that the caller can send its own
    * statements behind them.
    */
   write(
@@ -40,7 +41,7 @@ export type ClaimWriter<Tx> = {
     importId: string,
     documents: DocumentRef[][],
     known: KnownDocument[],
-  ): Promise<{ outcomes: IdentityOutcome[]; checks: IdentityCheck[]; written: Promise<unknown> }>;
+  ): Promise<{ outcomes: IdentityOutcome[]; checks: IdentityCheck[]; events: AuditEventInput[]; written: Promise<unknown> }>;
 };
 
 /** A claim's identity documents as stored (the keyed hash): CPU work done before the chunk's transaction. */

@@ -1,5 +1,6 @@
 import type { ClaimRepository } from '../claims/claim-repository';
 import type { ClaimService } from '../claims/claim-service';
+import type { AuditRepository } from '../audit/audit';
 import type { IdentityCheckLog } from '../clients/identity-checks';
 import type { ClaimWriter } from './chunk-writer';
 
@@ -10,7 +11,9 @@ import type { ClaimWriter } from './chunk-writer';
  * next chunk up while one is written; none where statements cannot run side by side (embedded
  * PGlite, one session).
  */
-export function createImportClaimWriter<Tx extends { claims: ClaimRepository; identityChecks: IdentityCheckLog }>(
+export function createImportClaimWriter<
+  Tx extends { claims: ClaimRepository; identityChecks: IdentityCheckLog; audit: Pick<AuditRepository, 'record'> },
+>(
   claims: Pick<ClaimService, 'planWithinBudget'>,
   outside?: ClaimRepository,
 ): ClaimWriter<Tx> {
@@ -20,9 +23,10 @@ export function createImportClaimWriter<Tx extends { claims: ClaimRepository; id
     write: async (tx, companyId, inputs, importId, documents, known) => {
       // Within the company's identity-check budget; the chunk's identity checks are written in its transaction.
       const who = { companyId, tokenId: null, userId: null };
-      const { plan, written, checks } = await claims.planWithinBudget(tx, who, inputs, 'bulk_import', importId, documents, known);
+      const { plan, written, checks, events } = await claims.planWithinBudget(tx, who, inputs, 'bulk_import', importId, documents, known);
       const claimsWritten = tx.claims.insertResolved(plan, written);
-      return { outcomes: plan.outcomes, checks, written: Promise.all([claimsWritten, tx.identityChecks.append(checks)]) };
+      const logged = Promise.all([tx.identityChecks.append(checks), ...events.map((e) => tx.audit.record(e))]);
+      return { outcomes: plan.outcomes, checks, events, written: Promise.all([claimsWritten, logged]) };
     },
   };
 }

@@ -1,3 +1,4 @@
+import type { AuditEventInput } from '../audit/audit';
 import type { IdentityCheck } from '../clients/identity-checks';
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
@@ -560,6 +561,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     // The mismatches told, written in the transaction (so that later chunks count them against the
     // budget) and, since that one is rolled back, committed again at the end, before the answer.
     const told: IdentityCheck[] = [];
+    const events: AuditEventInput[] = [];
     try {
       source = await storage.getStream(file.objectKey);
       const rows = readImportRows(source);
@@ -576,7 +578,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
                 : await withRetries(() =>
                     tx.savepoint(async () => {
                       const known = await deps.writeClaims.lookup(tx, prepared.documents);
-                      const { outcomes, written, checks } = await deps.writeClaims.write(
+                      const { outcomes, written, checks, events: limited } = await deps.writeClaims.write(
                         tx,
                         principal.companyId,
                         prepared.inputs,
@@ -586,6 +588,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
                       );
                       await written;
                       told.push(...checks.map((c) => ({ ...c, tokenId: principal.tokenId, userId: principal.userId })));
+                      events.push(...limited);
                       return outcomes;
                     }),
                   );
@@ -603,8 +606,14 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
         .catch((err: unknown) => {
           if (!(err instanceof DryRunRollback)) throw err;
         });
-      // A dry run writes nothing but the identity checks it made: answered once they are committed.
-      await store.identityChecks.append(told);
+      // A dry run writes nothing but the identity checks it made (and the audit event of a budget
+      // they used up): answered once they are committed.
+      if (events.length > 0) {
+        await store.transaction(async (tx) => {
+          await tx.identityChecks.append(told);
+          for (const e of events) await tx.audit.record(e);
+        });
+      } else await store.identityChecks.append(told);
     } finally {
       source?.destroy();
       await storage.delete(file.objectKey).catch(() => {});

@@ -1,3 +1,4 @@
+import type { AuditRepository } from '../audit/audit';
 import type { IdentityCheckLog } from '../clients/identity-checks';
 /**
  * What the import domain needs of storage, declared here so that the domain depends on no driver:
@@ -132,7 +133,13 @@ export interface LedgerPort {
 }
 
 /** The repositories one transaction sees; `Tx` carries whatever else the chunk writer needs. */
-export type ImportTx = { imports: ImportRepositoryPort; ledger: LedgerPort; savepoint: <T>(fn: () => Promise<T>) => Promise<T> };
+export type ImportTx = {
+  imports: ImportRepositoryPort;
+  ledger: LedgerPort;
+  savepoint: <T>(fn: () => Promise<T>) => Promise<T>;
+  identityChecks: Pick<IdentityCheckLog, 'append'>;
+  audit: Pick<AuditRepository, 'record'>;
+};
 
 /** Files uploaded in the dashboard and waiting for the person's "import this file again?" (deleted after 24 hours). */
 export interface PendingUploadsPort {
@@ -146,7 +153,8 @@ export interface ImportStore<Tx extends ImportTx> {
   pendingUploads: PendingUploadsPort;
   imports: ImportRepositoryPort;
   ledger: LedgerPort;
-  /** Where a dry run commits the identity checks it made (its own transaction is rolled back). */
+  /** Where a dry run commits the identity checks it made, and their audit event (its own transaction is rolled back). */
   identityChecks: Pick<IdentityCheckLog, 'append'>;
+  audit: Pick<AuditRepository, 'record'>;
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
 }
