@@ -82,7 +82,8 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
       const companyId = need(o.company, 'company');
       await requireCompany(deps, companyId);
       const raw = need(o['per-minute'], 'per-minute');
-      if (raw !== 'default' && !/^\d{1,9}$/u.test(raw)) throw new UsageError('--per-minute must be a whole number (0: no limit) or "default".');
+      if (raw !== 'default' && !/^\d{1,9}$/u.test(raw))
+        throw new UsageError('--per-minute must be a whole number (0: no limit) or "default".');
       const perMinute = raw === 'default' ? null : Number(raw);
       await deps.store.companies.setRateLimit(companyId, perMinute);
       const effective = perMinute ?? deps.config.rateLimitPerMinute;

@@ -405,7 +405,12 @@ export function createRegistryRepository(db: Db): RegistryRepository {
           ORDER BY d.created_at DESC, d.id DESC`,
         [person.id],
       );
-      return { person, claims: claims.map((r) => r.claim), lookups: lookups.map(({ sort_at: _a, sort_id: _i, claim_sort: _c, ...l }) => l), deliveries };
+      return {
+        person,
+        claims: claims.map((r) => r.claim),
+        lookups: lookups.map(({ sort_at: _a, sort_id: _i, claim_sort: _c, ...l }) => l),
+        deliveries,
+      };
     },
   };
 }

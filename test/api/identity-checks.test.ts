@@ -159,7 +159,7 @@ describe('the hourly budget (IDENTITY_MISMATCHES_PER_HOUR 100)', () => {
       expect(made.json()).toMatchObject({ imported: 101, failed: 0 });
       const probe = await postImport(ctx.app, b.auth, csv(numbers.map((n) => validRow({ id_number: n, date_of_birth: OTHER_DOB }))));
       expect(probe.statusCode, probe.body).toBe(200);
-      const { errors } = probe.json() as { errors: { row: number; messages: Record<string, string[]> }[] };
+      const errors: { row: number; messages: Record<string, string[]> }[] = probe.json().errors;
       expect(errors).toHaveLength(101);
       expect(errors.slice(0, 100).every((e) => Object.keys(e.messages).join() === 'date_of_birth')).toBe(true);
       const limitedMessage = errors[100]!.messages.row![0]!;

@@ -121,11 +121,14 @@ export const rateLimitsPlugin = fp(
       });
     }
     const counters = countingStore(redis, `${config.queuePrefix}:rate-limit:`);
-    await app.register(rateLimit, { global: false, store: class {
-      constructor() {
-        return counters;
-      }
-    } as never });
+    await app.register(rateLimit, {
+      global: false,
+      store: class {
+        constructor() {
+          return counters;
+        }
+      } as never,
+    });
 
     // The companies' own limits (few rows), read at start and every COMPANY_LIMITS_REFRESH_MS: no
     // request waits for a read of them.
@@ -134,7 +137,7 @@ export const rateLimitsPlugin = fp(
       try {
         companyLimits = await db.companies.rateLimits();
       } catch (err) {
-        app.log.warn({ err }, 'could not read the companies\' rate limits; the ones read before stay in use');
+        app.log.warn({ err }, "could not read the companies' rate limits; the ones read before stay in use");
       }
     };
     const timer = setInterval(() => void refresh(), COMPANY_LIMITS_REFRESH_MS);

@@ -73,6 +73,11 @@ export type ClaimStore = {
   claims: ClaimRepository;
   identityChecks: IdentityCheckLog;
   transaction<T>(
-    fn: (tx: { claims: ClaimRepository; alerts: AlertWriter; identityChecks: IdentityCheckLog; audit: Pick<AuditRepository, 'record'> }) => Promise<T>,
+    fn: (tx: {
+      claims: ClaimRepository;
+      alerts: AlertWriter;
+      identityChecks: IdentityCheckLog;
+      audit: Pick<AuditRepository, 'record'>;
+    }) => Promise<T>,
   ): Promise<T>;
 };

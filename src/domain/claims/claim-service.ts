@@ -194,7 +194,9 @@ export function createClaimService({
       // The companies' identity checks of the last hour, read beside the documents.
       const [known, usedBefore] = await Promise.all([
         store.claims.findDocuments(batch.flatMap((s) => s.documents)),
-        policy.perHour > 0 ? store.identityChecks.countSince([...new Set(batch.map((s) => s.principal.companyId))], at - HOUR_MS) : undefined,
+        policy.perHour > 0
+          ? store.identityChecks.countSince([...new Set(batch.map((s) => s.principal.companyId))], at - HOUR_MS)
+          : undefined,
       ]);
       // Submissions of a company past its budget are refused; a mismatch that takes a company past
       // it refuses that submission and the company's later ones of the batch, which is planned again
@@ -217,7 +219,8 @@ export function createClaimService({
           policy.perHour,
         );
         if (limitedFrom.size > 0) {
-          for (const [company, j0] of limitedFrom) for (let j = j0; j < active.length; j++) if (companyOf(active[j]!) === company) refused.add(active[j]!);
+          for (const [company, j0] of limitedFrom)
+            for (let j = j0; j < active.length; j++) if (companyOf(active[j]!) === company) refused.add(active[j]!);
           continue;
         }
         const checks = admitted.map((j) => {
@@ -230,7 +233,9 @@ export function createClaimService({
         const createdAt = await write(plan, written, shown, from, checks, exhausted.map(identityChecksLimitedEvent));
         const results: Submitted[] = batch.map(() => ({ ok: false, limited: true }));
         plan.outcomes.forEach((o, j) => {
-          results[active[j]!] = o.ok ? { ok: true, claim: { ...shown[j]!, created_at: createdAt! } } : { ok: false, errors: { [o.field]: [o.message] } };
+          results[active[j]!] = o.ok
+            ? { ok: true, claim: { ...shown[j]!, created_at: createdAt! } }
+            : { ok: false, errors: { [o.field]: [o.message] } };
         });
         return results;
       }
@@ -294,13 +299,14 @@ export function createClaimService({
     const used = policy.perHour > 0 ? await tx.identityChecks.countSince([who.companyId], at - HOUR_MS) : new Map<string, number>();
     let cut = (used.get(who.companyId) ?? 0) >= policy.perHour && policy.perHour > 0 ? 0 : inputs.length;
     let planned = planBatch(who, inputs.slice(0, cut), source, importId, documents.slice(0, cut), known);
-    let { admitted, limitedFrom, exhausted } = admitMismatches(planned.plan.outcomes, () => who.companyId, new Map(used), policy.perHour);
-    const from = limitedFrom.get(who.companyId);
+    let admission = admitMismatches(planned.plan.outcomes, () => who.companyId, new Map(used), policy.perHour);
+    const from = admission.limitedFrom.get(who.companyId);
     if (from !== undefined) {
       cut = from;
       planned = planBatch(who, inputs.slice(0, cut), source, importId, documents.slice(0, cut), known);
-      ({ admitted, limitedFrom, exhausted } = admitMismatches(planned.plan.outcomes, () => who.companyId, new Map(used), policy.perHour));
+      admission = admitMismatches(planned.plan.outcomes, () => who.companyId, new Map(used), policy.perHour);
     }
+    const { admitted, exhausted } = admission;
     const { plan, claims, written } = planned;
     const checks = admitted.map((i) => {
       const o = plan.outcomes[i]!;

@@ -43,8 +43,7 @@ export type IdentityCheckPolicy = {
 export const HOUR_MS = 3_600_000;
 
 export const identityCheckMessages = {
-  limited:
-    'This company has been told of too many identity mismatches in the last hour; claims are refused until the hour has passed.',
+  limited: 'This company has been told of too many identity mismatches in the last hour; claims are refused until the hour has passed.',
 } as const;
 
 export const identityChecksLimited = () =>

@@ -13,10 +13,7 @@ import type { ClaimWriter } from './chunk-writer';
  */
 export function createImportClaimWriter<
   Tx extends { claims: ClaimRepository; identityChecks: IdentityCheckLog; audit: Pick<AuditRepository, 'record'> },
->(
-  claims: Pick<ClaimService, 'planWithinBudget'>,
-  outside?: ClaimRepository,
-): ClaimWriter<Tx> {
+>(claims: Pick<ClaimService, 'planWithinBudget'>, outside?: ClaimRepository): ClaimWriter<Tx> {
   return {
     lookup: (tx, documents) => tx.claims.findDocuments(documents.flat(), { documentTypes: false }),
     ...(outside ? { lookupOutside: (documents) => outside.findDocuments(documents.flat(), { documentTypes: false }) } : {}),

@@ -1,8 +1,8 @@
-import type { AuditEventInput } from '../audit/audit';
-import type { IdentityCheck } from '../clients/identity-checks';
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 
+import type { AuditEventInput } from '../audit/audit';
+import type { IdentityCheck } from '../clients/identity-checks';
 import { ObjectNotFound, ObjectTooLarge, StorageTimeout, type ObjectStore } from '../storage';
 import { AppError, validationError } from '../errors';
 import { pageOf, pageRequest } from '../paging';
@@ -578,14 +578,12 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
                 : await withRetries(() =>
                     tx.savepoint(async () => {
                       const known = await deps.writeClaims.lookup(tx, prepared.documents);
-                      const { outcomes, written, checks, events: limited } = await deps.writeClaims.write(
-                        tx,
-                        principal.companyId,
-                        prepared.inputs,
-                        file.importId,
-                        prepared.documents,
-                        known,
-                      );
+                      const {
+                        outcomes,
+                        written,
+                        checks,
+                        events: limited,
+                      } = await deps.writeClaims.write(tx, principal.companyId, prepared.inputs, file.importId, prepared.documents, known);
                       await written;
                       told.push(...checks.map((c) => ({ ...c, tokenId: principal.tokenId, userId: principal.userId })));
                       events.push(...limited);

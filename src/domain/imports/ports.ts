@@ -1,10 +1,10 @@
-import type { AuditRepository } from '../audit/audit';
-import type { IdentityCheckLog } from '../clients/identity-checks';
 /**
  * What the import domain needs of storage, declared here so that the domain depends on no driver:
  * src/db implements these interfaces (import-repository.ts, import-ledger-repository.ts).
  */
 
+import type { AuditRepository } from '../audit/audit';
+import type { IdentityCheckLog } from '../clients/identity-checks';
 import type { PageRequest, Position } from '../paging';
 
 export const IMPORT_STATUSES = ['queued', 'processing', 'completed', 'failed', 'cancelled'] as const;
