@@ -4,11 +4,13 @@ import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { expect } from 'vitest';
 
-import { buildApp } from '../src/api/app';
+import { buildApp } from '../src/app';
 import { loadConfig, type Config } from '../src/config';
 import { openDb } from '../src/db/db';
 import { todayIn } from '../src/domain/dates';
 import { createDeps, type Deps, type DepsOptions } from '../src/deps';
+
+import { checkResponsesAgainstOpenApi } from './openapi-conformance';
 
 export const TEST_HASH_KEY = 'test-document-hash-key-0123456789abcdef';
 /** scrypt N = 2^10 in tests: fast; production's floor is 2^15 (PASSWORD_HASH_COST). */
@@ -84,6 +86,7 @@ export async function createTestContext(
     deps.startWebhookDelivery();
   }
   const app = await buildApp(deps, { logger });
+  const conformance = checkResponsesAgainstOpenApi(app);
   await app.ready();
   let n = 0;
   return {
@@ -103,6 +106,9 @@ export async function createTestContext(
         await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
         await admin.close();
       }
+      // Every answer this file's tests got, against the OpenAPI document (test/openapi-conformance.ts).
+      const { mismatches } = conformance;
+      if (mismatches.length > 0) throw new Error(`Answers the OpenAPI document does not describe:\n${[...new Set(mismatches)].join('\n')}`);
     },
   };
 }

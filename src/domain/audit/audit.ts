@@ -31,7 +31,7 @@ export const AUDIT_ACTIONS = [
   'import.cancelled',
   'data.purged',
   'subject.exported',
-  // The operator's acts in Bull Board (src/api/plugins/bull-board.ts).
+  // The operator's acts in Bull Board (src/web/bull-board.ts).
   'queue.job_retried',
   'queue.job_removed',
   'queue.job_promoted',

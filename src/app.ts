@@ -7,24 +7,24 @@ import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
 
-import type { Deps } from '../deps';
-import { compileInput } from '../domain/validation';
-import { authPlugin } from './plugins/auth';
-import { rateLimitsPlugin } from './plugins/rate-limits';
-import { errorHandlerPlugin } from './plugins/error-handler';
-import { claimSchema, clientSchema } from './schemas/claims';
-import { addSharedSchemas, errorSchema } from './schemas/common';
-import { metricsPlugin } from './plugins/metrics';
-import { claimRoutes } from './routes/claims';
-import { importRoutes } from './routes/imports';
-import { registryRoutes } from './routes/registry';
-import { alertRoutes } from './routes/alerts';
-import { alertSchema } from './schemas/alerts';
-import { lookupBatchRoutes } from './routes/lookup-batches';
-import { lookupBatchSchema } from './schemas/lookup-batches';
-import { qualityRoutes } from './routes/quality';
-import { qualityReportSchema } from './schemas/quality';
-import { dashboardPlugin } from '../web/index';
+import type { Deps } from './deps';
+import { compileInput } from './domain/validation';
+import { authPlugin } from './api/plugins/auth';
+import { rateLimitsPlugin } from './api/plugins/rate-limits';
+import { errorHandlerPlugin } from './api/plugins/error-handler';
+import { claimSchema, clientSchema } from './api/schemas/claims';
+import { addSharedSchemas, documentHeaders, errorSchema } from './api/schemas/common';
+import { metricsPlugin } from './api/plugins/metrics';
+import { claimRoutes } from './api/routes/claims';
+import { importRoutes } from './api/routes/imports';
+import { registryRoutes } from './api/routes/registry';
+import { alertRoutes } from './api/routes/alerts';
+import { alertSchema } from './api/schemas/alerts';
+import { lookupBatchRoutes } from './api/routes/lookup-batches';
+import { lookupBatchSchema } from './api/schemas/lookup-batches';
+import { qualityRoutes } from './api/routes/quality';
+import { qualityReportSchema } from './api/schemas/quality';
+import { dashboardPlugin } from './web/index';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -144,6 +144,8 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   await app.register(swagger, {
     // Only tagged routes (the /api/v1 resources) are part of the API reference; dashboard pages are not.
     hideUntagged: true,
+    // Each API answer's headers (request id, WWW-Authenticate, Retry-After, ...) declared in one place.
+    transform: ({ schema, url }) => ({ schema: url.startsWith('/api/v1/') ? documentHeaders(schema) : schema, url }),
     // Component schemas keep the names they were added under (Claim, Client, Error, ...).
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {
@@ -180,7 +182,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   );
 
   if (deps.importQueue.kind === 'bullmq') {
-    const { bullBoardPlugin } = await import('./plugins/bull-board');
+    const { bullBoardPlugin } = await import('./web/bull-board');
     await app.register(bullBoardPlugin, { queue: deps.importQueue.bull });
   }
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
