@@ -15,7 +15,7 @@ CREATE TABLE company_rate_limits (
 -- subject access export only.
 ALTER TABLE lookups DROP CONSTRAINT IF EXISTS lookups_kind_check;
 ALTER TABLE lookups ADD CONSTRAINT lookups_kind_check
-  CHECK (kind IN ('plate_search', 'person_search', 'matches', 'identity_check'));
+  CHECK (kind IN ('plate_search', 'person_search', 'matches', 'incident', 'network', 'identity_check'));
 ALTER TABLE lookups ADD COLUMN other_client_key uuid;
 -- The hourly budget: a company's identity checks of the last hour, counted on every submission.
 CREATE INDEX lookups_identity_checks_idx ON lookups (company_id, created_at) WHERE kind = 'identity_check';
