@@ -1,6 +1,5 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
@@ -11,6 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Deps } from './deps';
 import { compileInput } from './domain/validation';
 import { authPlugin } from './api/plugins/auth';
+import { rateLimitsPlugin } from './api/plugins/rate-limits';
 import { errorHandlerPlugin } from './api/plugins/error-handler';
 import { claimSchema, clientSchema } from './api/schemas/claims';
 import { addSharedSchemas, documentHeaders, errorSchema } from './api/schemas/common';
@@ -150,6 +150,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     networkSchema,
   ]);
   await app.register(metricsPlugin);
+  await app.register(rateLimitsPlugin);
   await app.register(authPlugin);
 
   await app.register(swagger, {
@@ -178,17 +179,6 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
 
   await app.register(
     async (api) => {
-      if (deps.config.rateLimitPerMinute > 0) {
-        // Per token (hashed, so the key in memory is not a credential), else per client address.
-        await api.register(rateLimit, {
-          max: deps.config.rateLimitPerMinute,
-          timeWindow: 60_000,
-          keyGenerator: (request) => {
-            const auth = request.headers.authorization;
-            return auth ? createHash('sha256').update(auth).digest('hex') : request.ip;
-          },
-        });
-      }
       // The API takes JSON (and multipart for uploads): Fastify's default text/plain parser would
       // hand a string to the body schema and answer 422 where the body's type is the problem (415).
       api.removeContentTypeParser('text/plain');

@@ -52,7 +52,14 @@ const envSchema = {
     QUEUE_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'bull' },
     SESSION_SECRET: { type: 'string', minLength: 32 },
     TRUST_PROXY: { type: 'boolean', default: false },
-    RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 0 },
+    // Requests per minute per API token on /api/v1 (0: off); a company's own by `admin company:limits`.
+    RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 6000 },
+    // Requests with a missing, malformed or unknown token per client address and minute (0: off).
+    AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 0, default: 60 },
+    // Identity mismatches a company may be told per hour (0: off); past it, submissions are 429.
+    IDENTITY_MISMATCHES_PER_HOUR: { type: 'integer', minimum: 0, default: 100 },
+    // Days a webhook delivery's body is kept after it was delivered or given up.
+    WEBHOOK_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36_500, default: 30 },
     // log2 of scrypt's N for dashboard passwords. 15 (32 MiB a hash) is the floor: no setting goes under it.
     PASSWORD_HASH_COST: { type: 'integer', minimum: 15, maximum: 17, default: 15 },
     RETENTION_YEARS: { type: 'integer', minimum: 1, maximum: 100, default: 6 },
@@ -111,7 +118,14 @@ export type Config = Readonly<{
   queuePrefix: string;
   sessionSecret: string | undefined;
   trustProxy: boolean;
+  /** Requests per minute per API token on /api/v1 (0: off); a company's own limit replaces it. */
   rateLimitPerMinute: number;
+  /** Requests with a missing, malformed or unknown token per client address and minute (0: off). */
+  authFailuresPerMinute: number;
+  /** Identity mismatches per company and hour (0: off). */
+  identityMismatchesPerHour: number;
+  /** Days a webhook delivery's body is kept after it was delivered or given up. */
+  webhookRetentionDays: number;
   /** log2 of scrypt's N for new password hashes (PASSWORD_HASH_COST, at least 15). */
   passwordHashCost: number;
   /** Claims dated before today minus this many years are deleted by the retention purge. */
@@ -225,6 +239,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionSecret: v.SESSION_SECRET,
     trustProxy: v.TRUST_PROXY,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,
+    authFailuresPerMinute: v.AUTH_FAILURES_PER_MINUTE,
+    identityMismatchesPerHour: v.IDENTITY_MISMATCHES_PER_HOUR,
+    webhookRetentionDays: v.WEBHOOK_RETENTION_DAYS,
     passwordHashCost: v.PASSWORD_HASH_COST,
     retentionYears: v.RETENTION_YEARS,
     lookupRetentionDays: v.LOOKUP_RETENTION_DAYS,

@@ -57,6 +57,11 @@ export type DepsOptions = {
   testPasswordHashCost?: number;
   /** Tests only: the clock's date (YYYY-MM-DD) instead of today's in APP_TIMEZONE. */
   today?: () => string;
+  /**
+   * Tests only: the clock's time (milliseconds since the epoch) for what counts hours and days:
+   * the identity-check budget, the retention of look-ups, delivery bodies and uploads.
+   */
+  now?: () => number;
   /** A long-running server: the embedded database's code is compiled optimized once, at start. */
   optimizedEmbeddedCode?: boolean;
   /** Called right after an import chunk commits, before its progress is reported (crash tests). */
@@ -100,6 +105,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       throw new StartupError('DOCUMENT_HASH_KEY does not match the key this database was created with; refusing to start.');
     }
     const today = options.today ?? (() => todayIn(config.timezone));
+    const now = options.now ?? Date.now;
     const hashDocument = createDocumentHasher(key);
     const log = options.logger ?? createLogger(config.logLevel);
     const registryRepository = createRegistryRepository(db);
@@ -163,6 +169,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       alertsEnabled: config.alertsEnabled,
       // A full disk fails every submission of a batch alike, as an unreachable database does.
       unavailable: (err) => isDatabaseUnavailable(err) || isDiskFull(err),
+      identityChecks: { perHour: config.identityMismatchesPerHour, now },
       ...(searches ? { searches } : {}),
       ...(loggedPlateSearches ? { loggedPlateSearches } : {}),
     });
@@ -183,6 +190,10 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       searchHistoryYears: config.searchHistoryYears,
       retentionYears: config.retentionYears,
       lookupRetentionDays: config.lookupRetentionDays,
+      webhookRetentionDays: config.webhookRetentionDays,
+      // The import service is made below; the purge runs long after.
+      purgeAbandonedUploads: (before) => imports.purgeAbandoned(before),
+      now: () => new Date(now()),
     });
     // With REDIS_URL the API only produces jobs (`npm run worker` consumes them); without it the
     // same processor runs inside this process, and the queue libraries stay unloaded (memory).
@@ -225,6 +236,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       storage,
       queue: importQueue satisfies ImportQueue,
       today,
+      now,
       limits: {
         maxBytes: config.importMaxBytes,
         chunkSize: config.importChunkSize,

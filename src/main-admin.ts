@@ -13,6 +13,7 @@ const USAGE = `Usage: npm run admin -- <command> [options] [--json]
 Commands:
   company:create --name NAME
   company:list
+  company:limits --company ID --per-minute N|default   (API requests per token and minute; 0: no limit)
   user:create --company ID --email EMAIL [--password PW] [--role admin|member]   (default role: admin)
   operator:create --email EMAIL [--password PW]
   token:create --company ID --name NAME
@@ -31,6 +32,7 @@ class UsageError extends Error {}
 const COMMANDS = [
   'company:create',
   'company:list',
+  'company:limits',
   'user:create',
   'operator:create',
   'token:create',
@@ -49,6 +51,7 @@ type Options = {
   password?: string;
   role?: string;
   url?: string;
+  'per-minute'?: string;
   json?: boolean;
   'date-of-birth'?: string;
   'id-type'?: string;
@@ -73,6 +76,22 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
       return {
         json: list.map((c) => ({ id: c.id, name: c.name, created_at: c.created_at })),
         text: list.length ? list.map((c) => `${c.id}  ${c.name}`).join('\n') : 'No companies yet.',
+      };
+    }
+    case 'company:limits': {
+      const companyId = need(o.company, 'company');
+      await requireCompany(deps, companyId);
+      const raw = need(o['per-minute'], 'per-minute');
+      if (raw !== 'default' && !/^\d{1,9}$/u.test(raw))
+        throw new UsageError('--per-minute must be a whole number (0: no limit) or "default".');
+      const perMinute = raw === 'default' ? null : Number(raw);
+      await deps.store.companies.setRateLimit(companyId, perMinute);
+      const effective = perMinute ?? deps.config.rateLimitPerMinute;
+      return {
+        json: { company_id: companyId, per_minute: perMinute, effective_per_minute: effective },
+        text:
+          `Company ${companyId}: ${effective === 0 ? 'no rate limit' : `${effective} requests per token and minute`}` +
+          `${perMinute === null ? ' (the default, RATE_LIMIT_PER_MINUTE)' : ''}; in effect within 10 seconds.`,
       };
     }
     case 'user:create':
@@ -123,10 +142,16 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
           lookups_deleted: r.lookups,
           alerts_deleted: r.alerts,
           files_deleted: r.files,
+          webhook_bodies_deleted: r.delivery_bodies,
+          uploads_deleted: r.uploads,
           claims_dated_before: r.claims_before,
           lookups_created_before: r.lookups_before,
+          webhook_bodies_finished_before: r.delivery_bodies_before,
+          uploads_made_before: r.uploads_before,
         },
-        text: `Removed ${r.claims} claims dated before ${r.claims_before}, ${r.clients} clients left with no claim (with their documents), ${r.lookups} look-up entries, ${r.alerts} alerts of the expired claims, and ${r.files} uploaded files of ended imports and batch look-ups.`,
+        text:
+          `Removed ${r.claims} claims dated before ${r.claims_before}, ${r.clients} clients left with no claim (with their documents), ${r.lookups} look-up entries, ${r.alerts} alerts of the expired claims, and ${r.files} uploaded files of ended imports and batch look-ups; ` +
+          `deleted the bodies of ${r.delivery_bodies} webhook deliveries finished before ${r.delivery_bodies_before} and ${r.uploads} dashboard uploads never confirmed (uploaded before ${r.uploads_before}).`,
       };
     }
     case 'subject:export': {
@@ -143,8 +168,10 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
               `${r.person.first_name} ${r.person.last_name}, born ${r.person.date_of_birth}; documents: ${r.person.id_documents.map((d) => d.type).join(', ')}`,
               `Claims (${r.claims.length}):`,
               ...r.claims.map((c) => `  ${c.claim_date}  ${c.vehicle_registration}  ${c.company_name}  ${c.status}`),
-              `Look-ups that returned them (${r.lookups.length}):`,
+              `Look-ups that returned them, and identity checks of the person's documents (${r.lookups.length}):`,
               ...r.lookups.map((l) => `  ${l.created_at}  ${l.company_name}  ${l.kind}`),
+              `Webhook deliveries that carry the person (${r.deliveries.length}):`,
+              ...r.deliveries.map((d) => `  ${d.created_at}  ${d.company_name}  ${d.event_type}  ${d.status}`),
             ].join('\n')
           : 'No person on record matches this date of birth and document.',
       };
@@ -197,6 +224,7 @@ async function main(): Promise<number> {
         password: { type: 'string' },
         role: { type: 'string' },
         url: { type: 'string' },
+        'per-minute': { type: 'string' },
         'date-of-birth': { type: 'string' },
         'id-type': { type: 'string' },
         'id-number': { type: 'string' },

@@ -16,6 +16,12 @@ import { checkResponsesAgainstOpenApi } from './openapi-conformance';
 export const TEST_HASH_KEY = 'test-document-hash-key-0123456789abcdef';
 /** scrypt N = 2^10 in tests: fast; production's floor is 2^15 (PASSWORD_HASH_COST). */
 export const TEST_PASSWORD_HASH_COST = 10;
+/** The abuse limits of every test context unless a test sets its own: on, and out of reach. */
+export const TEST_LIMITS = {
+  RATE_LIMIT_PER_MINUTE: '1000000',
+  AUTH_FAILURES_PER_MINUTE: '1000000',
+  IDENTITY_MISMATCHES_PER_HOUR: '1000000',
+} as const;
 export const dbKind = (): 'pglite' | 'postgres' => (process.env.TEST_DB_KIND === 'postgres' ? 'postgres' : 'pglite');
 
 export type TestContext = {
@@ -37,6 +43,8 @@ export async function createTestContext(
     logger?: Logger;
     /** The service's "today" (YYYY-MM-DD); default: the real date in APP_TIMEZONE. */
     today?: () => string;
+    /** The service's time (ms since the epoch) for hours and days (budgets, retention); default: the real time. */
+    now?: () => number;
     /** Called right after each import chunk commits (0-based), before its progress is reported. */
     afterChunkCommit?: DepsOptions['afterChunkCommit'];
     /** Awaited in each import chunk's transaction before its write (0-based chunk number). */
@@ -60,6 +68,9 @@ export async function createTestContext(
     LOG_LEVEL: 'silent',
     DATA_DIR: `/tmp/claims-test-${schema}`,
     ...(kind === 'postgres' ? { DATABASE_URL: url! } : {}),
+    // The abuse limits stay on, set so high that tests about other things never reach them; the
+    // tests of the limits set their own.
+    ...TEST_LIMITS,
     ...env,
   });
   const logger = options.logger ?? pino({ level: 'silent' });
@@ -68,6 +79,7 @@ export async function createTestContext(
     logger,
     testPasswordHashCost: TEST_PASSWORD_HASH_COST,
     ...(options.today ? { today: options.today } : {}),
+    ...(options.now ? { now: options.now } : {}),
     ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
     ...(options.beforeChunkWrite ? { beforeChunkWrite: options.beforeChunkWrite } : {}),
     ...(options.storage ? { storage: options.storage } : {}),

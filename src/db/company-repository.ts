@@ -63,5 +63,20 @@ export function createCompanyRepository(db: Queryable): CompanyRepository {
       );
       return rows.length > 0;
     },
+    async rateLimits(): Promise<Map<string, number>> {
+      const rows = await db.query<{ company_id: string; per_minute: number }>('SELECT company_id, per_minute FROM company_rate_limits');
+      return new Map(rows.map((r) => [r.company_id, r.per_minute]));
+    },
+    async setRateLimit(companyId: string, perMinute: number | null): Promise<void> {
+      if (perMinute === null) {
+        await db.query('DELETE FROM company_rate_limits WHERE company_id = $1', [companyId]);
+        return;
+      }
+      await db.query(
+        `INSERT INTO company_rate_limits (company_id, per_minute) VALUES ($1, $2)
+         ON CONFLICT (company_id) DO UPDATE SET per_minute = EXCLUDED.per_minute, updated_at = now()`,
+        [companyId, perMinute],
+      );
+    },
   };
 }

@@ -455,6 +455,23 @@ export function createRegistryRepository(db: Db): RegistryRepository {
       });
     },
 
+    async purgeDeliveryBodiesBatch(before, batchSize) {
+      return db.transaction(async (tx) => {
+        const rows = await tx.query<{ n: number }>(
+          `WITH batch AS (
+             SELECT id FROM webhook_deliveries
+              WHERE body IS NOT NULL AND status <> 'pending' AND finished_at < $1::timestamptz
+              ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED
+           ), gone AS (
+             UPDATE webhook_deliveries d SET body = NULL, body_deleted_at = now() FROM batch b WHERE d.id = b.id RETURNING 1
+           )
+           SELECT count(*)::int AS n FROM gone`,
+          [before, batchSize],
+        );
+        return rows[0]!.n;
+      });
+    },
+
     async claimDailyRun() {
       const rows = await db.query<{ key: string }>(
         `UPDATE app_meta SET value = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
@@ -488,16 +505,41 @@ export function createRegistryRepository(db: Db): RegistryRepository {
           ORDER BY c.claim_date DESC, c.created_at DESC, c.id DESC`,
         [person.id],
       );
-      const lookups = await db.query<SubjectRecord['lookups'][number]>(
-        `SELECT co.name AS company_name, l.kind, c.id AS claim_id, ${isoTime('l.created_at')} AS created_at
+      const lookups = await db.query<SubjectRecord['lookups'][number] & { sort_at: string; sort_id: string; claim_sort: string | null }>(
+        `SELECT co.name AS company_name, l.kind, c.id AS claim_id, ${isoTime('l.created_at')} AS created_at,
+                l.created_at AS sort_at, l.id AS sort_id, c.id AS claim_sort
            FROM claims c
            CROSS JOIN LATERAL (${RETURNED_BY('c', 'l.created_at >= $2::timestamptz', 'ALL')}) l
            JOIN companies co ON co.id = l.company_id
           WHERE c.client_id = $1
-          ORDER BY l.created_at DESC, l.id DESC, c.id`,
+         UNION ALL
+         -- The identity checks that told a company of one of the person's documents.
+         SELECT co.name, l.kind, NULL::uuid, ${isoTime('l.created_at')}, l.created_at AS sort_at, l.id AS sort_id, NULL::uuid
+           FROM lookups l JOIN companies co ON co.id = l.company_id
+          WHERE l.kind = 'identity_check' AND l.client_key = $1 AND l.created_at >= $2::timestamptz
+         UNION ALL
+         SELECT co.name, l.kind, NULL::uuid, ${isoTime('l.created_at')}, l.created_at, l.id, NULL::uuid
+           FROM lookups l JOIN companies co ON co.id = l.company_id
+          WHERE l.kind = 'identity_check' AND l.other_client_key = $1 AND l.created_at >= $2::timestamptz
+          ORDER BY sort_at DESC, sort_id DESC, claim_sort`,
         [person.id, since],
       );
-      return { person, claims: claims.map((r) => r.claim), lookups };
+      // The deliveries whose body (kept WEBHOOK_RETENTION_DAYS after it was sent or given up)
+      // names the person: an alert's claim carries its client. A bounded table (the retention).
+      const deliveries = await db.query<SubjectRecord['deliveries'][number]>(
+        `SELECT co.name AS company_name, d.event_type, d.status, ${isoTime('d.created_at')} AS created_at,
+                ${isoTime('d.finished_at')} AS finished_at
+           FROM webhook_deliveries d JOIN companies co ON co.id = d.company_id
+          WHERE d.body IS NOT NULL AND strpos(d.body, $1::text) > 0
+          ORDER BY d.created_at DESC, d.id DESC`,
+        [person.id],
+      );
+      return {
+        person,
+        claims: claims.map((r) => r.claim),
+        lookups: lookups.map(({ sort_at: _a, sort_id: _i, claim_sort: _c, ...l }) => l),
+        deliveries,
+      };
     },
   };
 }

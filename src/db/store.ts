@@ -5,9 +5,11 @@ import { createCompanyRepository } from './company-repository';
 import { createDashboardRepository } from './dashboard-repository';
 import { RetryableConflict } from '../domain/errors';
 import { pgErrorCode, type Db, type Queryable } from './db';
+import { createIdentityCheckRepository } from './identity-check-repository';
 import { createImportLedgerRepository } from './import-ledger-repository';
 import { createIdempotencyRepository, createImportRepository } from './import-repository';
 import { createSessionRepository } from './session-repository';
+import { createPendingUploadRepository } from './upload-repository';
 import { createTokenRepository } from './token-repository';
 import { createWebhookRepository } from './webhook-repository';
 
@@ -24,6 +26,8 @@ function repositories(q: Queryable, soleSession = false) {
     dashboard: createDashboardRepository(q),
     webhooks: createWebhookRepository(q),
     alerts: createAlertRepository(q),
+    identityChecks: createIdentityCheckRepository(q),
+    pendingUploads: createPendingUploadRepository(q),
     audit: createAuditRepository(q),
     meta: {
       async get(key: string): Promise<string | undefined> {

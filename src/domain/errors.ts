@@ -10,6 +10,7 @@ export const ErrorCode = {
   UNAVAILABLE: 'UNAVAILABLE',
   /** The request took too long to arrive (an upload sent too slowly): 408. */
   TIMEOUT: 'TIMEOUT',
+  TOO_MANY_REQUESTS: 'TOO_MANY_REQUESTS',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -35,6 +36,7 @@ export const ERROR_CODES = [
   'unsupported_media_type',
   'payload_too_large',
   'rate_limited',
+  'identity_check_limited',
   'service_unavailable',
   'storage_unavailable',
   'storage_full',

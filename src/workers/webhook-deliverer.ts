@@ -5,7 +5,7 @@ import type { LookupFunction } from 'node:net';
 
 import type { Logger } from 'pino';
 
-import { isPrivateAddress } from '../domain/webhooks/addresses';
+import { isPrivateAddress, literalAddress } from '../domain/webhooks/addresses';
 import { nextRetryIn, signatureHeader, type ClaimedDelivery, type WebhookRepository } from '../domain/webhooks/webhook-service';
 import type { WebhookMetrics } from '../metrics';
 
@@ -60,6 +60,12 @@ function post(d: ClaimedDelivery, opts: Pick<WebhookDelivererOptions, 'allowPriv
     }
     if (url.protocol !== 'https:' && !(opts.allowPrivate && url.protocol === 'http:')) {
       return resolve({ ok: false, statusCode: null, error: 'The endpoint URL must use https.', refused: true });
+    }
+    // A host written as an IP address is connected to without any look-up (guardedLookup never
+    // runs): it is checked here, at each delivery, as a resolved address is.
+    const literal = literalAddress(url.hostname);
+    if (literal !== undefined && !opts.allowPrivate && isPrivateAddress(literal)) {
+      return resolve({ ok: false, statusCode: null, error: new RefusedTarget().message, refused: true });
     }
     const t = Math.floor(Date.now() / 1000);
     const body = Buffer.from(d.body, 'utf8');

@@ -229,7 +229,8 @@ describe('look-up log: GET /api/v1/lookups and GET /api/v1/claims/{id}/lookups',
     const c = await companyWithPeople(ctx);
     const plate = newPlate();
     const web = await signedIn(ctx, c.member.email);
-    expect((await web.get(`/search?plate=${plate}`)).statusCode).toBe(200);
+    await web.get('/search');
+    expect((await web.post('/search', { plate })).statusCode).toBe(200);
     const log = (await get(ctx, c, '/api/v1/lookups')).json().data;
     expect(log).toEqual([expect.objectContaining({ kind: 'plate_search', vehicle_registration: plate, result_count: 0 })]);
     const rows = await ctx.deps.db.query<{ user_id: string | null; token_id: string | null }>(

@@ -47,6 +47,29 @@ describe('admin CLI (embedded database)', () => {
   });
 
   it(
+    "company:limits sets a company's own rate limit (0: none), back to the default with `default`, and refuses a bad value",
+    async () => {
+      const set = await admin(dataDir, 'company:limits', '--company', company().id, '--per-minute', '120', '--json');
+      expect(set.code, set.stderr).toBe(0);
+      expect(JSON.parse(set.stdout)).toEqual({ company_id: company().id, per_minute: 120, effective_per_minute: 120 });
+      const db = await openDb({ kind: 'pglite', dataDir: path.join(dataDir, 'pgdata') });
+      try {
+        expect(await db.query('SELECT per_minute FROM company_rate_limits WHERE company_id = $1', [company().id])).toEqual([
+          { per_minute: 120 },
+        ]);
+      } finally {
+        await db.close();
+      }
+      const reset = await admin(dataDir, 'company:limits', '--company', company().id, '--per-minute', 'default', '--json');
+      expect(JSON.parse(reset.stdout)).toEqual({ company_id: company().id, per_minute: null, effective_per_minute: 6000 });
+      const bad = await admin(dataDir, 'company:limits', '--company', company().id, '--per-minute', 'many');
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('--per-minute must be a whole number');
+    },
+    SPAWN_TIMEOUT * 3,
+  );
+
+  it(
     'token:create --json prints {"id","name","token"} once; token:list never shows the value; token:revoke marks it revoked',
     async () => {
       const made = await admin(dataDir, 'token:create', '--company', company().id, '--name', 'ci pipeline', '--json');

@@ -213,8 +213,12 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
       lookups_deleted: 2, // A's matches of xOld, and C's 731-day-old search
       alerts_deleted: 2, // A's alert about B's later claim on xOld's plate, B's alert about yOld
       files_deleted: 1, // the orphaned upload
+      webhook_bodies_deleted: 0,
+      uploads_deleted: 0,
       claims_dated_before: minusYears(today(), 6),
       lookups_created_before: expect.any(String),
+      webhook_bodies_finished_before: expect.any(String),
+      uploads_made_before: expect.any(String),
     });
     expect(JSON.parse(again.stdout)).toMatchObject({
       claims_deleted: 0,
@@ -284,7 +288,7 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
       ]),
     );
     expect(subjectWrongDob.code).toBe(0);
-    expect(JSON.parse(subjectWrongDob.stdout)).toEqual({ person: null, claims: [], lookups: [] });
+    expect(JSON.parse(subjectWrongDob.stdout)).toEqual({ person: null, claims: [], lookups: [], deliveries: [] });
   });
 
   it('subject:export names a missing argument and exits with 2', () => {

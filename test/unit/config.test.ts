@@ -54,7 +54,10 @@ describe('loadConfig', () => {
       s3: undefined,
       importMaxBytes: 10_485_760,
       trustProxy: false,
-      rateLimitPerMinute: 0,
+      rateLimitPerMinute: 6000,
+      authFailuresPerMinute: 60,
+      identityMismatchesPerHour: 100,
+      webhookRetentionDays: 30,
     });
   });
 

@@ -85,7 +85,9 @@ describe('planIdentities', () => {
       onRecord('c1', [passport('p1')]),
       ids(),
     );
-    expect(plan.outcomes).toEqual([{ ok: false, field: 'client.date_of_birth', message: messages.dobMismatch }]);
+    expect(plan.outcomes).toEqual([
+      { ok: false, field: 'client.date_of_birth', message: messages.dobMismatch, clientIds: [expect.any(String)] },
+    ]);
     expect(plan.newClients).toEqual([]);
     expect(plan.newDocuments).toEqual([]);
   });
@@ -93,7 +95,14 @@ describe('planIdentities', () => {
   it('rejects documents of two different clients on client.id_documents and merges nothing', () => {
     const known = [...onRecord('c1', [passport('p1')]), ...onRecord('c2', [nationalId('n2')])];
     const plan = planIdentities([row([passport('p1'), nationalId('n2'), { type: 'alien_registration', hash: 'a3' }])], known, ids());
-    expect(plan.outcomes).toEqual([{ ok: false, field: 'client.id_documents', message: messages.documentsOfDifferentClients }]);
+    expect(plan.outcomes).toEqual([
+      {
+        ok: false,
+        field: 'client.id_documents',
+        message: messages.documentsOfDifferentClients,
+        clientIds: [expect.any(String), expect.any(String)],
+      },
+    ]);
     expect(plan.newClients).toEqual([]);
     expect(plan.newDocuments).toEqual([]);
   });
@@ -125,7 +134,12 @@ describe('planIdentities', () => {
     it('rejects a later row whose document an earlier row created with another date of birth, and keeps the earlier row', () => {
       const plan = planIdentities([row([passport('p1')]), row([passport('p1')], { dateOfBirth: '1990-01-01' })], [], ids());
       expect(plan.outcomes[0]).toMatchObject({ ok: true, client: { id: 'new-1' } });
-      expect(plan.outcomes[1]).toEqual({ ok: false, field: 'client.date_of_birth', message: messages.dobMismatch });
+      expect(plan.outcomes[1]).toEqual({
+        ok: false,
+        field: 'client.date_of_birth',
+        message: messages.dobMismatch,
+        clientIds: [expect.any(String)],
+      });
       expect(plan.newClients).toHaveLength(1);
       expect(plan.newDocuments).toHaveLength(1);
     });

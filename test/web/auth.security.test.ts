@@ -277,6 +277,7 @@ describe('page headers', () => {
       [admin, '/claims/new', 200],
       [admin, `/claims/${claim.id}`, 200],
       [admin, `/search?plate=${encodeURIComponent(claim.vehicle_registration)}`, 200],
+      [admin, '/search', 200],
       [admin, '/imports', 200],
       [admin, `/imports/${importId}`, 200],
       [admin, '/lookups', 200],

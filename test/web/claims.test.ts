@@ -255,13 +255,14 @@ describe('search by plate', () => {
     await ctx.deps.claims.submit(principal(a), body);
     await ctx.deps.claims.submit(principal(b), claimBody({ vehicle_registration: 'ZZ771Q' }));
     const web = await signedIn(ctx, b.member.email);
-    const res = await web.get('/search?plate=zz+771q');
+    await web.get('/search');
+    const res = await web.post('/search', { plate: 'zz 771q' });
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain('2 claims for');
     expect(res.body).toContain(a.name);
     expect(res.body).toContain(`${b.name} (yours)`);
     expect(res.body).not.toContain(body.client.id_documents[0]!.number);
-    const invalid = await web.get('/search?plate=%21%21');
+    const invalid = await web.post('/search', { plate: '!!' });
     expect(invalid.statusCode).toBe(422);
     expect(invalid.body).toContain('id="plate-error"');
   });

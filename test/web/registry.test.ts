@@ -111,7 +111,8 @@ describe('dashboard: person search, purposes and the look-up log', () => {
     expect(impossible.statusCode).toBe(422);
     expect(impossible.body).toContain('The date of birth 1988-02-30 does not exist: February 1988 has 29 days.');
 
-    const plateSearch = await web.get(`/search?plate=${plate.toLowerCase().replace(/^(..)/u, '$1-')}&purpose=Own+check`);
+    await web.get('/search');
+    const plateSearch = await web.post('/search', { plate: plate.toLowerCase().replace(/^(..)/u, '$1-'), purpose: 'Own check' });
     expect(plateSearch.body).toMatch(new RegExp(`1 claim for <span class="plate">${plate}</span>`, 'u'));
 
     // An API token's search, for "who".

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 import { AppError } from '../../domain/errors';
@@ -9,8 +9,8 @@ declare module 'fastify' {
     principal: Principal;
   }
   interface FastifyInstance {
-    /** onRequest hook: 401 unless the request carries a live bearer token. */
-    requireToken: (request: FastifyRequest) => Promise<void>;
+    /** onRequest hook: 401 unless the request carries a live bearer token; 429 past the abuse limits (rate-limits.ts). */
+    requireToken: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
   }
 }
 
@@ -24,11 +24,18 @@ function bearer(request: FastifyRequest): string | undefined {
 export const authPlugin = fp(
   async (app: FastifyInstance) => {
     app.decorateRequest('principal', null as unknown as Principal);
-    app.decorate('requireToken', async (request: FastifyRequest) => {
-      const principal = await app.deps.tokens.authenticate(bearer(request));
-      if (!principal) throw new AppError('UNAUTHORIZED', 'Unauthenticated.');
+    app.decorate('requireToken', async (request: FastifyRequest, reply: FastifyReply) => {
+      const token = bearer(request);
+      // Abuse limits (rate-limits.ts): an address past its failures is refused before any read.
+      if (!app.deps.tokens.seenValidBefore(token)) await app.rateLimits.refuseFailingAddress(request, reply);
+      const principal = await app.deps.tokens.authenticate(token);
+      if (!principal) {
+        await app.rateLimits.countFailure(request);
+        throw new AppError('UNAUTHORIZED', 'Unauthenticated.');
+      }
       request.principal = principal;
+      await app.rateLimits.countRequest(request, reply, { increment: request.routeOptions.config.countsPerPlate !== true });
     });
   },
-  { name: 'auth', dependencies: ['error-handler'] },
+  { name: 'auth', dependencies: ['error-handler', 'rate-limits'] },
 );

@@ -14,6 +14,7 @@ const STATUS: Record<ErrorCode, number> = {
   FORBIDDEN: 403,
   UNAVAILABLE: 503,
   TIMEOUT: 408,
+  TOO_MANY_REQUESTS: 429,
   INTERNAL: 500,
 };
 
@@ -25,6 +26,7 @@ const CODE_OF_KIND: Record<ErrorCode, PublicErrorCode> = {
   FORBIDDEN: 'forbidden',
   UNAVAILABLE: 'service_unavailable',
   TIMEOUT: 'upload_too_slow',
+  TOO_MANY_REQUESTS: 'rate_limited',
   INTERNAL: 'server_error',
 };
 

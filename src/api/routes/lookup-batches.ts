@@ -57,7 +57,8 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
       },
       // The body is a stream read by the handler (as the import's); the schema documents it.
       validatorCompiler: () => () => true,
-      config: { upload: true },
+      // The upload is not counted against the token's rate limit; each plate of the file is.
+      config: { upload: true, countsPerPlate: true },
     },
     async (request, reply) => {
       const part = await filePart(request);
@@ -65,6 +66,7 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
         request.principal,
         { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated },
         purposeOf(request, part),
+        (plates) => app.rateLimits.countMany(request, reply, plates),
       );
       return reply.code(202).header('location', locationOf(data.id)).send({ data });
     },

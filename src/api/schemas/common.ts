@@ -39,7 +39,11 @@ export const commonErrors = {
   },
   415: { description: 'The body is not of a supported Content-Type (unsupported_media_type)', ...errorBody },
   422: { description: 'Validation failed (validation_failed): `errors` names each field', ...errorBody },
-  429: { description: 'Too many requests (rate_limited), with Retry-After', ...errorBody },
+  429: {
+    description:
+      "Over the token's rate limit, or the address's failed authentications (rate_limited), with Retry-After; a submission of a company past its hour's identity mismatches (identity_check_limited)",
+    ...errorBody,
+  },
   500: { description: 'Unexpected server error (server_error)', ...errorBody },
   503: {
     description:
@@ -84,6 +88,10 @@ const replayedHeader: Record<string, HeaderDoc> = {
 /** The headers the API sends on every answer, or on every answer of one status. */
 const EVERY_ANSWER: Record<string, HeaderDoc> = {
   'x-request-id': { type: 'string', description: "The request's id, also `request_id` in error bodies and on the server's log lines." },
+  // On every answer to a token (not on a 401), while the token has a rate limit (RATE_LIMIT_PER_MINUTE, or its company's own).
+  'ratelimit-limit': { type: 'integer', description: "The token's requests a minute (a batch look-up counts one per plate)." },
+  'ratelimit-remaining': { type: 'integer', description: 'Requests left in the current minute.' },
+  'ratelimit-reset': { type: 'integer', description: 'Seconds until the current minute ends and the budget is whole again.' },
 };
 const BY_STATUS: Record<string, Record<string, HeaderDoc>> = {
   '401': { 'www-authenticate': { type: 'string', description: 'How to authenticate: `Bearer`, with `error` when a token was refused.' } },

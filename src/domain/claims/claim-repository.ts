@@ -1,5 +1,7 @@
 import type { AlertWriter } from '../alerts/alerts';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../clients/identity';
+import type { AuditRepository } from '../audit/audit';
+import type { IdentityCheckLog } from '../clients/identity-checks';
 import type { PageRequest, Position } from '../paging';
 import type { LookupEntry } from '../registry/registry';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
@@ -69,5 +71,13 @@ export interface ClaimRepository {
 /** The claims repository, and a transaction over it (with the alerts a claim's write makes). */
 export type ClaimStore = {
   claims: ClaimRepository;
-  transaction<T>(fn: (tx: { claims: ClaimRepository; alerts: AlertWriter }) => Promise<T>): Promise<T>;
+  identityChecks: IdentityCheckLog;
+  transaction<T>(
+    fn: (tx: {
+      claims: ClaimRepository;
+      alerts: AlertWriter;
+      identityChecks: IdentityCheckLog;
+      audit: Pick<AuditRepository, 'record'>;
+    }) => Promise<T>,
+  ): Promise<T>;
 };

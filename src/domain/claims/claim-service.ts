@@ -4,7 +4,20 @@ import { isUuid, newId } from '../ids';
 import { AppError, RetryableConflict, validationError, type FieldErrors } from '../errors';
 import { createGroupCommit } from '../group-commit';
 import type { DocumentHasher, DocumentRef, IdentityOutcome, IdentityPlan, KnownDocument } from '../clients/identity';
+import type { AuditEventInput } from '../audit/audit';
 import { planIdentities } from '../clients/identity';
+import {
+  admitMismatches,
+  HOUR_MS,
+  identityCheckOf,
+  identityChecksLimited,
+  identityChecksLimitedEvent,
+  limitedOutcome,
+  type IdentityCheck,
+  type IdentityCheckLog,
+  type IdentityCheckPolicy,
+  type Who,
+} from '../clients/identity-checks';
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 import type { ClaimStore, NewClaimRow, StoredClaim } from './claim-repository';
@@ -42,12 +55,19 @@ export type ClaimServiceDeps = {
    * on its own, so that one submission's fault fails no other. Default: none.
    */
   unavailable?: (err: unknown) => boolean;
+  /** Identity checks (identity-checks.ts): the hourly budget and the clock; default: no budget, the real time. */
+  identityChecks?: IdentityCheckPolicy;
 };
 
 /** A claim submitted on its own, validated, waiting for its batch's write. */
 type Submission = { principal: Principal; input: ClaimInput; documents: DocumentRef[]; source: ClaimSource };
 /** What the write made of a submission: the claim as stored, or why its person could not be resolved. */
-type Submitted = { ok: true; claim: Claim } | { ok: false; errors: FieldErrors } | { ok: false; failure: unknown };
+type Submitted =
+  | { ok: true; claim: Claim }
+  | { ok: false; errors: FieldErrors }
+  | { ok: false; failure: unknown }
+  /** Refused: the company is past its identity-check budget. */
+  | { ok: false; limited: true };
 
 /** Too many submissions already wait for a write. */
 const submissionsBacklogged = () => new AppError('UNAVAILABLE', 'Too many claims are being submitted right now; try again in a moment.');
@@ -68,6 +88,7 @@ export function createClaimService({
   loggedPlateSearches,
   alertsEnabled = true,
   unavailable = () => false,
+  identityChecks: policy = { perHour: 0, now: Date.now },
 }: ClaimServiceDeps) {
   /** The first day of the search window, worked out once per day. */
   let window = { today: '', from: '' };
@@ -168,27 +189,134 @@ export function createClaimService({
   async function writeTogether(batch: Submission[]): Promise<Submitted[]> {
     const from = windowStart(today());
     return withRetries(async () => {
-      const documents = batch.map((s) => s.documents);
-      const known = await store.claims.findDocuments(documents.flat());
-      const { plan, claims, written } = planOwned(
-        batch.map((s) => s.input),
-        (i) => ({ companyId: batch[i]!.principal.companyId, source: batch[i]!.source }),
-        null,
-        documents,
-        known,
-      );
-      const shown = plan.outcomes.map((o, i) => (o.ok ? shownClaim(batch[i]!.principal, claims[i]!, o.client, batch[i]!.source) : null));
-      let createdAt: string | null = null;
-      if (written.length > 0) {
-        const clients: Record<string, Claim['client']> = {};
-        for (const c of shown) if (c) clients[c.id] = c.client;
-        const matchAlerts = alertsEnabled ? { fromDate: from, clients } : undefined;
-        ({ createdAt } = await store.claims.insertResolved(plan, written, matchAlerts));
+      const at = policy.now();
+      const companyOf = (i: number) => batch[i]!.principal.companyId;
+      // The companies' identity checks of the last hour, read beside the documents.
+      const [known, usedBefore] = await Promise.all([
+        store.claims.findDocuments(batch.flatMap((s) => s.documents)),
+        policy.perHour > 0
+          ? store.identityChecks.countSince([...new Set(batch.map((s) => s.principal.companyId))], at - HOUR_MS)
+          : undefined,
+      ]);
+      // Submissions of a company past its budget are refused; a mismatch that takes a company past
+      // it refuses that submission and the company's later ones of the batch, which is planned again
+      // without them (their persons must not be created).
+      const refused = new Set<number>();
+      if (usedBefore) batch.forEach((s, i) => (usedBefore.get(s.principal.companyId) ?? 0) >= policy.perHour && refused.add(i));
+      for (;;) {
+        const active = batch.map((_s, i) => i).filter((i) => !refused.has(i));
+        const { plan, claims, written } = planOwned(
+          active.map((i) => batch[i]!.input),
+          (j) => ({ companyId: companyOf(active[j]!), source: batch[active[j]!]!.source }),
+          null,
+          active.map((i) => batch[i]!.documents),
+          known,
+        );
+        const { admitted, limitedFrom, exhausted } = admitMismatches(
+          plan.outcomes,
+          (j) => companyOf(active[j]!),
+          new Map(usedBefore),
+          policy.perHour,
+        );
+        if (limitedFrom.size > 0) {
+          for (const [company, j0] of limitedFrom)
+            for (let j = j0; j < active.length; j++) if (companyOf(active[j]!) === company) refused.add(active[j]!);
+          continue;
+        }
+        const checks = admitted.map((j) => {
+          const o = plan.outcomes[j]!;
+          return identityCheckOf(batch[active[j]!]!.principal, at, o.ok ? [] : o.clientIds);
+        });
+        const shown = plan.outcomes.map((o, j) =>
+          o.ok ? shownClaim(batch[active[j]!]!.principal, claims[j]!, o.client, batch[active[j]!]!.source) : null,
+        );
+        const createdAt = await write(plan, written, shown, from, checks, exhausted.map(identityChecksLimitedEvent));
+        const results: Submitted[] = batch.map(() => ({ ok: false, limited: true }));
+        plan.outcomes.forEach((o, j) => {
+          results[active[j]!] = o.ok
+            ? { ok: true, claim: { ...shown[j]!, created_at: createdAt! } }
+            : { ok: false, errors: { [o.field]: [o.message] } };
+        });
+        return results;
       }
-      return plan.outcomes.map((o, i): Submitted =>
-        o.ok ? { ok: true, claim: { ...shown[i]!, created_at: createdAt! } } : { ok: false, errors: { [o.field]: [o.message] } },
-      );
     });
+  }
+
+  /**
+   * The batch's persons and claims (with their match alerts) in one statement, and its identity
+   * checks with them in one transaction when there are any: a mismatch is answered only once its
+   * look-up log entry is committed. The claims' creation time.
+   */
+  async function write(
+    plan: IdentityPlan,
+    written: NewClaimRow[],
+    shown: (Omit<Claim, 'created_at'> | null)[],
+    from: string,
+    checks: IdentityCheck[],
+    events: AuditEventInput[],
+  ): Promise<string | null> {
+    const clients: Record<string, Claim['client']> = {};
+    for (const c of shown) if (c) clients[c.id] = c.client;
+    const matchAlerts = alertsEnabled ? { fromDate: from, clients } : undefined;
+    if (checks.length === 0) {
+      if (written.length === 0) return null;
+      return (await store.claims.insertResolved(plan, written, matchAlerts)).createdAt;
+    }
+    return store.transaction(async (tx) => {
+      const claimsWritten = written.length > 0 ? tx.claims.insertResolved(plan, written, matchAlerts) : undefined;
+      // Sent behind the claims' statement; both are awaited before the commit.
+      claimsWritten?.catch(() => {});
+      await tx.identityChecks.append(checks);
+      for (const event of events) await tx.audit.record(event);
+      return (await claimsWritten)?.createdAt ?? null;
+    });
+  }
+
+  /**
+   * planBatch for the rows of one company (an import chunk, a dry run's), within its
+   * identity-check budget, read in `tx`: when the company is past it, every row fails with the
+   * budget's message; a mismatch that takes it past fails that row and every later one (the rows
+   * before it are planned again alone, so that no later row's person is created). `checks` are the
+   * identity checks of the admitted mismatches, and `events` the audit event when one of them used
+   * the budget up, to write in the same transaction.
+   */
+  async function planWithinBudget(
+    tx: { identityChecks: IdentityCheckLog },
+    who: Who,
+    inputs: ClaimInput[],
+    source: ClaimSource,
+    importId: string | null,
+    documents: DocumentRef[][],
+    known: KnownDocument[],
+  ): Promise<{
+    plan: IdentityPlan;
+    claims: (NewClaimRow | null)[];
+    written: NewClaimRow[];
+    checks: IdentityCheck[];
+    events: AuditEventInput[];
+  }> {
+    const at = policy.now();
+    const used = policy.perHour > 0 ? await tx.identityChecks.countSince([who.companyId], at - HOUR_MS) : new Map<string, number>();
+    let cut = (used.get(who.companyId) ?? 0) >= policy.perHour && policy.perHour > 0 ? 0 : inputs.length;
+    let planned = planBatch(who, inputs.slice(0, cut), source, importId, documents.slice(0, cut), known);
+    let admission = admitMismatches(planned.plan.outcomes, () => who.companyId, new Map(used), policy.perHour);
+    const from = admission.limitedFrom.get(who.companyId);
+    if (from !== undefined) {
+      cut = from;
+      planned = planBatch(who, inputs.slice(0, cut), source, importId, documents.slice(0, cut), known);
+      admission = admitMismatches(planned.plan.outcomes, () => who.companyId, new Map(used), policy.perHour);
+    }
+    const { admitted, exhausted } = admission;
+    const { plan, claims, written } = planned;
+    const checks = admitted.map((i) => {
+      const o = plan.outcomes[i]!;
+      return identityCheckOf(who, at, o.ok ? [] : o.clientIds);
+    });
+    for (let i = cut; i < inputs.length; i++) {
+      plan.outcomes.push(limitedOutcome);
+      claims.push(null);
+    }
+    return { plan, claims, written, checks, events: exhausted.map(identityChecksLimitedEvent) };
   }
 
   /**
@@ -214,6 +342,7 @@ export function createClaimService({
     const written = await submissions.submit({ principal, input: value, documents: documentsOf(value), source });
     if (written.ok) return written.claim;
     if ('errors' in written) throw validationError(written.errors);
+    if ('limited' in written) throw identityChecksLimited();
     throw written.failure;
   }
 
@@ -311,7 +440,17 @@ export function createClaimService({
     };
   }
 
-  return { submit, get, list, updateStatus, searchByPlate, planBatch, documentsOf, flush: submissions.flush };
+  return {
+    submit,
+    get,
+    list,
+    updateStatus,
+    searchByPlate,
+    planBatch,
+    planWithinBudget,
+    documentsOf,
+    flush: submissions.flush,
+  };
 }
 export type ClaimService = ReturnType<typeof createClaimService>;
 

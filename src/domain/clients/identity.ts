@@ -53,8 +53,14 @@ const resolvedClient = (
   documentTypes: DocumentType[],
 ): ResolvedClient => ({ id, firstName: c.firstName, lastName: c.lastName, dateOfBirth: c.dateOfBirth, documentTypes });
 
+/**
+ * A row's person, or why it has none: a mismatch (`clientIds`: the persons whose documents it
+ * matched, for the identity check it is), or `row` when its company is past its identity-check
+ * budget (identity-checks.ts).
+ */
 export type IdentityOutcome =
-  { ok: true; client: ResolvedClient } | { ok: false; field: 'client.date_of_birth' | 'client.id_documents'; message: string };
+  | { ok: true; client: ResolvedClient }
+  | { ok: false; field: 'client.date_of_birth' | 'client.id_documents' | 'row'; message: string; clientIds: string[] };
 
 export type IdentityPlan = {
   outcomes: IdentityOutcome[];
@@ -93,22 +99,27 @@ export function planIdentities(rows: IdentityRow[], known: KnownDocument[], newI
 
   for (const row of rows) {
     let matched: string | undefined;
-    let ofDifferentClients = false;
+    let other: string | undefined;
     for (const doc of row.documents) {
       const id = owners.get(doc.type)?.get(doc.hash);
       if (id === undefined) continue;
       if (matched === undefined) matched = id;
-      else if (matched !== id) ofDifferentClients = true;
+      else if (matched !== id) other ??= id;
     }
-    if (ofDifferentClients) {
-      plan.outcomes.push({ ok: false, field: 'client.id_documents', message: messages.documentsOfDifferentClients });
+    if (other !== undefined) {
+      plan.outcomes.push({
+        ok: false,
+        field: 'client.id_documents',
+        message: messages.documentsOfDifferentClients,
+        clientIds: [matched!, other],
+      });
       continue;
     }
     let client: ResolvedClient;
     if (matched !== undefined) {
       client = clients.get(matched)!;
       if (client.dateOfBirth !== row.dateOfBirth) {
-        plan.outcomes.push({ ok: false, field: 'client.date_of_birth', message: messages.dobMismatch });
+        plan.outcomes.push({ ok: false, field: 'client.date_of_birth', message: messages.dobMismatch, clientIds: [matched] });
         continue;
       }
     } else {

@@ -16,4 +16,8 @@ export interface CompanyRepository {
   findUserById(id: string): Promise<UserRecord | undefined>;
   listUsers(companyId: string | null): Promise<UserRecord[]>;
   deleteUser(id: string, companyId: string | null): Promise<boolean>;
+  /** The companies' own API rate limits per token and minute (0: none); a company absent has the default. */
+  rateLimits(): Promise<Map<string, number>>;
+  /** Sets (or with null, removes) the company's own rate limit. */
+  setRateLimit(companyId: string, perMinute: number | null): Promise<void>;
 }

@@ -2,6 +2,8 @@ import type { ClaimInput } from '../claims/claim';
 import { validateClaimInput } from '../claims/claim';
 import { withRetries } from '../claims/claim-service';
 import type { DocumentRef, IdentityOutcome, KnownDocument } from '../clients/identity';
+import type { AuditEventInput } from '../audit/audit';
+import type { IdentityCheck } from '../clients/identity-checks';
 import { toColumnErrors, type Column, type ImportRow } from './csv-file';
 import type { ChunkEntry, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
 
@@ -27,8 +29,10 @@ export type ClaimWriter<Tx> = {
    */
   lookupOutside?: (documents: DocumentRef[][]) => Promise<KnownDocument[]>;
   /**
-   * Resolves the identities (one outcome per input) and sends the write statement at once;
-   * `written` settles when it is done, so that the caller can send its own statements behind it.
+   * Resolves the identities (one outcome per input, within the company's identity-check budget)
+   * and sends the write statements at once: the claims, the identity checks (`checks`, the
+   * mismatches told) and the audit event of a budget used up (`events`); `written` settles when they are done, so that the caller can send its own
+   * statements behind them.
    */
   write(
     tx: Tx,
@@ -37,7 +41,7 @@ export type ClaimWriter<Tx> = {
     importId: string,
     documents: DocumentRef[][],
     known: KnownDocument[],
-  ): { outcomes: IdentityOutcome[]; written: Promise<unknown> };
+  ): Promise<{ outcomes: IdentityOutcome[]; checks: IdentityCheck[]; events: AuditEventInput[]; written: Promise<unknown> }>;
 };
 
 /** A claim's identity documents as stored (the keyed hash): CPU work done before the chunk's transaction. */
@@ -239,7 +243,7 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
     const { outcomes, written } =
       known === undefined
         ? { outcomes: [], written: undefined }
-        : writeClaims.write(tx, run.companyId, chunk.inputs, run.id, chunk.documents, known);
+        : await writeClaims.write(tx, run.companyId, chunk.inputs, run.id, chunk.documents, known);
     const entry = ledgerEntry(run.id, chunk, outcomes, columns);
     const appended = tx.ledger.append(entry);
     // After a failed write the entry fails too (the transaction is aborted): the write's error is the one to see.

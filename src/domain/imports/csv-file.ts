@@ -1,9 +1,10 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash as digest } from 'node:crypto';
 import { Readable, Transform } from 'node:stream';
 import { finished } from 'node:stream/promises';
 
 import { parse, type Options, type Parser } from 'csv-parse';
 
+import { normalizeDocumentNumber } from '../claims/claim';
 import type { FieldErrors } from '../errors';
 
 /**
@@ -40,6 +41,42 @@ export const MAX_FIELD_COUNT_ERRORS = 1000;
 /** Bytes handed to the parser at a time, so that a file found invalid stops being parsed soon. */
 const PARSE_SLICE_BYTES = 16 * 1024;
 
+/**
+ * A file in which one document (type and normalized number) appears with more than this many
+ * different dates of birth is refused whole, before any row is processed: trying every date of
+ * birth for one document would find the person's.
+ */
+export const MAX_DATES_OF_BIRTH = 3;
+const ORDINAL: Record<number, string> = { 3: 'fourth' };
+
+/**
+ * The dates of birth each document of a file is given, row by row (`see` throws InvalidImportFile
+ * at the row giving a document its fourth). Only a hash of each document is kept, with its first
+ * dates of birth.
+ */
+function datesOfBirthGuard(columns: readonly string[]) {
+  const type = columns.indexOf('id_type');
+  const number = columns.indexOf('id_number');
+  const dob = columns.indexOf('date_of_birth');
+  const seen = new Map<string, string | string[]>();
+  return (record: string[], row: number) => {
+    const rawNumber = record[number];
+    const date = record[dob]?.trim();
+    if (type === -1 || number === -1 || dob === -1 || !rawNumber || !date) return;
+    const normalized = normalizeDocumentNumber(rawNumber);
+    if (normalized === '') return;
+    const key = digest('sha1', `${record[type]?.trim() ?? ''}\u0000${normalized}`, 'base64');
+    const dates = seen.get(key);
+    if (dates === undefined) seen.set(key, date);
+    else if (typeof dates === 'string') {
+      if (dates !== date) seen.set(key, [dates, date]);
+    } else if (!dates.includes(date)) {
+      if (dates.length >= MAX_DATES_OF_BIRTH) throw new InvalidImportFile([fileMessages.datesOfBirth(row)]);
+      dates.push(date);
+    }
+  };
+}
+
 /** The file as a whole is unacceptable: answered as 422 with the message on `file`. */
 export class InvalidImportFile extends Error {
   constructor(readonly messages: string[]) {
@@ -66,6 +103,8 @@ export const fileMessages = {
     `The header row names ${cols.length > 1 ? 'these columns' : 'a column'} more than once: ${cols.join(', ')}.`,
   unclosedQuote: (row: number) => `Row ${row} has a quoted field that is never closed; the file is not valid CSV.`,
   recordTooLarge: (row: number) => `Row ${row} is larger than ${MAX_RECORD_CHARS / 1024 / 1024} MB; the file is not valid CSV.`,
+  datesOfBirth: (row: number) =>
+    `Row ${row} gives a document a ${ORDINAL[MAX_DATES_OF_BIRTH]} date of birth: a file in which one document appears with more than ${MAX_DATES_OF_BIRTH} dates of birth is refused whole (it would find out a person's date of birth).`,
   fieldCounts: (row: number, got: number, want: number) =>
     `More than ${MAX_FIELD_COUNT_ERRORS.toLocaleString('en')} rows have another number of fields than the header (row ${row} has ${got}; the header has ${want}): check the file's delimiter and layout.`,
 } as const;
@@ -226,14 +265,18 @@ export function createFileInspector({ maxBytes }: { maxBytes: number }): Transfo
   const start = (delimiter: Delimiter) => {
     const p = createCsvParser(delimiter);
     const fieldCount = fieldCountGuard();
+    let datesOfBirth: ReturnType<typeof datesOfBirthGuard> | undefined;
     p.on('data', ({ record, info }: ParsedRecord) => {
       if (failure) return;
       records++;
       try {
-        if (records === 1) header = { delimiter, columns: checkHeaderRecord(record) };
-        else if (!record.every(blank)) {
+        if (records === 1) {
+          header = { delimiter, columns: checkHeaderRecord(record) };
+          datesOfBirth = datesOfBirthGuard(header.columns);
+        } else if (!record.every(blank)) {
           dataRows++;
           if (record.length !== header!.columns.length) fieldCount(rowOf(info), record.length, header!.columns.length);
+          else datesOfBirth!(record, rowOf(info));
         }
       } catch (err) {
         failure ??= err instanceof Error ? err : new Error(String(err));

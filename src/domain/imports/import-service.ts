@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 
+import type { AuditEventInput } from '../audit/audit';
+import type { IdentityCheck } from '../clients/identity-checks';
 import {
   deleteObject,
   ObjectNotFound,
@@ -129,6 +131,8 @@ export type ImportServiceDeps<Tx extends ImportTx> = {
   storage: ObjectStore;
   queue: ImportQueue;
   today: () => string;
+  /** The time (ms since the epoch); default: the real time. */
+  now?: () => number;
   /** `writers`: chunk transactions of one import in flight at a time (IMPORT_WRITERS; 1 if not given, and where there is one session). */
   /** `storageRetryMs`: how long a run waits out an outage of the storage (STORAGE_RETRY_SECONDS; default 300 s). */
   limits: { maxBytes: number; chunkSize: number; uploadTimeoutMs: number; writers?: number; storageRetryMs?: number };
@@ -217,9 +221,39 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     };
   }
 
-  /** Removes a received file that will not be imported (a replayed Idempotency-Key). */
+  /** Removes a received file that will not be imported (a replayed Idempotency-Key, a file the person dropped). */
   async function discard(file: ReceivedFile): Promise<void> {
     await deleteObject(storage, file.objectKey);
+    await store.pendingUploads.forget(file.objectKey);
+  }
+
+  /**
+   * A received file waits for the person's confirmation (the dashboard's "import this file
+   * again?"): unless started or discarded before, it is deleted 24 hours after (`purgeAbandoned`).
+   */
+  async function hold(principal: Principal, file: ReceivedFile): Promise<void> {
+    await store.pendingUploads.note(file.objectKey, principal.companyId, (deps.now ?? Date.now)());
+  }
+
+  /** The person confirmed a held file: it is no longer waiting (it is started, or discarded, next). */
+  async function release(file: ReceivedFile): Promise<void> {
+    await store.pendingUploads.forget(file.objectKey);
+  }
+
+  /** Deletes the files held for a confirmation that never came, uploaded before `before` (ms); how many. */
+  async function purgeAbandoned(before: number): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const keys = await store.pendingUploads.expired(before, 1000);
+      for (const key of keys) {
+        await storage.delete(key).catch((err: unknown) => {
+          if (!(err instanceof ObjectNotFound)) throw err;
+        });
+        await store.pendingUploads.forget(key);
+        removed++;
+      }
+      if (keys.length < 1000) return removed;
+    }
   }
 
   /** Records the import (queued) and enqueues its job; when the queue fails, nothing is left behind. */
@@ -587,6 +621,10 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     const errors: RowError[] = [];
     let imported = 0;
     let source: Readable | undefined;
+    // The mismatches told, written in the transaction (so that later chunks count them against the
+    // budget) and, since that one is rolled back, committed again at the end, before the answer.
+    const told: IdentityCheck[] = [];
+    const events: AuditEventInput[] = [];
     try {
       source = await storage.getStream(file.objectKey);
       const rows = readImportRows(source);
@@ -603,15 +641,15 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
                 : await withRetries(() =>
                     tx.savepoint(async () => {
                       const known = await deps.writeClaims.lookup(tx, prepared.documents);
-                      const { outcomes, written } = deps.writeClaims.write(
-                        tx,
-                        principal.companyId,
-                        prepared.inputs,
-                        file.importId,
-                        prepared.documents,
-                        known,
-                      );
+                      const {
+                        outcomes,
+                        written,
+                        checks,
+                        events: limited,
+                      } = await deps.writeClaims.write(tx, principal.companyId, prepared.inputs, file.importId, prepared.documents, known);
                       await written;
+                      told.push(...checks.map((c) => ({ ...c, tokenId: principal.tokenId, userId: principal.userId })));
+                      events.push(...limited);
                       return outcomes;
                     }),
                   );
@@ -629,6 +667,14 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
         .catch((err: unknown) => {
           if (!(err instanceof DryRunRollback)) throw err;
         });
+      // A dry run writes nothing but the identity checks it made (and the audit event of a budget
+      // they used up): answered once they are committed.
+      if (events.length > 0) {
+        await store.transaction(async (tx) => {
+          await tx.identityChecks.append(told);
+          for (const e of events) await tx.audit.record(e);
+        });
+      } else await store.identityChecks.append(told);
     } finally {
       source?.destroy();
       await deleteObject(storage, file.objectKey);
@@ -694,6 +740,9 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     markFailed,
     cancel,
     dryRun,
+    hold,
+    release,
+    purgeAbandoned,
     failedRows,
     purgeLeftovers,
     resumeUnfinished,

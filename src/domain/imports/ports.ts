@@ -3,6 +3,8 @@
  * src/db implements these interfaces (import-repository.ts, import-ledger-repository.ts).
  */
 
+import type { AuditRepository } from '../audit/audit';
+import type { IdentityCheckLog } from '../clients/identity-checks';
 import type { PageRequest, Position } from '../paging';
 
 export const IMPORT_STATUSES = ['queued', 'processing', 'completed', 'failed', 'cancelled'] as const;
@@ -133,10 +135,28 @@ export interface LedgerPort {
 }
 
 /** The repositories one transaction sees; `Tx` carries whatever else the chunk writer needs. */
-export type ImportTx = { imports: ImportRepositoryPort; ledger: LedgerPort; savepoint: <T>(fn: () => Promise<T>) => Promise<T> };
-
-export interface ImportStore<Tx extends ImportTx> {
+export type ImportTx = {
   imports: ImportRepositoryPort;
   ledger: LedgerPort;
+  savepoint: <T>(fn: () => Promise<T>) => Promise<T>;
+  identityChecks: Pick<IdentityCheckLog, 'append'>;
+  audit: Pick<AuditRepository, 'record'>;
+};
+
+/** Files uploaded in the dashboard and waiting for the person's "import this file again?" (deleted after 24 hours). */
+export interface PendingUploadsPort {
+  note(objectKey: string, companyId: string, at: number): Promise<void>;
+  forget(objectKey: string): Promise<void>;
+  /** At most `limit` of those uploaded before `before` (ms since the epoch), oldest first. */
+  expired(before: number, limit: number): Promise<string[]>;
+}
+
+export interface ImportStore<Tx extends ImportTx> {
+  pendingUploads: PendingUploadsPort;
+  imports: ImportRepositoryPort;
+  ledger: LedgerPort;
+  /** Where a dry run commits the identity checks it made, and their audit event (its own transaction is rolled back). */
+  identityChecks: Pick<IdentityCheckLog, 'append'>;
+  audit: Pick<AuditRepository, 'record'>;
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
 }

@@ -222,7 +222,13 @@ export function createPlateBatchService(deps: PlateBatchDeps) {
    * POST /lookups/batch: stores the file, checks it (the import's file errors, a 422, leave
    * nothing behind), records the batch (queued) and queues its job.
    */
-  async function submit(principal: Principal, upload: Upload, purposeRaw: unknown): Promise<PlateBatch> {
+  async function submit(
+    principal: Principal,
+    upload: Upload,
+    purposeRaw: unknown,
+    /** Told the number of plates once the file is checked, before the batch is recorded; its error leaves nothing behind. */
+    admit?: (plates: number) => Promise<void>,
+  ): Promise<PlateBatch> {
     const errors = {};
     const purpose = parsePurpose(purposeRaw, errors);
     const badName = checkFileName(upload.fileName);
@@ -244,6 +250,14 @@ export function createPlateBatchService(deps: PlateBatchDeps) {
       if (err instanceof InvalidImportFile) throw validationError(err.fields);
       if (err instanceof StorageTimeout) throw new AppError('UNAVAILABLE', batchMessages.unavailable);
       throw err;
+    }
+    if (admit) {
+      try {
+        await admit(plates);
+      } catch (err) {
+        await deleteObject(storage, objectKey);
+        throw err;
+      }
     }
     try {
       await batches.insert({

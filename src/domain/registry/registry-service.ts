@@ -39,6 +39,10 @@ export type RegistryServiceDeps = {
   searchHistoryYears: number;
   retentionYears: number;
   lookupRetentionDays: number;
+  /** Days a webhook delivery's body is kept after it was delivered or given up. */
+  webhookRetentionDays?: number;
+  /** Deletes the dashboard uploads never confirmed, uploaded before the time given (ms); how many. */
+  purgeAbandonedUploads?: (before: number) => Promise<number>;
   /** Rows per purge transaction (at most 10,000). */
   purgeBatchSize?: number;
   /** Removes the uploaded files whose import or batch has ended (part of the daily purge); how many. */
@@ -47,6 +51,22 @@ export type RegistryServiceDeps = {
 };
 
 export const MAX_PURGE_BATCH = 10_000;
+/** A dashboard upload never confirmed ("import this file again?") is deleted this long after it was uploaded. */
+export const ABANDONED_UPLOAD_MS = 24 * 3_600_000;
+
+/** What a retention run removed, and its cutoffs. */
+export type PurgeResult = PurgeCounts & {
+  /** Webhook deliveries whose body was deleted (their records stay). */
+  delivery_bodies: number;
+  /** Dashboard uploads never confirmed, deleted. */
+  uploads: number;
+  /** Files the store held for imports and batch look-ups that have ended (or for nothing), deleted. */
+  files: number;
+  claims_before: string;
+  lookups_before: string;
+  delivery_bodies_before: string;
+  uploads_before: string;
+};
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
 
 /**
@@ -203,9 +223,12 @@ export function createRegistryService(deps: RegistryServiceDeps) {
    * LOOKUP_RETENTION_DAYS go. Each transaction removes at most `batchSize` claims or look-ups, so
    * submissions wait for one batch at most.
    */
-  async function purge(): Promise<PurgeCounts & { files: number; claims_before: string; lookups_before: string }> {
+  async function purge(): Promise<PurgeResult> {
     const claimsBefore = minusYears(today(), deps.retentionYears);
     const lookupsBefore = logSince();
+    const nowMs = (deps.now?.() ?? new Date()).getTime();
+    const bodiesBefore = new Date(nowMs - (deps.webhookRetentionDays ?? 30) * 86_400_000).toISOString();
+    const uploadsBefore = new Date(nowMs - ABANDONED_UPLOAD_MS).toISOString();
     const total: PurgeCounts = { claims: 0, clients: 0, lookups: 0, alerts: 0 };
     for (;;) {
       const r = await registry.purgeClaimsBatch(claimsBefore, batchSize);
@@ -220,12 +243,28 @@ export function createRegistryService(deps: RegistryServiceDeps) {
       total.lookups += n;
       if (n < batchSize) break;
     }
+    let deliveryBodies = 0;
+    for (;;) {
+      const n = await registry.purgeDeliveryBodiesBatch(bodiesBefore, batchSize);
+      deliveryBodies += n;
+      if (n < batchSize) break;
+    }
+    const uploads = (await deps.purgeAbandonedUploads?.(Date.parse(uploadsBefore))) ?? 0;
     const files = deps.sweepFiles ? await deps.sweepFiles() : 0;
-    return { ...total, files, claims_before: claimsBefore, lookups_before: lookupsBefore };
+    return {
+      ...total,
+      files,
+      delivery_bodies: deliveryBodies,
+      uploads,
+      claims_before: claimsBefore,
+      lookups_before: lookupsBefore,
+      delivery_bodies_before: bodiesBefore,
+      uploads_before: uploadsBefore,
+    };
   }
 
   /** The daily run: only the first process to ask in a day purges. */
-  async function purgeIfDue(): Promise<(PurgeCounts & { files: number; claims_before: string; lookups_before: string }) | null> {
+  async function purgeIfDue(): Promise<PurgeResult | null> {
     if (!(await registry.claimDailyRun())) return null;
     return purge();
   }
@@ -250,7 +289,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     }
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
     const found = await registry.subject(documents, value.dateOfBirth, logSince());
-    return found ?? { person: null, claims: [], lookups: [] };
+    return found ?? { person: null, claims: [], lookups: [], deliveries: [] };
   }
 
   return { matches, incident, network, searchByPerson, listLookups, claimLookups, purge, purgeIfDue, subjectExport };

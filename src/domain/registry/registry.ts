@@ -5,7 +5,7 @@ import { addFieldError, type FieldErrors } from '../errors';
 import type { PageRequest, Position } from '../paging';
 import { compileInput, fieldErrorsOf, inSchemaOrder } from '../validation';
 
-export const LOOKUP_KINDS = ['plate_search', 'person_search', 'matches', 'incident', 'network', 'alert'] as const;
+export const LOOKUP_KINDS = ['plate_search', 'person_search', 'matches', 'incident', 'network', 'alert', 'identity_check'] as const;
 export type LookupKind = (typeof LOOKUP_KINDS)[number];
 export const PURPOSE_MAX_LENGTH = LIMITS.purposeMaxLength;
 
@@ -150,9 +150,15 @@ export interface RegistryRepository {
   purgeClaimsBatch(claimsBefore: string, batchSize: number): Promise<PurgeCounts>;
   /** One transaction: at most `batchSize` look-ups created before the cutoff, with their result rows. */
   purgeLookupsBatch(before: string, batchSize: number): Promise<number>;
+  /** One transaction: the bodies of at most `batchSize` deliveries delivered or given up before the cutoff are deleted (the records stay). */
+  purgeDeliveryBodiesBatch(before: string, batchSize: number): Promise<number>;
   /** Marks today's retention run as taken; false when another process already took it within the last 23 hours. */
   claimDailyRun(): Promise<boolean>;
-  /** The person, their claims, and the look-ups and alerts created at or after `since` that returned one of them. */
+  /**
+   * The person, their claims, the look-ups and alerts created at or after `since` that returned
+   * one of them, the identity checks that matched their documents, and the webhook deliveries
+   * whose body still carries them.
+   */
   subject(documents: { type: DocumentType; hash: string }[], dateOfBirth: string, since: string): Promise<SubjectRecord | undefined>;
 }
 
@@ -166,7 +172,16 @@ export type SubjectRecord = {
     created_at: string;
   };
   claims: Claim[];
-  lookups: { company_name: string; kind: LookupKind; claim_id: string; created_at: string }[];
+  /** Also the identity checks that matched one of the person's documents (kind identity_check, no claim). */
+  lookups: { company_name: string; kind: LookupKind; claim_id: string | null; created_at: string }[];
+  /** The webhook deliveries whose body carries the person (the body itself is not shown). */
+  deliveries: {
+    company_name: string;
+    event_type: string;
+    status: string;
+    created_at: string;
+    finished_at: string | null;
+  }[];
 };
 
 /**

@@ -103,13 +103,32 @@ export function createTokenService({ store, sharedDatabase = false, onUsageError
     return found && Object.freeze({ companyId: found.companyId, companyName: found.companyName, tokenId: found.tokenId, userId: null });
   }
 
+  /**
+   * Hashes of tokens found valid here lately (longer than the cache trusts them): not a proof of
+   * validity (authenticate still decides), only whether a token from an address past its budget
+   * of failed authentications is worth a database read.
+   */
+  const seenValid = new Set<string>();
+  const SEEN_VALID_ENTRIES = 10_000;
+
   /** The principal of a bearer token, or undefined for a missing, malformed, unknown or revoked one. */
   async function authenticate(bearer: string | undefined): Promise<Principal | undefined> {
     if (!bearer || !TOKEN_PATTERN.test(bearer)) return undefined;
     const hash = sha256(bearer);
     const principal = await cache.get(hash, () => lookUp(hash));
-    if (principal) usage.touch(principal.tokenId!, principal.companyId);
+    if (principal) {
+      usage.touch(principal.tokenId!, principal.companyId);
+      if (!seenValid.has(hash)) {
+        if (seenValid.size >= SEEN_VALID_ENTRIES) seenValid.clear();
+        seenValid.add(hash);
+      }
+    }
     return principal;
+  }
+
+  /** Whether this process has found the token valid before (see seenValid): no database read. */
+  function seenValidBefore(bearer: string | undefined): boolean {
+    return bearer !== undefined && TOKEN_PATTERN.test(bearer) && seenValid.has(sha256(bearer));
   }
 
   async function list(companyId: string): Promise<PublicToken[]> {
@@ -132,6 +151,6 @@ export function createTokenService({ store, sharedDatabase = false, onUsageError
     await usage.flush();
   }
 
-  return { create, authenticate, list, revoke, close };
+  return { create, authenticate, seenValidBefore, list, revoke, close };
 }
 export type TokenService = ReturnType<typeof createTokenService>;

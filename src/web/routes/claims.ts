@@ -145,17 +145,25 @@ export async function claimRoutes(app: FastifyInstance) {
     };
   };
 
+  // The search page. A plate search writes a look-up entry in the person's name, so it is a form
+  // post with the CSRF token (below), never a GET: a link cannot make one. A plate in the address
+  // only fills the form in.
   app.get('/search', { preHandler: requireCompanyUser }, async (request, reply) => {
     const query = request.query as FormBody;
-    const plate = text(query, 'plate', 100);
-    const purpose = text(query, 'purpose', 300);
+    return renderPage(reply, 'search', searchPage(request, { plate: text(query, 'plate', 100), purpose: text(query, 'purpose', 300) }));
+  });
+
+  app.post('/search', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+    const form = request.body as FormBody;
+    const plate = text(form, 'plate', 100);
+    const purpose = text(form, 'purpose', 300);
     let result: Awaited<ReturnType<typeof claims.searchByPlate>> | null = null;
     let error: string | null = null;
     // The same schema as the API's search by plate.
-    const checked = plate === '' ? undefined : validateInput<PlateSearchBody>(plateSearchSchema, { vehicle_registration: plate });
-    if (checked?.errors) {
+    const checked = validateInput<PlateSearchBody>(plateSearchSchema, { vehicle_registration: plate });
+    if (checked.errors) {
       error = Object.values(checked.errors)[0]![0]!;
-    } else if (plate !== '') {
+    } else {
       try {
         result = await claims.searchByPlate(principalOf(companyUser(request)), plate, purpose);
       } catch (err) {

@@ -142,6 +142,8 @@ export async function importRoutes(app: FastifyInstance) {
     if (earlier) {
       const previous = request.session.pendingImport;
       if (previous) await imports.discard(previous);
+      // Deleted after 24 hours unless confirmed or dropped before (it holds document numbers).
+      await imports.hold(principal, received);
       request.session.pendingImport = received;
       if (wantsJson(request)) {
         return reply.status(409).send({ message: 'This file was imported before.', confirmUrl: '/imports/confirm' });
@@ -178,6 +180,7 @@ export async function importRoutes(app: FastifyInstance) {
       await imports.discard(pending);
       return reply.redirect('/imports?dropped=1', 303);
     }
+    await imports.release(pending);
     return startImport(request, reply, pending);
   });
 

@@ -59,6 +59,7 @@ export const KIND_NAMES: Record<Kind, string> = {
   incident: 'Incident of a claim',
   network: 'Network of a claim',
   alert: 'Alert received',
+  identity_check: 'Identity mismatch told',
 };
 
 /** "Our look-ups": every cross-company read of the company, newest first, with who made it; filtered by kind, who and days. */

@@ -1,0 +1,209 @@
+import { createRequire } from 'node:module';
+
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Redis } from 'ioredis';
+
+import { AppError } from '../../domain/errors';
+
+/**
+ * The API's abuse limits, counted by @fastify/rate-limit's stores: in this process's memory, or in
+ * Redis with REDIS_URL so that every process counts against the same budgets.
+ *
+ * - Per API token (its id, not the header's text: `bearer csk_…` and `Bearer  csk_…` are one
+ *   budget): RATE_LIMIT_PER_MINUTE, or the company's own limit (`admin company:limits`). Every
+ *   answer to a token carries RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset.
+ * - Per client address, requests with a missing, malformed or unknown token:
+ *   AUTH_FAILURES_PER_MINUTE. Checked before the token is looked up: an address past its budget
+ *   costs no database read, while a token this process has seen valid goes on.
+ * - A batch plate look-up takes one request per plate (`takeMany`).
+ */
+
+const WINDOW_MS = 60_000;
+/** The request's token limit, handed from countRequest to the limiter's `max`. */
+const LIMIT = Symbol('rateLimitMax');
+/** How often the companies' own limits are read again (`admin company:limits` takes effect within this). */
+const COMPANY_LIMITS_REFRESH_MS = 10_000;
+
+type Counted = { current: number; ttl: number };
+type StoreCallback = (err: Error | null, res: Counted) => void;
+/** @fastify/rate-limit's store contract (LocalStore, RedisStore). */
+type PluginStore = {
+  incr(key: string, cb: StoreCallback, timeWindow: number, max: number): void;
+  read(key: string, cb: StoreCallback, timeWindow: number, max: number): void;
+};
+type StoreConstructor = {
+  new (continueExceeding: boolean, exponentialBackoff: boolean, ...rest: unknown[]): PluginStore;
+};
+
+// The plugin's own stores (its package exports them as files, without types).
+const requireHere = createRequire(import.meta.url);
+const LocalStore = requireHere('@fastify/rate-limit/store/LocalStore.js') as StoreConstructor;
+const RedisStore = requireHere('@fastify/rate-limit/store/RedisStore.js') as StoreConstructor;
+
+/** Adds `n` to a counter at once if that keeps it within `max`, in one Redis call (the store's key and window). */
+const TAKE_MANY_LUA = `
+  local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+  local n = tonumber(ARGV[2])
+  if current + n > tonumber(ARGV[3]) then
+    local ttl = redis.call('PTTL', KEYS[1])
+    return {current, ttl, 0}
+  end
+  current = redis.call('INCRBY', KEYS[1], n)
+  if current == n then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+  return {current, redis.call('PTTL', KEYS[1]), 1}`;
+
+/**
+ * The store handed to @fastify/rate-limit: its LocalStore or RedisStore, one for every limiter
+ * (the keys say which budget), and `takeMany` for the batch look-up.
+ */
+function countingStore(redis: Redis | undefined, namespace: string) {
+  const inner: PluginStore = redis ? new RedisStore(false, false, redis, namespace) : new LocalStore(false, false, 50_000);
+  const call = (method: 'incr' | 'read', key: string, max: number) =>
+    new Promise<Counted>((resolve, reject) => inner[method](key, (err, res) => (err ? reject(err) : resolve(res)), WINDOW_MS, max));
+  return {
+    incr: inner.incr.bind(inner),
+    read: inner.read.bind(inner),
+    child() {
+      return this;
+    },
+    /** Takes `n` requests of the budget `key` at once, or none when fewer than `n` remain. */
+    async takeMany(key: string, n: number, max: number): Promise<Counted & { taken: boolean }> {
+      if (redis) {
+        const r = (await redis.eval(TAKE_MANY_LUA, 1, namespace + key, WINDOW_MS, n, max)) as [number, number, number];
+        return { current: r[0], ttl: Math.max(0, r[1]), taken: r[2] === 1 };
+      }
+      const now = await call('read', key, max);
+      if (now.current + n > max) return { ...now, taken: false };
+      let last = now;
+      for (let i = 0; i < n; i++) last = await call('incr', key, max);
+      return { ...last, taken: true };
+    },
+  };
+}
+
+export type RateLimits = {
+  /** 429 when the request's address has used up its budget of failed authentications (no database read). */
+  refuseFailingAddress(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** Counts a failed authentication of the request's address; 429 instead of 401 past the budget. */
+  countFailure(request: FastifyRequest): Promise<void>;
+  /** Counts a request of the authenticated token, sets the RateLimit headers; 429 past its limit. */
+  countRequest(request: FastifyRequest, reply: FastifyReply, opts?: { increment?: boolean }): Promise<void>;
+  /** Counts `n` requests of the authenticated token at once (a batch look-up's plates); 429 when they do not fit. */
+  countMany(request: FastifyRequest, reply: FastifyReply, n: number): Promise<void>;
+  /** Reads the companies' own limits now (they are read every 10 seconds anyway). */
+  refreshCompanyLimits(): Promise<void>;
+};
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    rateLimits: RateLimits;
+  }
+  interface FastifyContextConfig {
+    /** The route counts its requests itself, one per plate (the batch look-up), not one per request. */
+    countsPerPlate?: boolean;
+  }
+}
+
+const limited = (message = 'Too many requests. Try again later.') => new AppError('TOO_MANY_REQUESTS', message, undefined, 'rate_limited');
+
+export const rateLimitsPlugin = fp(
+  async (app: FastifyInstance) => {
+    const { config, store: db } = app.deps;
+    let redis: Redis | undefined;
+    if (config.redisUrl) {
+      const { Redis: RedisClient } = await import('ioredis');
+      redis = new RedisClient(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+      redis.on('error', (err) => app.log.warn({ err }, 'rate limit counters: Redis error'));
+      app.addHook('onClose', async () => {
+        await redis!.quit().catch(() => redis!.disconnect());
+      });
+    }
+    const counters = countingStore(redis, `${config.queuePrefix}:rate-limit:`);
+    await app.register(rateLimit, {
+      global: false,
+      store: class {
+        constructor() {
+          return counters;
+        }
+      } as never,
+    });
+
+    // The companies' own limits (few rows), read at start and every COMPANY_LIMITS_REFRESH_MS: no
+    // request waits for a read of them.
+    let companyLimits = new Map<string, number>();
+    const refresh = async () => {
+      try {
+        companyLimits = await db.companies.rateLimits();
+      } catch (err) {
+        app.log.warn({ err }, "could not read the companies' rate limits; the ones read before stay in use");
+      }
+    };
+    const timer = setInterval(() => void refresh(), COMPANY_LIMITS_REFRESH_MS);
+    timer.unref();
+    app.addHook('onReady', refresh);
+    app.addHook('onClose', async () => clearInterval(timer));
+    const limitOf = (companyId: string): number => companyLimits.get(companyId) ?? config.rateLimitPerMinute;
+
+    const failures = app.createRateLimit({
+      max: config.authFailuresPerMinute,
+      timeWindow: WINDOW_MS,
+      keyGenerator: (request) => `auth-failures:${request.ip}`,
+    });
+    const perToken = app.createRateLimit({
+      // Read once per request by limitOf in countRequest and handed over on the request.
+      max: (request) => (request as FastifyRequest & { [LIMIT]?: number })[LIMIT] ?? config.rateLimitPerMinute,
+      timeWindow: WINDOW_MS,
+      keyGenerator: (request) => `token:${request.principal.tokenId ?? request.principal.userId}`,
+    });
+
+    const setHeaders = (reply: FastifyReply, max: number, remaining: number, resetSeconds: number) => {
+      reply.header('ratelimit-limit', max);
+      reply.header('ratelimit-remaining', Math.max(0, remaining));
+      reply.header('ratelimit-reset', resetSeconds);
+    };
+    const refuse = (reply: FastifyReply, resetSeconds: number, message?: string): never => {
+      reply.header('retry-after', Math.max(1, resetSeconds));
+      throw limited(message);
+    };
+
+    const limits: RateLimits = {
+      async refuseFailingAddress(request, reply) {
+        if (config.authFailuresPerMinute === 0) return;
+        const r = await failures(request, { increment: false });
+        if (!r.isAllowed && r.remaining <= 0) refuse(reply, r.ttlInSeconds);
+      },
+      async countFailure(request) {
+        if (config.authFailuresPerMinute === 0) return;
+        await failures(request);
+      },
+      async countRequest(request, reply, opts = {}) {
+        const max = limitOf(request.principal.companyId);
+        if (max === 0) return;
+        (request as FastifyRequest & { [LIMIT]?: number })[LIMIT] = max;
+        const r = await perToken(request, { increment: opts.increment !== false });
+        if (r.isAllowed) return;
+        setHeaders(reply, max, r.remaining, r.ttlInSeconds);
+        if (r.isExceeded || (opts.increment === false && r.remaining <= 0)) refuse(reply, r.ttlInSeconds);
+      },
+      async countMany(request, reply, n) {
+        const max = limitOf(request.principal.companyId);
+        if (max === 0) return;
+        const key = `token:${request.principal.tokenId ?? request.principal.userId}`;
+        const r = await counters.takeMany(key, n, max);
+        const reset = Math.ceil(r.ttl / 1000);
+        setHeaders(reply, max, max - r.current, reset);
+        if (r.taken) return;
+        if (n > max) {
+          reply.header('retry-after', Math.max(1, reset));
+          throw limited(`This batch has ${n} plates; each counts as a request, and this token may make ${max} a minute.`);
+        }
+        refuse(reply, reset);
+      },
+      refreshCompanyLimits: refresh,
+    };
+    app.decorate('rateLimits', limits);
+  },
+  { name: 'rate-limits', dependencies: ['error-handler'] },
+);
