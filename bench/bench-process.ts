@@ -3,6 +3,7 @@
  * bench/plate-batch.ts): starting the service's own processes on 127.0.0.1, their memory, a
  * throw-away API token, and keeping the daily retention run out of the measured window.
  */
+import { TOKEN_SCOPES } from '../src/domain/tokens/scopes';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -85,6 +86,8 @@ export async function createBenchToken(db: Queryable, companyId: string, name: s
     name,
     hash: createHash('sha256').update(token).digest('hex'),
     prefix: token.slice(0, TOKEN_PREFIX.length + 6),
+    scopes: [...TOKEN_SCOPES],
+    expiresAt: null,
     createdByUserId: null,
   });
   return { id: record.id, token };

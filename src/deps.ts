@@ -12,6 +12,7 @@ import { createRegistryRepository } from './db/registry-repository';
 import { createSearchRepository, hostOf, routeSearches } from './db/search-repository';
 import { createStore, type StoreTx } from './db/store';
 import { createAlertService } from './domain/alerts/alert-service';
+import { createAuditService } from './domain/audit/audit-service';
 import { createClaimService } from './domain/claims/claim-service';
 import { createLoggedPlateSearches } from './domain/claims/logged-plate-searches';
 import { createDocumentHasher, keyFingerprint } from './domain/clients/identity';
@@ -55,6 +56,8 @@ export type DepsOptions = {
   testPasswordHashCost?: number;
   /** Tests only: the clock's date (YYYY-MM-DD) instead of today's in APP_TIMEZONE. */
   today?: () => string;
+  /** Tests only: the clock's instant (ms since the epoch) for token expiry, instead of Date.now. */
+  now?: () => number;
   /** A long-running server: the embedded database's code is compiled optimized once, at start. */
   optimizedEmbeddedCode?: boolean;
   /** Called right after an import chunk commits, before its progress is reported (crash tests). */
@@ -230,6 +233,8 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       store,
       sharedDatabase: db.kind === 'postgres',
       onUsageError: (err) => log.warn({ err }, 'could not record the last use of API tokens; will try again'),
+      maxLifetimeDays: config.tokenMaxLifetimeDays,
+      ...(options.now ? { now: options.now } : {}),
     });
     const metrics = createMetrics(
       {
@@ -282,6 +287,11 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       imports,
       metrics,
       alerts: createAlertService({ alerts: store.alerts }),
+      audit: createAuditService({
+        audit: store.audit,
+        retentionDays: config.auditRetentionDays,
+        ...(options.now ? { now: options.now } : {}),
+      }),
       plateBatches,
       batchQueue,
       quality: createQualityService({ quality: createQualityRepository(db), timeZone: config.timezone }),

@@ -34,6 +34,8 @@ export async function createTestContext(
     logger?: Logger;
     /** The service's "today" (YYYY-MM-DD); default: the real date in APP_TIMEZONE. */
     today?: () => string;
+    /** The service's instant (ms since the epoch) for token expiry; default: Date.now. */
+    now?: () => number;
     /** Called right after each import chunk commits (0-based), before its progress is reported. */
     afterChunkCommit?: DepsOptions['afterChunkCommit'];
     /** Awaited in each import chunk's transaction before its write (0-based chunk number). */
@@ -63,6 +65,7 @@ export async function createTestContext(
     logger,
     testPasswordHashCost: TEST_PASSWORD_HASH_COST,
     ...(options.today ? { today: options.today } : {}),
+    ...(options.now ? { now: options.now } : {}),
     ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
     ...(options.beforeChunkWrite ? { beforeChunkWrite: options.beforeChunkWrite } : {}),
   });

@@ -13,7 +13,8 @@ import { compileInput } from '../domain/validation';
 import { authPlugin } from './plugins/auth';
 import { errorHandlerPlugin } from './plugins/error-handler';
 import { claimSchema, clientSchema } from './schemas/claims';
-import { addSharedSchemas, errorSchema } from './schemas/common';
+import { addSharedSchemas, errorBody, errorSchema } from './schemas/common';
+import { routeKey, scopeOfRoute } from './route-scopes';
 import { metricsPlugin } from './plugins/metrics';
 import { claimRoutes } from './routes/claims';
 import { importRoutes } from './routes/imports';
@@ -23,10 +24,16 @@ import { alertSchema } from './schemas/alerts';
 import { lookupBatchRoutes } from './routes/lookup-batches';
 import { lookupBatchSchema } from './schemas/lookup-batches';
 import { qualityRoutes } from './routes/quality';
+import { auditRoutes } from './routes/audit';
+import { auditEventSchema } from './schemas/audit';
 import { qualityReportSchema } from './schemas/quality';
 import { dashboardPlugin } from '../web/index';
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** `METHOD /api/v1/...` of every API route registered (route-scopes.ts keys). */
+    apiRoutes: string[];
+  }
   interface FastifyInstance {
     deps: Deps;
   }
@@ -113,6 +120,15 @@ export function validatorCompiler() {
     httpPart === 'body' ? compileInput(schema) : coercing.compile(schema);
 }
 
+/** The 403 of a token route: its own (if it has one), the missing scope, a suspended company. */
+function scopeRefusal(scope: string | undefined, own: unknown) {
+  const ownText = (own as { description?: string } | undefined)?.description;
+  const text =
+    `${ownText ? `${ownText}; or ` : ''}the token lacks the scope ${scope ?? '(none declared)'} (insufficient_scope, with ` +
+    `WWW-Authenticate: Bearer error="insufficient_scope", scope="${scope ?? ''}"); or the company is suspended (company_suspended)`;
+  return { description: text, ...errorBody };
+}
+
 export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
@@ -136,7 +152,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   });
   await app.register(errorHandlerPlugin);
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
-  addSharedSchemas(app, [errorSchema, clientSchema, claimSchema, alertSchema, lookupBatchSchema, qualityReportSchema]);
+  addSharedSchemas(app, [errorSchema, clientSchema, claimSchema, alertSchema, lookupBatchSchema, qualityReportSchema, auditEventSchema]);
   await app.register(metricsPlugin);
   await app.register(authPlugin);
 
@@ -162,8 +178,22 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } });
 
+  // Every /api/v1 route (method and pattern), for the scope matrix test; and each token route's
+  // OpenAPI `security` names the scope route-scopes.ts gives it, with the 403 it may answer.
+  app.decorate('apiRoutes', [] as string[]);
   await app.register(
     async (api) => {
+      api.addHook('onRoute', (route) => {
+        for (const method of [route.method].flat()) {
+          if (method === 'HEAD') continue;
+          app.apiRoutes.push(routeKey(method, route.url));
+          const scope = scopeOfRoute(method, route.url);
+          const schema = route.schema as { security?: unknown; response?: Record<string, unknown> } | undefined;
+          if (!schema?.security) continue;
+          schema.security = [{ bearerAuth: scope ? [scope] : [] }];
+          schema.response = { ...schema.response, 403: scopeRefusal(scope, schema.response?.[403]) };
+        }
+      });
       if (deps.config.rateLimitPerMinute > 0) {
         // Per token (hashed, so the key in memory is not a credential), else per client address.
         await api.register(rateLimit, {
@@ -182,6 +212,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
       await api.register(alertRoutes);
       await api.register(lookupBatchRoutes);
       await api.register(qualityRoutes);
+      await api.register(auditRoutes);
     },
     { prefix: '/api/v1' },
   );

@@ -1,16 +1,22 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 import { AppError } from '../../domain/errors';
 import type { Principal } from '../../domain/principal';
+import { grants } from '../../domain/tokens/scopes';
+import { scopeOfRoute } from '../route-scopes';
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal;
   }
   interface FastifyInstance {
-    /** onRequest hook: 401 unless the request carries a live bearer token. */
-    requireToken: (request: FastifyRequest) => Promise<void>;
+    /**
+     * onRequest hook: 401 unless the request carries a live bearer token (`token_expired` for an
+     * expired one), 403 `company_suspended` for a suspended company's, and 403
+     * `insufficient_scope` unless the token has the scope its route needs (route-scopes.ts).
+     */
+    requireToken: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
   }
 }
 
@@ -24,10 +30,29 @@ function bearer(request: FastifyRequest): string | undefined {
 export const authPlugin = fp(
   async (app: FastifyInstance) => {
     app.decorateRequest('principal', null as unknown as Principal);
-    app.decorate('requireToken', async (request: FastifyRequest) => {
-      const principal = await app.deps.tokens.authenticate(bearer(request));
-      if (!principal) throw new AppError('UNAUTHORIZED', 'Unauthenticated.');
-      request.principal = principal;
+    app.decorate('requireToken', async (request: FastifyRequest, reply: FastifyReply) => {
+      const checked = await app.deps.tokens.check(bearer(request));
+      if (!checked.ok) {
+        if (checked.reason === 'token_expired') {
+          reply.header('www-authenticate', 'Bearer error="invalid_token"');
+          throw new AppError('UNAUTHORIZED', 'The token has expired.', undefined, 'token_expired');
+        }
+        if (checked.reason === 'company_suspended') {
+          throw new AppError('FORBIDDEN', "Your company's access to the registry is suspended.", undefined, 'company_suspended');
+        }
+        throw new AppError('UNAUTHORIZED', 'Unauthenticated.');
+      }
+      const needed = scopeOfRoute(request.method, request.routeOptions.url ?? '');
+      if (needed === undefined) {
+        // A token route missing from route-scopes.ts: refused to every token until it is added.
+        request.log.error({ route: request.routeOptions.url }, 'route has no scope in src/api/route-scopes.ts; refused');
+        throw new AppError('FORBIDDEN', 'This route is not open to API tokens.', undefined, 'insufficient_scope');
+      }
+      if (!grants(checked.principal.scopes, needed)) {
+        reply.header('www-authenticate', `Bearer error="insufficient_scope", scope="${needed}"`);
+        throw new AppError('FORBIDDEN', `This token lacks the scope ${needed}.`, undefined, 'insufficient_scope');
+      }
+      request.principal = checked.principal;
     });
   },
   { name: 'auth', dependencies: ['error-handler'] },

@@ -22,7 +22,10 @@ const STATUS: Record<ErrorCode, number> = {
  */
 export const ERROR_CODES = [
   'unauthenticated',
+  'token_expired',
   'forbidden',
+  'insufficient_scope',
+  'company_suspended',
   'not_found',
   'claim_not_found',
   'import_not_found',
@@ -59,7 +62,7 @@ export function sendError(
   message: string,
   errors?: FieldErrors,
 ): FastifyReply {
-  if (status === 401) reply.header('www-authenticate', 'Bearer');
+  if (status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', 'Bearer');
   return reply.status(status).send({ message, code, request_id: request.id, ...(errors ? { errors } : {}) });
 }
 
