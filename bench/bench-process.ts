@@ -3,7 +3,6 @@
  * bench/plate-batch.ts): starting the service's own processes on 127.0.0.1, their memory, a
  * throw-away API token, and keeping the daily retention run out of the measured window.
  */
-import { TOKEN_SCOPES } from '../src/domain/tokens/scopes';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -12,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { Queryable } from '../src/db/db';
 import { createTokenRepository } from '../src/db/token-repository';
+import { TOKEN_SCOPES } from '../src/domain/tokens/scopes';
 import { TOKEN_PREFIX } from '../src/domain/tokens/token-service';
 
 export const freePort = () => 20_000 + Math.floor(Math.random() * 40_000);

@@ -281,7 +281,11 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       registry,
       lookupJournal,
       tokens,
-      companies: createCompanyService({ store, passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost }),
+      companies: createCompanyService({
+        store,
+        passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost,
+        onTokensChanged: () => tokens.forget(),
+      }),
       storage,
       importQueue,
       imports,
@@ -297,6 +301,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       quality: createQualityService({ quality: createQualityRepository(db), timeZone: config.timezone }),
       webhooks: createWebhookService({
         webhooks: store.webhooks,
+        transaction: (fn) => store.transaction(fn),
         allowPrivate: config.webhookAllowPrivate,
         sendOnce: (d) => sendOnce(d, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutSeconds * 1000 }),
       }),

@@ -92,6 +92,15 @@ export const operatorActor = (user: { id: string; email: string }): AuditActor =
 /** The actor of an API token (id and the name it was given; never its value). */
 export const tokenActor = (token: { id: string; name: string }): AuditActor => ({ type: 'token', id: token.id, name: token.name });
 
+/**
+ * The actor of an act done as a principal: its token (by name), or a signed-in person (by id;
+ * callers that know the person's email pass `personActor` instead).
+ */
+export function actorOf(principal: { tokenId: string | null; tokenName?: string; userId: string | null }): AuditActor {
+  if (principal.tokenId !== null) return { type: 'token', id: principal.tokenId, name: principal.tokenName ?? 'API token' };
+  return { type: 'person', id: principal.userId, name: principal.userId ?? 'unknown person' };
+}
+
 /** Where a request came from, for the event's `ip` and `request_id`. */
 export type AuditOrigin = { ip: string | null; requestId: string | null };
 export const NO_ORIGIN: AuditOrigin = Object.freeze({ ip: null, requestId: null });

@@ -1,3 +1,4 @@
+import type { AuditRepository } from '../audit/audit';
 /**
  * What the import domain needs of storage, declared here so that the domain depends on no driver:
  * src/db implements these interfaces (import-repository.ts, import-ledger-repository.ts).
@@ -129,7 +130,13 @@ export interface LedgerPort {
 }
 
 /** The repositories one transaction sees; `Tx` carries whatever else the chunk writer needs. */
-export type ImportTx = { imports: ImportRepositoryPort; ledger: LedgerPort; savepoint: <T>(fn: () => Promise<T>) => Promise<T> };
+export type ImportTx = {
+  imports: ImportRepositoryPort;
+  ledger: LedgerPort;
+  savepoint: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** The audit trail (an import cancelled is an administrative act). */
+  audit: Pick<AuditRepository, 'record'>;
+};
 
 export interface ImportStore<Tx extends ImportTx> {
   imports: ImportRepositoryPort;
