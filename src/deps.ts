@@ -161,7 +161,13 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       ...(searches ? { searches } : {}),
       ...(loggedPlateSearches ? { loggedPlateSearches } : {}),
     });
+    const audit = createAuditService({
+      audit: store.audit,
+      retentionDays: config.auditRetentionDays,
+      ...(options.now ? { now: options.now } : {}),
+    });
     const registry = createRegistryService({
+      auditTrail: { purge: () => audit.purge(), record: (event) => store.audit.record(event) },
       registry: registryRepository,
       ...(searches ? { searches } : {}),
       journal: lookupJournal,
@@ -291,11 +297,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       imports,
       metrics,
       alerts: createAlertService({ alerts: store.alerts }),
-      audit: createAuditService({
-        audit: store.audit,
-        retentionDays: config.auditRetentionDays,
-        ...(options.now ? { now: options.now } : {}),
-      }),
+      audit,
       plateBatches,
       batchQueue,
       quality: createQualityService({ quality: createQualityRepository(db), timeZone: config.timezone }),

@@ -47,18 +47,24 @@ describe('admin CLI (embedded database)', () => {
   });
 
   it(
-    'token:create --json prints {"id","name","token"} once; token:list never shows the value; token:revoke marks it revoked',
+    'token:create --json prints {"id","name","scopes","expires_at","token"} once; token:list never shows the value; token:revoke marks it revoked',
     async () => {
       const made = await admin(dataDir, 'token:create', '--company', company().id, '--name', 'ci pipeline', '--json');
       expect(made.code, made.stderr).toBe(0);
       expect(made.stderr).toBe('');
       const token = JSON.parse(made.stdout);
-      expect(Object.keys(token)).toEqual(['id', 'name', 'token']);
+      expect(Object.keys(token)).toEqual(['id', 'name', 'scopes', 'expires_at', 'token']);
       expect(token).toEqual({
         id: expect.stringMatching(UUID),
         name: 'ci pipeline',
-        token: expect.stringMatching(/^csk_[A-Za-z0-9_-]{43}$/),
+        // Every scope and 90 days unless told otherwise.
+        scopes: ['claims:read', 'claims:write', 'search', 'imports', 'alerts:read', 'logs:read'],
+        expires_at: expect.any(String),
+        token: expect.stringMatching(/^csk_[0-9A-Za-z]{36}$/),
       });
+      const days = (Date.parse(token.expires_at) - Date.now()) / 86_400_000;
+      expect(days).toBeGreaterThan(89.9);
+      expect(days).toBeLessThanOrEqual(90);
 
       const listed = await admin(dataDir, 'token:list', '--company', company().id, '--json');
       expect(listed.code, listed.stderr).toBe(0);

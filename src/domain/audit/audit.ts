@@ -43,6 +43,8 @@ export const AUDIT_ACTIONS = [
   'queue.emptied',
   'queue.paused',
   'queue.resumed',
+  // Any other change made in Bull Board (concurrency, rate limit, job schedulers).
+  'queue.changed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -1,3 +1,4 @@
+import { CLI_ACTOR, SYSTEM_ACTOR, type AuditActor, type AuditEventInput } from '../audit/audit';
 import type { Claim } from '../claims/claim';
 import type { DocumentHasher } from '../clients/identity';
 import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
@@ -39,9 +40,16 @@ export type RegistryServiceDeps = {
   /** Rows per purge transaction (at most 10,000). */
   purgeBatchSize?: number;
   now?: () => Date;
+  /**
+   * The audit trail: its own retention (AUDIT_RETENTION_DAYS) runs with the purge, which is then
+   * recorded (`data.purged`), as is a subject access export (`subject.exported`).
+   */
+  auditTrail?: { purge(): Promise<{ events: number; before: string }>; record(event: AuditEventInput): Promise<void> };
 };
 
 export const MAX_PURGE_BATCH = 10_000;
+
+export type PurgeResult = PurgeCounts & { claims_before: string; lookups_before: string; audit_events: number; audit_before: string | null };
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
 
 /**
@@ -174,7 +182,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
    * LOOKUP_RETENTION_DAYS go. Each transaction removes at most `batchSize` claims or look-ups, so
    * submissions wait for one batch at most.
    */
-  async function purge(): Promise<PurgeCounts & { claims_before: string; lookups_before: string }> {
+  async function purge(actor: AuditActor = SYSTEM_ACTOR): Promise<PurgeResult> {
     const claimsBefore = minusYears(today(), deps.retentionYears);
     const lookupsBefore = logSince();
     const total: PurgeCounts = { claims: 0, clients: 0, lookups: 0, alerts: 0 };
@@ -191,11 +199,26 @@ export function createRegistryService(deps: RegistryServiceDeps) {
       total.lookups += n;
       if (n < batchSize) break;
     }
-    return { ...total, claims_before: claimsBefore, lookups_before: lookupsBefore };
+    const audit = deps.auditTrail ? await deps.auditTrail.purge() : { events: 0, before: null };
+    await deps.auditTrail?.record({
+      companyId: null,
+      action: 'data.purged',
+      actor,
+      target: {
+        type: 'retention',
+        id: null,
+        name:
+          `${total.claims} claims dated before ${claimsBefore}, ${total.clients} clients, ${total.lookups} look-ups, ` +
+          `${total.alerts} alerts, ${audit.events} audit events`,
+      },
+      ip: null,
+      requestId: null,
+    });
+    return { ...total, claims_before: claimsBefore, lookups_before: lookupsBefore, audit_events: audit.events, audit_before: audit.before };
   }
 
   /** The daily run: only the first process to ask in a day purges. */
-  async function purgeIfDue(): Promise<(PurgeCounts & { claims_before: string; lookups_before: string }) | null> {
+  async function purgeIfDue(): Promise<PurgeResult | null> {
     if (!(await registry.claimDailyRun())) return null;
     return purge();
   }
@@ -204,7 +227,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
    * Subject access: what the registry holds about one person, found by date of birth and one
    * identity document. The document number is used only to find the person and is never returned.
    */
-  async function subjectExport(q: { dateOfBirth: unknown; idType: unknown; idNumber: unknown }) {
+  async function subjectExport(q: { dateOfBirth: unknown; idType: unknown; idNumber: unknown }, actor: AuditActor = CLI_ACTOR) {
     const { value, errors } = validatePersonQuery({ date_of_birth: q.dateOfBirth, id_documents: [{ type: q.idType, number: q.idNumber }] });
     if (!value) {
       const renamed: FieldErrors = {};
@@ -220,6 +243,15 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     }
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
     const found = await registry.subject(documents, value.dateOfBirth, logSince());
+    // Recorded by the person's id alone: never the document number or the date of birth.
+    await deps.auditTrail?.record({
+      companyId: null,
+      action: 'subject.exported',
+      actor,
+      target: { type: 'subject', id: found?.person?.id ?? null, name: null },
+      ip: null,
+      requestId: null,
+    });
     return found ?? { person: null, claims: [], lookups: [] };
   }
 

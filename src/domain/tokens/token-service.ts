@@ -3,7 +3,7 @@ import { hash as digest } from 'node:crypto';
 import type { AuditActor, AuditOrigin, AuditRepository } from '../audit/audit';
 import { CLI_ACTOR, NO_ORIGIN } from '../audit/audit';
 import { isUuid } from '../ids';
-import { AppError, validationError } from '../errors';
+import { AppError, validationError, type FieldErrors } from '../errors';
 import type { Principal } from '../principal';
 import { isTokenScope, TOKEN_SCOPES, type TokenScope } from './scopes';
 import { createTokenCache, type RevocationWatch } from './token-cache';
@@ -191,10 +191,22 @@ export function createTokenService({
    * The token and its audit event `token.created` are one transaction.
    */
   async function create(companyId: string, name: unknown, createdByUserId: string | null = null, opts: CreateTokenOptions = {}) {
-    if (typeof name !== 'string' || name.trim() === '') throw validationError({ name: ['The name field is required.'] });
-    if (name.trim().length > 100) throw validationError({ name: ['The name field must not be greater than 100 characters.'] });
-    const scopes = parseScopes(opts.scopes);
-    const expiresAt = expiryOf(opts.lifetime ?? { days: DEFAULT_TOKEN_LIFETIME_DAYS });
+    // Every field's problem at once, name first (the form shows each next to its field).
+    const errors: FieldErrors = {};
+    if (typeof name !== 'string' || name.trim() === '') errors.name = ['The name field is required.'];
+    else if (name.trim().length > 100) errors.name = ['The name field must not be greater than 100 characters.'];
+    const fieldOf = <T>(f: () => T): T | undefined => {
+      try {
+        return f();
+      } catch (err) {
+        if (!(err instanceof AppError) || !err.fields) throw err;
+        Object.assign(errors, err.fields);
+        return undefined;
+      }
+    };
+    const scopes = fieldOf(() => parseScopes(opts.scopes));
+    const expiresAt = fieldOf(() => expiryOf(opts.lifetime ?? { days: DEFAULT_TOKEN_LIFETIME_DAYS }));
+    if (Object.keys(errors).length > 0 || typeof name !== 'string' || !scopes || expiresAt === undefined) throw validationError(errors);
     if (!isUuid(companyId) || !(await store.companies.findById(companyId))) {
       throw new AppError('NOT_FOUND', 'Company not found.');
     }

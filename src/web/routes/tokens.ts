@@ -74,10 +74,10 @@ export async function tokenRoutes(app: FastifyInstance) {
     const chosenScopes = values(form, 'scopes');
     const lifetime = lifetimeOf(form);
     try {
-      if (!lifetime) throw new AppError('VALIDATION_FAILED', 'Choose when the token expires.', { expires: ['Choose when the token expires.'] });
       const created = await tokens.create(user.companyId, name, user.id, {
         scopes: chosenScopes,
-        lifetime,
+        // The form preselects 90 days; a form sent without a choice gets the same.
+        ...(lifetime ? { lifetime } : {}),
         actor: personActor(user),
         origin: auditOrigin(request),
       });
