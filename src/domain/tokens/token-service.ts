@@ -93,7 +93,7 @@ export type TokenLifetime = { days: number } | { until: string } | 'never';
 export type CreateTokenOptions = {
   /** Default: every scope (the command line's default). */
   scopes?: unknown;
-  /** Default: 90 days. */
+  /** Default: 90 days (or TOKEN_MAX_LIFETIME_DAYS when shorter). */
   lifetime?: TokenLifetime;
   /** Who made it (the audit event's actor; default: the command line) and from where. */
   actor?: AuditActor;
@@ -162,6 +162,9 @@ export function createTokenService({
     ...(onUsageError ? { onError: onUsageError } : {}),
   });
 
+  /** 90 days, or the maximum when that is shorter (a default, not a request: nothing is refused). */
+  const defaultLifetimeDays = maxLifetimeDays > 0 ? Math.min(DEFAULT_TOKEN_LIFETIME_DAYS, maxLifetimeDays) : DEFAULT_TOKEN_LIFETIME_DAYS;
+
   /** When a token of this lifetime made now expires (ISO 8601), or null; refuses what TOKEN_MAX_LIFETIME_DAYS forbids. */
   function expiryOf(lifetime: TokenLifetime): string | null {
     const at = now();
@@ -205,7 +208,7 @@ export function createTokenService({
       }
     };
     const scopes = fieldOf(() => parseScopes(opts.scopes));
-    const expiresAt = fieldOf(() => expiryOf(opts.lifetime ?? { days: DEFAULT_TOKEN_LIFETIME_DAYS }));
+    const expiresAt = fieldOf(() => expiryOf(opts.lifetime ?? { days: defaultLifetimeDays }));
     if (Object.keys(errors).length > 0 || typeof name !== 'string' || !scopes || expiresAt === undefined) throw validationError(errors);
     if (!isUuid(companyId) || !(await store.companies.findById(companyId))) {
       throw new AppError('NOT_FOUND', 'Company not found.');
@@ -299,7 +302,7 @@ export function createTokenService({
 
   /** Tokens expiring within TOKEN_EXPIRY_WARNING_DAYS (for the dashboard's flag). */
   const expiresSoon = (t: { expires_at: string | null; revoked_at: string | null }): boolean =>
-    t.revoked_at === null && t.expires_at !== null && Date.parse(t.expires_at) - now() < TOKEN_EXPIRY_WARNING_DAYS * DAY_MS;
+    t.revoked_at === null && t.expires_at !== null && Date.parse(t.expires_at) - now() <= TOKEN_EXPIRY_WARNING_DAYS * DAY_MS;
   const isExpired = (t: { expires_at: string | null }): boolean => t.expires_at !== null && Date.parse(t.expires_at) <= now();
 
   /** Writes the noted last-use times and stops the background reads. */
@@ -320,6 +323,7 @@ export function createTokenService({
     /** Forget cached tokens (this process revoked tokens or suspended a company by other means). */
     forget: () => cache.clear(),
     maxLifetimeDays,
+    defaultLifetimeDays,
   };
 }
 export type TokenService = ReturnType<typeof createTokenService>;

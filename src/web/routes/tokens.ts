@@ -9,7 +9,7 @@ import { companyUser, requireCompanyUser } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 
-/** The lifetimes the form offers (days); 90 is preselected. */
+/** The lifetimes the form offers (days); 90 is preselected (see `preselected`). */
 const LIFETIME_CHOICES = ['7', '30', '90', '365'] as const;
 
 /** The form's `expires` choice as a lifetime: a number of days, `date` (with `expires_on`), or `never`. */
@@ -36,6 +36,8 @@ export async function tokenRoutes(app: FastifyInstance) {
   const { tokens } = app.deps;
   const maxDays = tokens.maxLifetimeDays;
   const lifetimes = LIFETIME_CHOICES.filter((d) => maxDays === 0 || Number(d) <= maxDays);
+  // 90 days preselected, or the longest choice within the maximum.
+  const preselected = [...lifetimes].reverse().find((d) => Number(d) <= tokens.defaultLifetimeDays) ?? 'date';
 
   async function listPage(companyId: string, extra: Record<string, unknown> = {}) {
     const list = (await tokens.list(companyId)).map((t) => ({ ...t, expiresSoon: tokens.expiresSoon(t), expired: tokens.isExpired(t) }));
@@ -49,7 +51,7 @@ export async function tokenRoutes(app: FastifyInstance) {
       scopes: TOKEN_SCOPES.map((s) => ({ id: s, description: SCOPE_DESCRIPTIONS[s] })),
       chosenScopes: [],
       lifetimes,
-      expires: '90',
+      expires: preselected,
       expiresOn: '',
       offerNever: maxDays === 0,
       maxDays,
