@@ -231,6 +231,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     }
   });
 
+  app.decorate('dashboardRoutes', [] as string[]);
   await app.register(dashboardPlugin);
   if (extraRoutes) await extraRoutes(app);
   return app;

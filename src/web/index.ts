@@ -63,7 +63,7 @@ declare module 'fastify' {
 }
 
 export async function dashboardPlugin(app: FastifyInstance) {
-  app.decorate('dashboardRoutes', [] as string[]);
+  if (!app.hasDecorator('dashboardRoutes')) app.decorate('dashboardRoutes', [] as string[]);
   const deps = app.deps;
   const secret = deps.sessionSecret();
   const publicDir = path.join(HERE, 'public');
