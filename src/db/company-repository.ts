@@ -1,11 +1,10 @@
 import type { CompanyRecord, CompanyRepository, UserRecord, UserRole } from '../domain/companies/company-repository';
 import type { Queryable } from './db';
+import { isoTime } from './columns';
 import { bumpRevocationVersion, REVOCATION_VERSION_KEY } from './token-repository';
 
-const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-
-const USER_COLUMNS = `id, company_id, email, role, ${TS('created_at')} AS created_at`;
-const COMPANY_COLUMNS = `id, name, ${TS('created_at')} AS created_at, ${TS('suspended_at')} AS suspended_at`;
+const USER_COLUMNS = `id, company_id, email, role, ${isoTime('created_at')} AS created_at`;
+const COMPANY_COLUMNS = `id, name, ${isoTime('created_at')} AS created_at, ${isoTime('suspended_at')} AS suspended_at`;
 
 export function createCompanyRepository(db: Queryable): CompanyRepository {
   return {
@@ -67,7 +66,7 @@ export function createCompanyRepository(db: Queryable): CompanyRepository {
       const rows = await db.query<UserRecord & { previous_role: UserRole }>(
         `UPDATE users u SET role = $3 FROM (SELECT id, role FROM users WHERE id = $1 AND company_id = $2 FOR UPDATE) old
           WHERE u.id = old.id
-          RETURNING u.id, u.company_id, u.email, u.role, ${TS('u.created_at')} AS created_at, old.role AS previous_role`,
+          RETURNING u.id, u.company_id, u.email, u.role, ${isoTime('u.created_at')} AS created_at, old.role AS previous_role`,
         [id, companyId, role],
       );
       return rows[0];

@@ -3,8 +3,7 @@ import type { TokenGrant, TokenRecord, TokenStore } from '../domain/tokens/token
 import type { TokenUse } from '../domain/tokens/usage-recorder';
 import { newId } from '../domain/ids';
 import type { Queryable } from './db';
-
-const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+import { isoTime } from './columns';
 
 export type { TokenRecord };
 
@@ -19,8 +18,8 @@ export const bumpRevocationVersion = (source: string, param: string) =>
   `INSERT INTO app_meta (key, value) SELECT ${param}, '1' WHERE EXISTS (SELECT 1 FROM ${source})
    ON CONFLICT (key) DO UPDATE SET value = (app_meta.value::bigint + 1)::text`;
 
-const TOKEN_COLUMNS = `id, company_id, name, token_prefix, scopes, ${TS('created_at')} AS created_at,
-  ${TS('expires_at')} AS expires_at, ${TS('last_used_at')} AS last_used_at, ${TS('revoked_at')} AS revoked_at, created_by_user_id`;
+const TOKEN_COLUMNS = `id, company_id, name, token_prefix, scopes, ${isoTime('created_at')} AS created_at,
+  ${isoTime('expires_at')} AS expires_at, ${isoTime('last_used_at')} AS last_used_at, ${isoTime('revoked_at')} AS revoked_at, created_by_user_id`;
 
 export function createTokenRepository(db: Queryable): TokenStore {
   return {

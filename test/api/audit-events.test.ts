@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEvent } from '../../src/domain/audit/audit';
 import { csv, validRow } from '../import-helpers';
 import { claimBody, createTestContext, type TestContext } from '../harness';
-import { PASSWORD, signedIn, WebClient } from '../web/web-client';
+import { PASSWORD, signedIn, type WebClient } from '../web/web-client';
 
 /**
  * The audit trail: each administrative act is an event with its actor, target, client address
@@ -41,7 +41,11 @@ async function companyWithAdmin(name: string) {
   const adminPassword = `Admin-Password-${Math.random().toString(36).slice(2, 10)}`;
   secrets.push(adminPassword);
   await operator.get(`/operator/companies/${companyId}`);
-  const added = await operator.post(`/operator/companies/${companyId}/people`, { email: adminEmail, role: 'admin', password: adminPassword });
+  const added = await operator.post(`/operator/companies/${companyId}/people`, {
+    email: adminEmail,
+    role: 'admin',
+    password: adminPassword,
+  });
   expect(added.statusCode).toBe(303);
   const admin = await signedIn(ctx, adminEmail, adminPassword);
   return { companyId, adminEmail, admin };
@@ -70,9 +74,9 @@ describe('audit events of each act', () => {
     const memberPassword = 'Member-Password-0123456789';
     secrets.push(memberPassword);
     await admin.get('/settings/people');
-    expect((await admin.post('/settings/people', { email: 'member@insurer.example', role: 'member', password: memberPassword })).statusCode).toBe(
-      303,
-    );
+    expect(
+      (await admin.post('/settings/people', { email: 'member@insurer.example', role: 'member', password: memberPassword })).statusCode,
+    ).toBe(303);
     const memberId = (await ctx.deps.companies.listUsers(companyId)).find((u) => u.email === 'member@insurer.example')!.id;
     await admin.get('/settings/people');
     expect((await admin.post(`/settings/people/${memberId}/role`, { role: 'viewer' })).statusCode).toBe(303);
@@ -146,7 +150,10 @@ describe('audit events of each act', () => {
     const [purged] = await ctx.deps.store.audit.list({ companyId: null, action: 'data.purged', limit: 1 });
     expect(purged).toMatchObject({ company_id: null, actor: { type: 'system', id: null }, target: { type: 'retention' } });
     const [exported] = await ctx.deps.store.audit.list({ companyId: null, action: 'subject.exported', limit: 1 });
-    expect(exported).toMatchObject({ actor: { type: 'operator', id: null, name: 'command line' }, target: { type: 'subject', id: found.person!.id } });
+    expect(exported).toMatchObject({
+      actor: { type: 'operator', id: null, name: 'command line' },
+      target: { type: 'subject', id: found.person!.id },
+    });
   });
 
   it('never hold a token value, a password, a webhook secret or a document number', async () => {
@@ -169,7 +176,7 @@ describe('GET /api/v1/audit-events', () => {
     const auth = { authorization: `Bearer ${reader.token}` };
     const first = await ctx.app.inject({ method: 'GET', url: '/api/v1/audit-events?limit=2', headers: auth });
     expect(first.statusCode).toBe(200);
-    const page1 = first.json() as { data: AuditEvent[]; meta: { next_cursor: string | null } };
+    const page1 = first.json<{ data: AuditEvent[]; meta: { next_cursor: string | null } }>();
     expect(page1.data.map((e) => [e.action, e.target?.name])).toEqual([
       ['token.created', 'auditor'],
       ['token.created', 'three'],
@@ -180,9 +187,9 @@ describe('GET /api/v1/audit-events', () => {
       url: `/api/v1/audit-events?limit=2&cursor=${page1.meta.next_cursor}`,
       headers: auth,
     });
-    expect((second.json() as { data: AuditEvent[] }).data.map((e) => e.target?.name)).toEqual(['two', 'one']);
+    expect(second.json<{ data: AuditEvent[] }>().data.map((e) => e.target?.name)).toEqual(['two', 'one']);
     const filtered = await ctx.app.inject({ method: 'GET', url: '/api/v1/audit-events?action=person.created', headers: auth });
-    expect((filtered.json() as { data: AuditEvent[] }).data.map((e) => e.action)).toEqual(['person.created']);
+    expect(filtered.json<{ data: AuditEvent[] }>().data.map((e) => e.action)).toEqual(['person.created']);
     const bad = await ctx.app.inject({ method: 'GET', url: '/api/v1/audit-events?action=nope', headers: auth });
     expect(bad.statusCode).toBe(422);
     const badCursor = await ctx.app.inject({ method: 'GET', url: '/api/v1/audit-events?cursor=nope', headers: auth });
@@ -208,7 +215,10 @@ describe('the audit log pages', () => {
     const exported = await admin.get('/settings/audit/export.csv');
     expect(exported.statusCode).toBe(200);
     expect(exported.headers['content-type']).toMatch(/^text\/csv/u);
-    const lines = exported.body.replace(/^\uFEFF/u, '').trim().split('\n');
+    const lines = exported.body
+      .replace(/^\uFEFF/u, '')
+      .trim()
+      .split('\n');
     expect(lines[0]).toBe('created_at,action,actor_type,actor_id,actor_name,target_type,target_id,target_name,ip,request_id');
     expect(lines.length).toBe(4); // company.created, person.created, token.created
     expect(exported.body).toContain(`'=HYPERLINK`);

@@ -68,9 +68,9 @@ describe('the route scope table', () => {
   });
 
   it('states each operation’s scope and its 403 in the OpenAPI document', async () => {
-    const doc = (await ctx.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as {
+    const doc = (await ctx.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{
       paths: Record<string, Record<string, { security: unknown; responses: Record<string, { description: string }> }>>;
-    };
+    }>();
     for (const route of ctx.app.apiRoutes.filter((r) => r !== 'GET /api/v1/openapi.json')) {
       const scope = ROUTE_SCOPES[route];
       const [method, pattern] = route.split(' ') as [string, string];
@@ -97,7 +97,7 @@ describe('token format', () => {
     const sum = company.token.slice(34);
     const wrong = `csk_${body}${sum === '000000' ? '000001' : '000000'}`;
     const tokenStore = ctx.deps.store.tokens;
-    const original = tokenStore.authenticate;
+    const original = tokenStore.authenticate.bind(tokenStore);
     let reads = 0;
     tokenStore.authenticate = (hash) => {
       reads++;

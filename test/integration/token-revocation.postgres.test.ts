@@ -140,7 +140,11 @@ describe('a revoked token, with two server processes on one database', () => {
     expectRefusedWithinOneSecond(seenA, suspendedAt, 403);
     expectRefusedWithinOneSecond(seenB, suspendedAt, 403);
     await ctx.deps.companies.resume(company.id);
-    await until('both servers to accept the token again', async () => (await call(a, company.token)) === 200 && (await call(b, company.token)) === 200, 5_000);
+    await until(
+      'both servers to accept the token again',
+      async () => (await call(a, company.token)) === 200 && (await call(b, company.token)) === 200,
+      5_000,
+    );
   }, 60_000);
 
   it("a removed person's tokens: revoked with the removal, refused by both servers within a second", async () => {

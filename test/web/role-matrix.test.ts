@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { PAGE_ROLES, type PageAccess } from '../../src/web/page-roles';
+import { PAGE_ROLES } from '../../src/web/page-roles';
 import { createTestContext, type TestContext } from '../harness';
 import { PASSWORD, signedIn, type WebClient } from './web-client';
 
@@ -31,11 +31,12 @@ const RANK: Record<string, number> = { viewer: 0, member: 1, admin: 2 };
 describe('the page role table', () => {
   it('has an entry for every dashboard route', () => {
     expect(ctx.app.dashboardRoutes.length).toBeGreaterThan(40);
-    for (const route of ctx.app.dashboardRoutes) expect(PAGE_ROLES[route], `${route} needs an entry in src/web/page-roles.ts`).toBeDefined();
+    for (const route of ctx.app.dashboardRoutes)
+      expect(PAGE_ROLES[route], `${route} needs an entry in src/web/page-roles.ts`).toBeDefined();
   });
 
   it('refuses each company page and action to the roles below the one it needs, with a 403 page naming it', async () => {
-    for (const [route, needed] of Object.entries(PAGE_ROLES) as [string, PageAccess][]) {
+    for (const [route, needed] of Object.entries(PAGE_ROLES)) {
       if (needed === 'public' || needed === 'operator' || !ctx.app.dashboardRoutes.includes(route)) continue;
       const [method, pattern] = route.split(' ') as [string, string];
       const url = pattern.replace(/:\w+/gu, randomUUID());

@@ -96,7 +96,9 @@ describe('roles', () => {
     const c = await companyWithPeople(ctx, 'Roles');
     const admin = await signedIn(ctx, c.admin.email);
     await admin.get('/settings/people');
-    expect((await admin.post('/settings/people', { email: 'viewer@roles.example', role: 'viewer', password: PASSWORD })).statusCode).toBe(303);
+    expect((await admin.post('/settings/people', { email: 'viewer@roles.example', role: 'viewer', password: PASSWORD })).statusCode).toBe(
+      303,
+    );
     const viewer = await signedIn(ctx, 'viewer@roles.example');
     expect((await viewer.get('/claims')).statusCode).toBe(200);
     const entry = await viewer.get('/claims/new');

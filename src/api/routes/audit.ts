@@ -15,7 +15,7 @@ export async function auditRoutes(app: FastifyInstance) {
         summary: "Your company's audit events (tokens, webhooks, people, sign-ins, settings, imports cancelled), newest first",
         description:
           'Every administrative act of your company is recorded in the same transaction as the act. Cursor-paged like the ' +
-          'claims list; `action` keeps one action. An act of the operator\'s command line has the actor ' +
+          "claims list; `action` keeps one action. An act of the operator's command line has the actor " +
           '`{"type": "operator", "id": null, "name": "command line"}` and null `ip` and `request_id`. No event holds a token ' +
           'value, a password, a second-factor secret or a document number.',
         tags: ['audit'],

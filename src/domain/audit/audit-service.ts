@@ -1,5 +1,5 @@
-import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
 import { validationError } from '../errors';
+import { pageOf, pageRequest, type Position } from '../paging';
 import { isAuditAction, type AuditAction, type AuditEvent, type AuditRepository } from './audit';
 
 /** An event as GET /api/v1/audit-events shows it (the company is the caller's). */
@@ -23,25 +23,15 @@ export function createAuditService({ audit, retentionDays, now = Date.now }: Aud
     return raw;
   }
 
-  function afterOf(cursor: string | undefined) {
-    if (!cursor) return undefined;
-    const after = decodeCursor(cursor);
-    if (!after) throw validationError({ cursor: [invalidCursorMessage] });
-    return after;
-  }
-
   /**
    * One page, newest first: a company's events, or (companyId null) every company's and the
    * operator's own. Paged like the claims list: `next_cursor` until the last page.
    */
   async function list(companyId: string | null, opts: { action?: string | undefined; cursor?: string | undefined; limit: number }) {
-    const rows = await audit.list({ companyId, action: actionOf(opts.action), after: afterOf(opts.cursor), limit: opts.limit + 1 });
-    const page = rows.slice(0, opts.limit);
-    const next = rows.length > opts.limit ? encodeCursor(page.at(-1)!.position) : null;
-    return {
-      data: page.map(({ position: _p, ...e }) => e),
-      meta: { next_cursor: next },
-    };
+    const action = actionOf(opts.action);
+    const { after, limit } = pageRequest(opts);
+    const rows = await audit.list({ companyId, action, after, limit });
+    return pageOf(rows, opts.limit, ({ position: _p, ...e }): AuditEvent => e);
   }
 
   /** The company's events for GET /api/v1/audit-events. */
@@ -53,7 +43,7 @@ export function createAuditService({ audit, retentionDays, now = Date.now }: Aud
   /** Every event (newest first) of a company, or of all (null), since an instant: read a page at a time. */
   async function* exportEvents(companyId: string | null, opts: { since?: string | undefined; action?: string | undefined } = {}) {
     const action = actionOf(opts.action);
-    let after: { ts: string; id: string } | undefined;
+    let after: Position | undefined;
     for (;;) {
       const rows = await audit.list({ companyId, action, after, since: opts.since, limit: EXPORT_PAGE });
       for (const { position: _p, ...e } of rows) yield e;

@@ -1,3 +1,5 @@
+import type { Position } from '../paging';
+
 /**
  * The audit trail: every administrative act, recorded in the same transaction as the act, so an
  * act is never answered before its record is durable and never recorded without having happened.
@@ -31,7 +33,7 @@ export const AUDIT_ACTIONS = [
   'import.cancelled',
   'data.purged',
   'subject.exported',
-  // The operator's acts in Bull Board (src/api/plugins/bull-board.ts).
+  // The operator's acts in Bull Board (src/web/bull-board.ts).
   'queue.job_retried',
   'queue.job_removed',
   'queue.job_promoted',
@@ -107,8 +109,8 @@ export function actorOf(principal: { tokenId: string | null; tokenName?: string;
 export type AuditOrigin = { ip: string | null; requestId: string | null };
 export const NO_ORIGIN: AuditOrigin = Object.freeze({ ip: null, requestId: null });
 
-/** A keyset position in the newest-first list: the event's created_at (microseconds, UTC) and id. */
-export type AuditPosition = { ts: string; id: string };
+/** A keyset position in the newest-first list: the event's created_at (microseconds, UTC) and id (src/domain/paging.ts). */
+export type AuditPosition = Position;
 
 /** What the audit trail needs from storage (src/db/audit-repository.ts implements it). */
 export interface AuditRepository {

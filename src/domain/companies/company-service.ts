@@ -1,5 +1,5 @@
 import { CLI_ACTOR, NO_ORIGIN, type AuditActor, type AuditOrigin, type AuditRepository } from '../audit/audit';
-import { isCompanyRole, type CompanyRepository, type CompanyRole, type UserRecord, type UserRole } from './company-repository';
+import { isCompanyRole, type CompanyRepository, type UserRecord, type UserRole } from './company-repository';
 import { isUuid } from '../ids';
 import { AppError, validationError } from '../errors';
 import { generatePassword, hashPassword, verifyPassword } from '../passwords';
@@ -57,7 +57,8 @@ export function createCompanyService({ store, passwordHashCost, onTokensChanged 
     const company = isUuid(id)
       ? await store.transaction(async (tx) => {
           const c = await tx.companies.setSuspended(id, suspended);
-          if (c) await record(tx, c.id, suspended ? 'company.suspended' : 'company.resumed', { type: 'company', id: c.id, name: c.name }, by);
+          if (c)
+            await record(tx, c.id, suspended ? 'company.suspended' : 'company.resumed', { type: 'company', id: c.id, name: c.name }, by);
           return c;
         })
       : undefined;
@@ -142,7 +143,8 @@ export function createCompanyService({ store, passwordHashCost, onTokensChanged 
     const changed = isUuid(id)
       ? await store.transaction(async (tx) => {
           const u = await tx.companies.setRole(id, companyId, role);
-          if (u && u.previous_role !== role) await record(tx, companyId, 'person.role_changed', { type: 'person', id: u.id, name: u.email }, by);
+          if (u && u.previous_role !== role)
+            await record(tx, companyId, 'person.role_changed', { type: 'person', id: u.id, name: u.email }, by);
           return u;
         })
       : undefined;

@@ -1,7 +1,7 @@
 import { CLI_ACTOR, SYSTEM_ACTOR, type AuditActor, type AuditEventInput } from '../audit/audit';
 import type { Claim } from '../claims/claim';
 import type { DocumentHasher } from '../clients/identity';
-import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
+import { pageOf, pageRequest } from '../paging';
 import { minusYears } from '../dates';
 import { AppError, validationError, type FieldErrors } from '../errors';
 import { isUuid, newId } from '../ids';
@@ -49,7 +49,12 @@ export type RegistryServiceDeps = {
 
 export const MAX_PURGE_BATCH = 10_000;
 
-export type PurgeResult = PurgeCounts & { claims_before: string; lookups_before: string; audit_events: number; audit_before: string | null };
+export type PurgeResult = PurgeCounts & {
+  claims_before: string;
+  lookups_before: string;
+  audit_events: number;
+  audit_before: string | null;
+};
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
 
 /**
@@ -87,18 +92,8 @@ export function purposeOrThrow(value: unknown): string | null {
   return purpose;
 }
 
-function page<T extends { position: Position }>(rows: T[], limit: number) {
-  const slice = rows.slice(0, limit);
-  const next = rows.length > limit ? encodeCursor(slice.at(-1)!.position) : null;
-  return { data: slice.map(({ position: _p, ...row }) => row), meta: { next_cursor: next } };
-}
-
-function positionOf(cursor: string | undefined): Position | undefined {
-  if (!cursor) return undefined;
-  const after = decodeCursor(cursor);
-  if (!after) throw validationError({ cursor: [invalidCursorMessage] });
-  return after;
-}
+/** A page of look-up log rows, without their positions. */
+const page = <T extends { position: Position }>(rows: T[], limit: number) => pageOf(rows, limit, ({ position: _p, ...row }) => row);
 
 export function createRegistryService(deps: RegistryServiceDeps) {
   const { registry, hashDocument, today, timeZone, searchHistoryYears } = deps;
@@ -156,11 +151,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     principal: Principal,
     opts: { cursor?: string | undefined; limit: number },
   ): Promise<{ data: Lookup[]; meta: { next_cursor: string | null } }> {
-    const rows = await registry.listLookups(principal.companyId, {
-      after: positionOf(opts.cursor),
-      limit: opts.limit + 1,
-      since: logSince(),
-    });
+    const rows = await registry.listLookups(principal.companyId, { ...pageRequest(opts), since: logSince() });
     return page(rows, opts.limit);
   }
 
@@ -170,8 +161,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     opts: { cursor?: string | undefined; limit: number },
   ): Promise<{ data: ClaimLookup[]; meta: { next_cursor: string | null } }> {
     if (!isUuid(id)) throw notFound();
-    const after = positionOf(opts.cursor);
-    const rows = await registry.claimLookups(id, principal.companyId, { after, limit: opts.limit + 1, since: logSince() });
+    const rows = await registry.claimLookups(id, principal.companyId, { ...pageRequest(opts), since: logSince() });
     if (!rows) throw notFound();
     return page(rows, opts.limit);
   }

@@ -131,11 +131,12 @@ export const tokenMessages = {
 
 function parseScopes(raw: unknown): TokenScope[] {
   if (raw === undefined) return [...TOKEN_SCOPES];
-  const list = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',').map((s) => s.trim()) : [];
+  const list: unknown[] = Array.isArray(raw) ? (raw as unknown[]) : typeof raw === 'string' ? raw.split(',').map((s) => s.trim()) : [];
   const scopes = list.filter((s) => s !== '');
   if (scopes.length === 0) throw validationError({ scopes: [tokenMessages.scopes] });
   const unknown = scopes.find((s) => !isTokenScope(s));
-  if (unknown !== undefined) throw validationError({ scopes: [tokenMessages.unknownScope(String(unknown).slice(0, 40))] });
+  if (unknown !== undefined)
+    throw validationError({ scopes: [tokenMessages.unknownScope(typeof unknown === 'string' ? unknown.slice(0, 40) : typeof unknown)] });
   return TOKEN_SCOPES.filter((s) => scopes.includes(s));
 }
 

@@ -131,7 +131,14 @@ export function createWebhookService(deps: {
   sendOnce?: SendOnce;
 }) {
   const { webhooks, allowPrivate } = deps;
-  const audit = (tx: WebhookTx, companyId: string, action: 'webhook.created' | 'webhook.deleted', id: string, url: string, by: WebhookActBy) => {
+  const audit = (
+    tx: WebhookTx,
+    companyId: string,
+    action: 'webhook.created' | 'webhook.deleted',
+    id: string,
+    url: string,
+    by: WebhookActBy,
+  ) => {
     const origin = by.origin ?? NO_ORIGIN;
     return tx.audit.record({
       companyId,

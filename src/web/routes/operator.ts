@@ -79,7 +79,7 @@ export async function operatorRoutes(app: FastifyInstance) {
           : text(q, 'added') === '1'
             ? 'The person was added.'
             : text(q, 'suspended') === '1'
-              ? "The company is suspended: its tokens get 403 company_suspended and its people cannot sign in. Its claims stay."
+              ? 'The company is suspended: its tokens get 403 company_suspended and its people cannot sign in. Its claims stay.'
               : text(q, 'resumed') === '1'
                 ? 'The company is resumed: its tokens and people work again.'
                 : null;
@@ -129,7 +129,8 @@ export async function operatorRoutes(app: FastifyInstance) {
     const form = { email: text(body, 'email', 300), role: text(body, 'role', 20) };
     const password = typeof body?.password === 'string' ? body.password : '';
     try {
-      if (!isCompanyRole(form.role)) throw new AppError('VALIDATION_FAILED', 'Choose a role.', { role: ['Choose viewer, member or admin.'] });
+      if (!isCompanyRole(form.role))
+        throw new AppError('VALIDATION_FAILED', 'Choose a role.', { role: ['Choose viewer, member or admin.'] });
       const created = await companies.createUser({ companyId: company.id, email: form.email, password, role: form.role, by: by(request) });
       request.log.info({ userId: created.user.id, companyId: company.id }, 'person added by the operator');
       if (!created.password) return reply.redirect(`/operator/companies/${company.id}?added=1`, 303);
@@ -161,7 +162,10 @@ export async function operatorRoutes(app: FastifyInstance) {
     async (request, reply) => {
       const { id, personId } = request.params as { id: string; personId: string };
       const company = await companies.getCompany(id);
-      await companies.removeUser(personId, company.id, { keepTokens: text(request.body as FormBody, 'keep_tokens') === '1', ...by(request) });
+      await companies.removeUser(personId, company.id, {
+        keepTokens: text(request.body as FormBody, 'keep_tokens') === '1',
+        ...by(request),
+      });
       request.log.info({ userId: personId, companyId: company.id }, 'person removed by the operator');
       return reply.redirect(`/operator/companies/${company.id}?removed=1`, 303);
     },

@@ -58,7 +58,8 @@ export async function peopleRoutes(app: FastifyInstance) {
     const form = { email: text(body, 'email', 300), role: text(body, 'role', 20) };
     const password = typeof body?.password === 'string' ? body.password : '';
     try {
-      if (!isCompanyRole(form.role)) throw new AppError('VALIDATION_FAILED', 'Choose a role.', { role: ['Choose viewer, member or admin.'] });
+      if (!isCompanyRole(form.role))
+        throw new AppError('VALIDATION_FAILED', 'Choose a role.', { role: ['Choose viewer, member or admin.'] });
       const created = await companies.createUser({
         companyId: user.companyId,
         email: form.email,

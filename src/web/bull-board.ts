@@ -4,9 +4,9 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 
-import { auditOrigin } from '../../audit-origin';
-import { operatorActor, type AuditAction } from '../../domain/audit/audit';
-import { operatorOf, operatorSessionHook } from '../../web/operator-guard';
+import { auditOrigin } from '../audit-origin';
+import { operatorActor, type AuditAction } from '../domain/audit/audit';
+import { operatorOf, operatorSessionHook } from './operator-guard';
 
 export const BULL_BOARD_PATH = '/admin/queues';
 
