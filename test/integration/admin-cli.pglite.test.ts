@@ -112,6 +112,76 @@ describe('admin CLI (embedded database)', () => {
   );
 
   it(
+    'user:create --role viewer, token:create --scopes --expires-in-days, company:suspend/resume, and audit:export --jsonl of it all',
+    async () => {
+      const viewer = await admin(
+        dataDir,
+        'user:create',
+        '--company',
+        company().id,
+        '--email',
+        'viewer@cli.example',
+        '--role',
+        'viewer',
+        '--json',
+      );
+      expect(viewer.code, viewer.stderr).toBe(0);
+      const password = JSON.parse(viewer.stdout).password as string;
+      expect(JSON.parse(viewer.stdout)).toMatchObject({ role: 'viewer' });
+      const badRole = await admin(dataDir, 'user:create', '--company', company().id, '--email', 'x@cli.example', '--role', 'owner');
+      expect(badRole.code).toBe(2);
+      expect(badRole.stderr).toContain('--role must be admin, member or viewer.');
+
+      const scoped = await admin(
+        dataDir,
+        'token:create',
+        '--company',
+        company().id,
+        '--name',
+        'reader',
+        '--scopes',
+        'search,logs:read',
+        '--expires-in-days',
+        '7',
+        '--json',
+      );
+      expect(scoped.code, scoped.stderr).toBe(0);
+      const token = JSON.parse(scoped.stdout) as { scopes: string[]; expires_at: string; token: string };
+      expect(token.scopes).toEqual(['search', 'logs:read']);
+      expect((Date.parse(token.expires_at) - Date.now()) / 86_400_000).toBeCloseTo(7, 1);
+      const tooLong = await admin(dataDir, 'token:create', '--company', company().id, '--name', 'long', '--expires-in-days', '400');
+      expect(tooLong.code).toBe(1);
+      expect(tooLong.stderr).toContain('A token may live at most 366 days');
+      const badScope = await admin(dataDir, 'token:create', '--company', company().id, '--name', 'bad', '--scopes', 'everything');
+      expect(badScope.code).toBe(1);
+      expect(badScope.stderr).toContain('The scope everything is not one of');
+
+      const suspended = await admin(dataDir, 'company:suspend', '--company', company().id, '--json');
+      expect(suspended.code, suspended.stderr).toBe(0);
+      expect(JSON.parse(suspended.stdout)).toMatchObject({ id: company().id, suspended_at: expect.any(String) });
+      const resumed = await admin(dataDir, 'company:resume', '--company', company().id, '--json');
+      expect(JSON.parse(resumed.stdout)).toMatchObject({ id: company().id, suspended_at: null });
+
+      const exported = await admin(dataDir, 'audit:export', '--company', company().id, '--since', '2000-01-01', '--jsonl');
+      expect(exported.code, exported.stderr).toBe(0);
+      const events = exported.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { action: string; actor: unknown; ip: unknown; request_id: unknown });
+      expect(events.map((e) => e.action).slice(0, 4)).toEqual(['company.resumed', 'company.suspended', 'token.created', 'person.created']);
+      for (const e of events) {
+        expect(e).toMatchObject({ actor: { type: 'operator', id: null, name: 'command line' }, ip: null, request_id: null });
+      }
+      for (const secret of [password, token.token]) expect(exported.stdout).not.toContain(secret);
+      const future = await admin(dataDir, 'audit:export', '--company', company().id, '--since', '2999-01-01', '--jsonl');
+      expect(future.stdout).toBe('');
+      const noJsonl = await admin(dataDir, 'audit:export', '--company', company().id);
+      expect(noJsonl.code).toBe(2);
+    },
+    10 * SPAWN_TIMEOUT,
+  );
+
+  it(
     'refuses with a clear message while another process holds the embedded database',
     async () => {
       const held = await openDb({ kind: 'pglite', dataDir: path.join(dataDir, 'pgdata') });
