@@ -208,6 +208,8 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
       alerts_deleted: 2, // A's alert about B's later claim on xOld's plate, B's alert about yOld
       claims_dated_before: minusYears(today(), 6),
       lookups_created_before: expect.any(String),
+      audit_events_deleted: 0,
+      audit_events_created_before: expect.any(String),
     });
     expect(JSON.parse(again.stdout)).toMatchObject({ claims_deleted: 0, clients_deleted: 0, lookups_deleted: 0, alerts_deleted: 0 });
   });
