@@ -13,7 +13,7 @@ import { compileInput } from './domain/validation';
 import { authPlugin } from './api/plugins/auth';
 import { errorHandlerPlugin } from './api/plugins/error-handler';
 import { claimSchema, clientSchema } from './api/schemas/claims';
-import { addSharedSchemas, errorBody, errorSchema } from './api/schemas/common';
+import { addSharedSchemas, documentHeaders, errorBody, errorSchema } from './api/schemas/common';
 import { routeKey, scopeOfRoute } from './api/route-scopes';
 import { metricsPlugin } from './api/plugins/metrics';
 import { claimRoutes } from './api/routes/claims';
@@ -159,6 +159,8 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   await app.register(swagger, {
     // Only tagged routes (the /api/v1 resources) are part of the API reference; dashboard pages are not.
     hideUntagged: true,
+    // Each API answer's headers (request id, WWW-Authenticate, Retry-After, ...) declared in one place.
+    transform: ({ schema, url }) => ({ schema: url.startsWith('/api/v1/') ? documentHeaders(schema) : schema, url }),
     // Component schemas keep the names they were added under (Claim, Client, Error, ...).
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {

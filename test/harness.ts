@@ -10,6 +10,8 @@ import { openDb } from '../src/db/db';
 import { todayIn } from '../src/domain/dates';
 import { createDeps, type Deps, type DepsOptions } from '../src/deps';
 
+import { checkResponsesAgainstOpenApi } from './openapi-conformance';
+
 export const TEST_HASH_KEY = 'test-document-hash-key-0123456789abcdef';
 /** scrypt N = 2^10 in tests: fast; production's floor is 2^15 (PASSWORD_HASH_COST). */
 export const TEST_PASSWORD_HASH_COST = 10;
@@ -75,6 +77,7 @@ export async function createTestContext(
     deps.startWebhookDelivery();
   }
   const app = await buildApp(deps, { logger });
+  const conformance = checkResponsesAgainstOpenApi(app);
   await app.ready();
   let n = 0;
   return {
@@ -94,6 +97,9 @@ export async function createTestContext(
         await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
         await admin.close();
       }
+      // Every answer this file's tests got, against the OpenAPI document (test/openapi-conformance.ts).
+      const { mismatches } = conformance;
+      if (mismatches.length > 0) throw new Error(`Answers the OpenAPI document does not describe:\n${[...new Set(mismatches)].join('\n')}`);
     },
   };
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 
 import { claimIdParams } from '../schemas/claims';
-import { commonErrors, errorBody, pageQuery } from '../schemas/common';
+import { bodyErrors, commonErrors, errorBody, pageQuery } from '../schemas/common';
 import type { ApiTypeProvider } from '../schemas/type-provider';
 import { claimLookupPage, lookupPage, matchesQuery, matchesResult, searchByPersonBody, searchByPersonResult } from '../schemas/registry';
 
@@ -52,7 +52,7 @@ export async function registryRoutes(fastify: FastifyInstance) {
         tags: ['registry'],
         security,
         body: searchByPersonBody,
-        response: { 200: searchByPersonResult, ...commonErrors },
+        response: { 200: searchByPersonResult, ...commonErrors, ...bodyErrors },
       },
     },
     async (request) => registry.searchByPerson(request.principal, request.body),
