@@ -21,6 +21,7 @@ import { importRoutes } from './api/routes/imports';
 import { registryRoutes } from './api/routes/registry';
 import { alertRoutes } from './api/routes/alerts';
 import { alertSchema } from './api/schemas/alerts';
+import { incidentSchema, networkSchema } from './api/schemas/registry';
 import { lookupBatchRoutes } from './api/routes/lookup-batches';
 import { lookupBatchSchema } from './api/schemas/lookup-batches';
 import { qualityRoutes } from './api/routes/quality';
@@ -152,7 +153,17 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   });
   await app.register(errorHandlerPlugin);
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
-  addSharedSchemas(app, [errorSchema, clientSchema, claimSchema, alertSchema, lookupBatchSchema, qualityReportSchema, auditEventSchema]);
+  addSharedSchemas(app, [
+    errorSchema,
+    clientSchema,
+    claimSchema,
+    alertSchema,
+    lookupBatchSchema,
+    qualityReportSchema,
+    incidentSchema,
+    networkSchema,
+    auditEventSchema,
+  ]);
   await app.register(metricsPlugin);
   await app.register(authPlugin);
 

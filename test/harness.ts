@@ -8,6 +8,7 @@ import { buildApp } from '../src/app';
 import { loadConfig, type Config } from '../src/config';
 import { openDb } from '../src/db/db';
 import { todayIn } from '../src/domain/dates';
+import type { Principal } from '../src/domain/principal';
 import { createDeps, type Deps, type DepsOptions } from '../src/deps';
 
 import { checkResponsesAgainstOpenApi } from './openapi-conformance';
@@ -125,6 +126,14 @@ export function claimBody(overrides: Record<string, unknown> = {}, clientOverrid
 /** The ISO date `days` after the given one (negative: before). */
 export const addDays = (iso: string, days: number): string =>
   new Date(Date.parse(`${iso}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+
+/** A company acting as itself, as the domain services take it (no token, no person). */
+export const companyPrincipal = (c: { id: string; name: string }): Principal => ({
+  companyId: c.id,
+  companyName: c.name,
+  tokenId: null,
+  userId: null,
+});
 
 /** A company as ctx.newCompany() returns it. */
 export type Company = Awaited<ReturnType<TestContext['newCompany']>>;

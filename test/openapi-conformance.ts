@@ -17,7 +17,15 @@ type Doc = {
 type ResponseDoc = { content?: Record<string, { schema?: object }>; headers?: Record<string, unknown> };
 
 /** Headers a client acts on: each one sent must be documented on that answer. */
-const ACTED_ON = ['location', 'www-authenticate', 'retry-after', 'idempotent-replayed', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'];
+const ACTED_ON = [
+  'location',
+  'www-authenticate',
+  'retry-after',
+  'idempotent-replayed',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+];
 
 /** `/api/v1/claims/:id/status` as the document writes it: `/api/v1/claims/{id}/status`. */
 const openApiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/gu, '{$1}');
@@ -43,7 +51,7 @@ export function checkResponsesAgainstOpenApi(app: FastifyInstance): { mismatches
     if (!route?.startsWith('/api/v1/') || route === '/api/v1/openapi.json') return payload;
     if (!doc) {
       doc = JSON.parse(JSON.stringify(app.swagger())) as Doc;
-      ajv.addSchema(doc as object, 'openapi.json');
+      ajv.addSchema(doc, 'openapi.json');
     }
     const path = openApiPath(route);
     const method = request.method.toLowerCase();

@@ -242,8 +242,12 @@ export async function importRoutes(fastify: FastifyInstance) {
         security,
         params: importIdParams,
         response: {
-          200: { description: 'Cancelled', ...importEnvelope },
-          202: { description: 'Cancelling: the chunks in flight finish or roll back, then it stops', ...importEnvelope },
+          200: { description: 'Cancelled', ...importEnvelope, headers: locationHeader },
+          202: {
+            description: 'Cancelling: the chunks in flight finish or roll back, then it stops',
+            ...importEnvelope,
+            headers: locationHeader,
+          },
           409: { description: 'The import has already finished', ...errorBody },
           ...commonErrors,
           ...notFound,
