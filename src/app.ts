@@ -127,7 +127,8 @@ function scopeRefusal(scope: string | undefined, own: unknown) {
   const text =
     `${ownText ? `${ownText}; or ` : ''}the token lacks the scope ${scope ?? '(none declared)'} (insufficient_scope, with ` +
     `WWW-Authenticate: Bearer error="insufficient_scope", scope="${scope ?? ''}"); or the company is suspended (company_suspended)`;
-  return { description: text, ...errorBody };
+  const header = { type: 'string', description: 'On insufficient_scope: `Bearer error="insufficient_scope", scope="<scope>"`.' };
+  return { description: text, ...errorBody, headers: { 'www-authenticate': header } };
 }
 
 export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions): Promise<FastifyInstance> {
