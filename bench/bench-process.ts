@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { Queryable } from '../src/db/db';
 import { createTokenRepository } from '../src/db/token-repository';
+import { TOKEN_SCOPES } from '../src/domain/tokens/scopes';
 import { TOKEN_PREFIX } from '../src/domain/tokens/token-service';
 
 export const freePort = () => 20_000 + Math.floor(Math.random() * 40_000);
@@ -85,6 +86,8 @@ export async function createBenchToken(db: Queryable, companyId: string, name: s
     name,
     hash: createHash('sha256').update(token).digest('hex'),
     prefix: token.slice(0, TOKEN_PREFIX.length + 6),
+    scopes: [...TOKEN_SCOPES],
+    expiresAt: null,
     createdByUserId: null,
   });
   return { id: record.id, token };

@@ -13,7 +13,8 @@ import { authPlugin } from './api/plugins/auth';
 import { rateLimitsPlugin } from './api/plugins/rate-limits';
 import { errorHandlerPlugin } from './api/plugins/error-handler';
 import { claimSchema, clientSchema } from './api/schemas/claims';
-import { addSharedSchemas, documentHeaders, errorSchema } from './api/schemas/common';
+import { addSharedSchemas, documentHeaders, errorBody, errorSchema } from './api/schemas/common';
+import { routeKey, scopeOfRoute } from './api/route-scopes';
 import { metricsPlugin } from './api/plugins/metrics';
 import { uploadGuardPlugin } from './upload-guard';
 import { claimRoutes } from './api/routes/claims';
@@ -25,10 +26,16 @@ import { incidentSchema, networkSchema } from './api/schemas/registry';
 import { lookupBatchRoutes } from './api/routes/lookup-batches';
 import { lookupBatchSchema } from './api/schemas/lookup-batches';
 import { qualityRoutes } from './api/routes/quality';
+import { auditRoutes } from './api/routes/audit';
+import { auditEventSchema } from './api/schemas/audit';
 import { qualityReportSchema } from './api/schemas/quality';
 import { dashboardPlugin } from './web/index';
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** `METHOD /api/v1/...` of every API route registered (route-scopes.ts keys). */
+    apiRoutes: string[];
+  }
   interface FastifyInstance {
     deps: Deps;
   }
@@ -115,6 +122,16 @@ export function validatorCompiler() {
     httpPart === 'body' ? compileInput(schema) : coercing.compile(schema);
 }
 
+/** The 403 of a token route: its own (if it has one), the missing scope, a suspended company. */
+function scopeRefusal(scope: string | undefined, own: unknown) {
+  const ownText = (own as { description?: string } | undefined)?.description;
+  const text =
+    `${ownText ? `${ownText}; or ` : ''}the token lacks the scope ${scope ?? '(none declared)'} (insufficient_scope, with ` +
+    `WWW-Authenticate: Bearer error="insufficient_scope", scope="${scope ?? ''}"); or the company is suspended (company_suspended)`;
+  const header = { type: 'string', description: 'On insufficient_scope: `Bearer error="insufficient_scope", scope="<scope>"`.' };
+  return { description: text, ...errorBody, headers: { 'www-authenticate': header } };
+}
+
 export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
@@ -148,6 +165,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     qualityReportSchema,
     incidentSchema,
     networkSchema,
+    auditEventSchema,
   ]);
   await app.register(metricsPlugin);
   await app.register(rateLimitsPlugin);
@@ -177,8 +195,22 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } });
 
+  // Every /api/v1 route (method and pattern), for the scope matrix test; and each token route's
+  // OpenAPI `security` names the scope route-scopes.ts gives it, with the 403 it may answer.
+  app.decorate('apiRoutes', [] as string[]);
   await app.register(
     async (api) => {
+      api.addHook('onRoute', (route) => {
+        for (const method of [route.method].flat()) {
+          if (method === 'HEAD') continue;
+          app.apiRoutes.push(routeKey(method, route.url));
+          const scope = scopeOfRoute(method, route.url);
+          const schema = route.schema as { security?: unknown; response?: Record<string, unknown> } | undefined;
+          if (!schema?.security) continue;
+          schema.security = [{ bearerAuth: scope ? [scope] : [] }];
+          schema.response = { ...schema.response, 403: scopeRefusal(scope, schema.response?.[403]) };
+        }
+      });
       // The API takes JSON (and multipart for uploads): Fastify's default text/plain parser would
       // hand a string to the body schema and answer 422 where the body's type is the problem (415).
       api.removeContentTypeParser('text/plain');
@@ -189,6 +221,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
       await api.register(alertRoutes);
       await api.register(lookupBatchRoutes);
       await api.register(qualityRoutes);
+      await api.register(auditRoutes);
     },
     { prefix: '/api/v1' },
   );
@@ -220,6 +253,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     return { status: 'ready' };
   });
 
+  app.decorate('dashboardRoutes', [] as string[]);
   await app.register(dashboardPlugin);
   if (extraRoutes) await extraRoutes(app);
   return app;

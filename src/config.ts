@@ -64,6 +64,9 @@ const envSchema = {
     PASSWORD_HASH_COST: { type: 'integer', minimum: 15, maximum: 17, default: 15 },
     RETENTION_YEARS: { type: 'integer', minimum: 1, maximum: 100, default: 6 },
     LOOKUP_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36_500, default: 730 },
+    AUDIT_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36_500, default: 730 },
+    // The longest lifetime a new API token may have; 0 = no limit (then "never expires" is offered).
+    TOKEN_MAX_LIFETIME_DAYS: { type: 'integer', minimum: 0, maximum: 36_500, default: 366 },
     METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     WORKER_METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     PROCESS_NAME: { type: 'string', pattern: '^[A-Za-z0-9_.:@/-]{1,100}$' },
@@ -132,6 +135,10 @@ export type Config = Readonly<{
   retentionYears: number;
   /** Look-up log entries older than this many days are deleted by the retention purge. */
   lookupRetentionDays: number;
+  /** Audit events older than this many days go in the daily purge. */
+  auditRetentionDays: number;
+  /** The longest lifetime of a new API token, in days; 0: no limit. */
+  tokenMaxLifetimeDays: number;
   /** Prometheus /metrics port of the API server (unset: no metrics served). */
   metricsPort: number | undefined;
   /** Prometheus /metrics port of `npm run worker` (unset: no metrics served). */
@@ -245,6 +252,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     passwordHashCost: v.PASSWORD_HASH_COST,
     retentionYears: v.RETENTION_YEARS,
     lookupRetentionDays: v.LOOKUP_RETENTION_DAYS,
+    auditRetentionDays: v.AUDIT_RETENTION_DAYS,
+    tokenMaxLifetimeDays: v.TOKEN_MAX_LIFETIME_DAYS,
     metricsPort: v.METRICS_PORT,
     workerMetricsPort: v.WORKER_METRICS_PORT,
     processName: v.PROCESS_NAME,

@@ -13,6 +13,7 @@ import { createRegistryRepository } from './db/registry-repository';
 import { createSearchRepository, hostOf, routeSearches } from './db/search-repository';
 import { createStore, type StoreTx } from './db/store';
 import { createAlertService } from './domain/alerts/alert-service';
+import { createAuditService } from './domain/audit/audit-service';
 import { createClaimService } from './domain/claims/claim-service';
 import { createLoggedPlateSearches } from './domain/claims/logged-plate-searches';
 import { createDocumentHasher, keyFingerprint } from './domain/clients/identity';
@@ -58,8 +59,9 @@ export type DepsOptions = {
   /** Tests only: the clock's date (YYYY-MM-DD) instead of today's in APP_TIMEZONE. */
   today?: () => string;
   /**
-   * Tests only: the clock's time (milliseconds since the epoch) for what counts hours and days:
-   * the identity-check budget, the retention of look-ups, delivery bodies and uploads.
+   * Tests only: the clock's time (milliseconds since the epoch) for what counts hours and days
+   * (the identity-check budget, the retention of look-ups, delivery bodies, uploads and audit
+   * events) and for token expiry, instead of Date.now.
    */
   now?: () => number;
   /** A long-running server: the embedded database's code is compiled optimized once, at start. */
@@ -175,7 +177,13 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     });
     const configuredStorage = createObjectStore(config);
     const storage = options.storage ? options.storage(configuredStorage) : configuredStorage;
+    const audit = createAuditService({
+      audit: store.audit,
+      retentionDays: config.auditRetentionDays,
+      ...(options.now ? { now: options.now } : {}),
+    });
     const registry = createRegistryService({
+      auditTrail: { purge: () => audit.purge(), record: (event) => store.audit.record(event) },
       registry: registryRepository,
       // The daily purge also removes uploaded files whose import or batch has ended (or that have none).
       sweepFiles: () =>
@@ -261,6 +269,8 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       store,
       sharedDatabase: db.kind === 'postgres',
       onUsageError: (err) => log.warn({ err }, 'could not record the last use of API tokens; will try again'),
+      maxLifetimeDays: config.tokenMaxLifetimeDays,
+      ...(options.now ? { now: options.now } : {}),
     });
     const metrics = createMetrics(
       {
@@ -308,18 +318,24 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       registry,
       lookupJournal,
       tokens,
-      companies: createCompanyService({ store, passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost }),
+      companies: createCompanyService({
+        store,
+        passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost,
+        onTokensChanged: () => tokens.forget(),
+      }),
       storage,
       importQueue,
       imports,
       metrics,
       diskFull,
       alerts: createAlertService({ alerts: store.alerts }),
+      audit,
       plateBatches,
       batchQueue,
       quality: createQualityService({ quality: createQualityRepository(db), timeZone: config.timezone }),
       webhooks: createWebhookService({
         webhooks: store.webhooks,
+        transaction: (fn) => store.transaction(fn),
         allowPrivate: config.webhookAllowPrivate,
         sendOnce: (d) => sendOnce(d, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutSeconds * 1000 }),
       }),

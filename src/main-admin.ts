@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 
 import pino from 'pino';
@@ -5,6 +6,8 @@ import pino from 'pino';
 import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
 import { createDeps, StartupError, type Deps } from './deps';
+import { CLI_ACTOR } from './domain/audit/audit';
+import { isCompanyRole } from './domain/companies/company-repository';
 import { AppError } from './domain/errors';
 import { createLogger } from './logger';
 
@@ -14,11 +17,15 @@ Commands:
   company:create --name NAME
   company:list
   company:limits --company ID --per-minute N|default   (API requests per token and minute; 0: no limit)
-  user:create --company ID --email EMAIL [--password PW] [--role admin|member]   (default role: admin)
+  company:suspend --company ID                   (its tokens get 403 company_suspended, its people cannot sign in)
+  company:resume --company ID
+  user:create --company ID --email EMAIL [--password PW] [--role admin|member|viewer]   (default role: admin)
   operator:create --email EMAIL [--password PW]
-  token:create --company ID --name NAME
+  token:create --company ID --name NAME [--scopes a,b,...] [--expires-in-days N]
+                                               (default: every scope, 90 days; at most TOKEN_MAX_LIFETIME_DAYS)
   token:list --company ID
   token:revoke ID
+  audit:export --company ID [--since YYYY-MM-DD] --jsonl   (the company's audit events, one JSON object a line, newest first)
   webhook:create --company ID --url URL          (the signing secret is printed once)
   webhook:list --company ID                       (endpoints, and recent deliveries with their outcomes)
   purge                                        (retention: removes what has expired now)
@@ -33,6 +40,9 @@ const COMMANDS = [
   'company:create',
   'company:list',
   'company:limits',
+  'company:suspend',
+  'company:resume',
+  'audit:export',
   'user:create',
   'operator:create',
   'token:create',
@@ -53,6 +63,10 @@ type Options = {
   url?: string;
   'per-minute'?: string;
   json?: boolean;
+  jsonl?: boolean;
+  scopes?: string;
+  'expires-in-days'?: string;
+  since?: string;
   'date-of-birth'?: string;
   'id-type'?: string;
   'id-number'?: string;
@@ -63,7 +77,8 @@ function need(value: string | undefined, flag: string): string {
   return value;
 }
 
-type Output = { json: unknown; text: string };
+/** What a command prints; `streamed`: it wrote its output itself (audit:export), line by line. */
+type Output = { json: unknown; text: string; streamed?: number };
 
 async function run(deps: Deps, command: string, args: string[], o: Options): Promise<Output> {
   switch (command) {
@@ -98,7 +113,7 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
     case 'operator:create': {
       const operator = command === 'operator:create';
       const role = operator ? 'operator' : (o.role ?? 'admin');
-      if (role !== 'operator' && role !== 'admin' && role !== 'member') throw new UsageError('--role must be admin or member.');
+      if (role !== 'operator' && !isCompanyRole(role)) throw new UsageError('--role must be admin, member or viewer.');
       const { user, password } = await deps.companies.createUser({
         companyId: operator ? null : need(o.company, 'company'),
         email: need(o.email, 'email'),
@@ -109,10 +124,17 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
       return { json, text: `Created ${user.role} ${user.email} (${user.id})${password ? `\nPassword (shown once): ${password}` : ''}` };
     }
     case 'token:create': {
-      const t = await deps.tokens.create(need(o.company, 'company'), need(o.name, 'name'));
+      const days = o['expires-in-days'];
+      if (days !== undefined && !/^\d{1,5}$/u.test(days)) throw new UsageError('--expires-in-days must be a whole number of days.');
+      const t = await deps.tokens.create(need(o.company, 'company'), need(o.name, 'name'), null, {
+        ...(o.scopes !== undefined ? { scopes: o.scopes } : {}),
+        ...(days !== undefined ? { lifetime: { days: Number(days) } } : {}),
+      });
       return {
-        json: { id: t.id, name: t.name, token: t.token },
-        text: `Created token "${t.name}" (${t.id}). Its value is shown once; store it now:\n${t.token}`,
+        json: { id: t.id, name: t.name, scopes: t.scopes, expires_at: t.expires_at, token: t.token },
+        text:
+          `Created token "${t.name}" (${t.id}) with scopes ${t.scopes.join(', ')}, expiring ${t.expires_at ?? 'never'}. ` +
+          `Its value is shown once; store it now:\n${t.token}`,
       };
     }
     case 'token:list': {
@@ -123,7 +145,7 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
           ? list
               .map(
                 (t) =>
-                  `${t.id}  ${t.token_prefix}…  ${t.name}  created ${t.created_at}  last used ${t.last_used_at ?? 'never'}${t.revoked_at ? '  REVOKED' : ''}`,
+                  `${t.id}  ${t.token_prefix}…  ${t.name}  [${t.scopes.join(',')}]  created ${t.created_at}  expires ${t.expires_at ?? 'never'}  last used ${t.last_used_at ?? 'never'}${t.revoked_at ? '  REVOKED' : ''}`,
               )
               .join('\n')
           : 'No tokens.',
@@ -133,8 +155,32 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
       const t = await deps.tokens.revoke(need(args[0], 'token id (as the argument)'), null);
       return { json: { id: t.id, name: t.name, revoked_at: t.revoked_at }, text: `Revoked token "${t.name}" (${t.id}).` };
     }
+    case 'company:suspend':
+    case 'company:resume': {
+      const id = need(o.company, 'company');
+      const c = command === 'company:suspend' ? await deps.companies.suspend(id) : await deps.companies.resume(id);
+      return {
+        json: { id: c.id, name: c.name, suspended_at: c.suspended_at },
+        text: c.suspended_at ? `Suspended ${c.name} (${c.id}) at ${c.suspended_at}.` : `Resumed ${c.name} (${c.id}).`,
+      };
+    }
+    case 'audit:export': {
+      const companyId = need(o.company, 'company');
+      if (!o.jsonl) throw new UsageError('audit:export writes JSON Lines: add --jsonl.');
+      await requireCompany(deps, companyId);
+      if (o.since !== undefined && (!/^\d{4}-\d{2}-\d{2}$/u.test(o.since) || Number.isNaN(Date.parse(`${o.since}T00:00:00Z`)))) {
+        throw new UsageError('--since must be a date, YYYY-MM-DD.');
+      }
+      const since = o.since === undefined ? undefined : `${o.since}T00:00:00Z`;
+      let n = 0;
+      for await (const { company_id: _c, ...event } of deps.audit.exportEvents(companyId, { since })) {
+        if (!process.stdout.write(`${JSON.stringify(event)}\n`)) await once(process.stdout, 'drain');
+        n++;
+      }
+      return { json: undefined, text: '', streamed: n };
+    }
     case 'purge': {
-      const r = await deps.registry.purge();
+      const r = await deps.registry.purge(CLI_ACTOR);
       return {
         json: {
           claims_deleted: r.claims,
@@ -148,9 +194,11 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
           lookups_created_before: r.lookups_before,
           webhook_bodies_finished_before: r.delivery_bodies_before,
           uploads_made_before: r.uploads_before,
+          audit_events_deleted: r.audit_events,
+          audit_events_created_before: r.audit_before,
         },
         text:
-          `Removed ${r.claims} claims dated before ${r.claims_before}, ${r.clients} clients left with no claim (with their documents), ${r.lookups} look-up entries, ${r.alerts} alerts of the expired claims, and ${r.files} uploaded files of ended imports and batch look-ups; ` +
+          `Removed ${r.claims} claims dated before ${r.claims_before}, ${r.clients} clients left with no claim (with their documents), ${r.lookups} look-up entries, ${r.alerts} alerts of the expired claims, ${r.files} uploaded files of ended imports and batch look-ups, and ${r.audit_events} audit events created before ${r.audit_before ?? '-'}; ` +
           `deleted the bodies of ${r.delivery_bodies} webhook deliveries finished before ${r.delivery_bodies_before} and ${r.uploads} dashboard uploads never confirmed (uploaded before ${r.uploads_before}).`,
       };
     }
@@ -225,6 +273,10 @@ async function main(): Promise<number> {
         role: { type: 'string' },
         url: { type: 'string' },
         'per-minute': { type: 'string' },
+        scopes: { type: 'string' },
+        'expires-in-days': { type: 'string' },
+        since: { type: 'string' },
+        jsonl: { type: 'boolean' },
         'date-of-birth': { type: 'string' },
         'id-type': { type: 'string' },
         'id-number': { type: 'string' },
@@ -251,7 +303,7 @@ async function main(): Promise<number> {
       logger: createLogger(config.logLevel, pino.destination({ fd: 2, sync: true })),
     });
     const out = await run(deps, command, args, parsed.values);
-    console.log(parsed.values.json ? JSON.stringify(out.json) : out.text);
+    if (out.streamed === undefined) console.log(parsed.values.json ? JSON.stringify(out.json) : out.text);
     return 0;
   } catch (err) {
     if (err instanceof UsageError) console.error(`${err.message}\n\n${USAGE}`);

@@ -43,7 +43,7 @@ export async function createTestContext(
     logger?: Logger;
     /** The service's "today" (YYYY-MM-DD); default: the real date in APP_TIMEZONE. */
     today?: () => string;
-    /** The service's time (ms since the epoch) for hours and days (budgets, retention); default: the real time. */
+    /** The service's time (ms since the epoch) for hours and days (budgets, retention) and token expiry; default: the real time. */
     now?: () => number;
     /** Called right after each import chunk commits (0-based), before its progress is reported. */
     afterChunkCommit?: DepsOptions['afterChunkCommit'];

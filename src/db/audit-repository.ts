@@ -1,10 +1,8 @@
 import type { AuditEvent, AuditEventInput, AuditPosition, AuditRepository } from '../domain/audit/audit';
 import { newId } from '../domain/ids';
+import { isoTime } from './columns';
 import type { Queryable } from './db';
-
-const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-/** The keyset position: microseconds, so that two events of one second keep their order. */
-const POSITION_TS = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+import { olderThan, positionParams, positionTs } from './keyset';
 
 const INSERT = `INSERT INTO audit_events
   (id, company_id, action, actor_type, actor_id, actor_name, target_type, target_id, target_name, ip, request_id)
@@ -12,21 +10,21 @@ const INSERT = `INSERT INTO audit_events
 
 /**
  * One statement per filter combination (company or all, action or not), each keeping its own
- * index range in a prepared plan. The position is compared as text cast to timestamptz and uuid,
- * so the driver never rounds it.
+ * index range in a prepared plan; the keyset comparison is the lists' one (keyset.ts).
  */
 function listQuery(byCompany: boolean, byAction: boolean): string {
   const where = [
-    byCompany ? 'company_id = $1::uuid' : '$1::uuid IS NULL',
-    byAction ? 'action = $2' : '$2::text IS NULL',
-    '($3::text IS NULL OR (created_at, id) < ($3::text::timestamptz, $4::text::uuid))',
-    '($5::text IS NULL OR created_at >= $5::text::timestamptz)',
+    byCompany ? 'e.company_id = $1::uuid' : '$1::uuid IS NULL',
+    byAction ? 'e.action = $2' : '$2::text IS NULL',
+    olderThan('e', '$3', '$4'),
+    '($5::text IS NULL OR e.created_at >= $5::text::timestamptz)',
   ];
-  return `SELECT id, company_id, action, actor_type, actor_id, actor_name, target_type, target_id, target_name, ip, request_id,
-      ${TS('created_at')} AS created_at, ${POSITION_TS} AS position_ts
-    FROM audit_events
+  return `SELECT e.id, e.company_id, e.action, e.actor_type, e.actor_id, e.actor_name, e.target_type, e.target_id, e.target_name,
+      e.ip, e.request_id,
+      ${isoTime('e.created_at')} AS created_at, ${positionTs('e.created_at')} AS position_ts
+    FROM audit_events e
    WHERE ${where.join(' AND ')}
-   ORDER BY created_at DESC, id DESC
+   ORDER BY e.created_at DESC, e.id DESC
    LIMIT $6`;
 }
 const LISTS = {
@@ -85,7 +83,7 @@ export function createAuditRepository(db: Queryable): AuditRepository {
 
     async list({ companyId, action, after, since, limit }) {
       const sql = companyId === null ? (action ? LISTS.allAction : LISTS.all) : action ? LISTS.companyAction : LISTS.company;
-      const rows = await db.query<Row>(sql, [companyId, action ?? null, after?.ts ?? null, after?.id ?? null, since ?? null, limit]);
+      const rows = await db.query<Row>(sql, [companyId, action ?? null, ...positionParams(after), since ?? null, limit]);
       return rows.map(toEvent);
     },
 

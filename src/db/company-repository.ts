@@ -1,27 +1,25 @@
 import type { CompanyRecord, CompanyRepository, UserRecord, UserRole } from '../domain/companies/company-repository';
 import type { Queryable } from './db';
 import { isoTime } from './columns';
+import { bumpRevocationVersion, REVOCATION_VERSION_KEY } from './token-repository';
 
 const USER_COLUMNS = `id, company_id, email, role, ${isoTime('created_at')} AS created_at`;
+const COMPANY_COLUMNS = `id, name, ${isoTime('created_at')} AS created_at, ${isoTime('suspended_at')} AS suspended_at`;
 
 export function createCompanyRepository(db: Queryable): CompanyRepository {
   return {
     async insert(name: string): Promise<CompanyRecord | undefined> {
       const rows = await db.query<CompanyRecord>(
-        `INSERT INTO companies (name) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id, name, ${isoTime('created_at')} AS created_at`,
+        `INSERT INTO companies (name) VALUES ($1) ON CONFLICT DO NOTHING RETURNING ${COMPANY_COLUMNS}`,
         [name],
       );
       return rows[0];
     },
     async list(): Promise<CompanyRecord[]> {
-      return db.query<CompanyRecord>(
-        `SELECT id, name, ${isoTime('created_at')} AS created_at FROM companies ORDER BY lower(name) LIMIT 1000`,
-      );
+      return db.query<CompanyRecord>(`SELECT ${COMPANY_COLUMNS} FROM companies ORDER BY lower(name) LIMIT 1000`);
     },
     async findById(id: string): Promise<CompanyRecord | undefined> {
-      const rows = await db.query<CompanyRecord>(`SELECT id, name, ${isoTime('created_at')} AS created_at FROM companies WHERE id = $1`, [
-        id,
-      ]);
+      const rows = await db.query<CompanyRecord>(`SELECT ${COMPANY_COLUMNS} FROM companies WHERE id = $1`, [id]);
       return rows[0];
     },
 
@@ -76,6 +74,64 @@ export function createCompanyRepository(db: Queryable): CompanyRepository {
         `INSERT INTO company_rate_limits (company_id, per_minute) VALUES ($1, $2)
          ON CONFLICT (company_id) DO UPDATE SET per_minute = EXCLUDED.per_minute, updated_at = now()`,
         [companyId, perMinute],
+      );
+    },
+
+    async setRole(id, companyId, role) {
+      const rows = await db.query<UserRecord & { previous_role: UserRole }>(
+        `UPDATE users u SET role = $3 FROM (SELECT id, role FROM users WHERE id = $1 AND company_id = $2 FOR UPDATE) old
+          WHERE u.id = old.id
+          RETURNING u.id, u.company_id, u.email, u.role, ${isoTime('u.created_at')} AS created_at, old.role AS previous_role`,
+        [id, companyId, role],
+      );
+      return rows[0];
+    },
+
+    async setSuspended(id, suspended) {
+      const rows = await db.query<CompanyRecord>(
+        `WITH changed AS (
+           UPDATE companies SET suspended_at = CASE WHEN $2::boolean THEN coalesce(suspended_at, now()) END
+            WHERE id = $1 RETURNING ${COMPANY_COLUMNS}
+         ), version AS (${bumpRevocationVersion('changed', '$3')}),
+         signed_out AS (
+           DELETE FROM web_sessions s USING users u
+            WHERE $2::boolean AND s.user_id = u.id AND u.company_id IN (SELECT id FROM changed)
+         )
+         SELECT * FROM changed`,
+        [id, suspended, REVOCATION_VERSION_KEY],
+      );
+      return rows[0];
+    },
+
+    async madeBy(userId, companyId) {
+      const [tokens, webhooks] = [
+        await db.query<{ id: string; name: string }>(
+          `SELECT id, name FROM api_tokens WHERE created_by_user_id = $1 AND company_id = $2 AND revoked_at IS NULL
+            ORDER BY created_at, id`,
+          [userId, companyId],
+        ),
+        await db.query<{ id: string; url: string }>(
+          'SELECT id, url FROM webhook_endpoints WHERE created_by_user_id = $1 AND company_id = $2 ORDER BY created_at, id',
+          [userId, companyId],
+        ),
+      ];
+      return { tokens, webhooks };
+    },
+
+    async handOver(userId, companyId, heirId, keepTokens) {
+      return db.query<{ id: string; name: string }>(
+        `WITH revoked AS (
+           UPDATE api_tokens SET revoked_at = now()
+            WHERE NOT $4::boolean AND created_by_user_id = $1 AND company_id = $2 AND revoked_at IS NULL
+           RETURNING id, name
+         ), kept AS (
+           UPDATE api_tokens SET created_by_user_id = $3::uuid
+            WHERE $4::boolean AND created_by_user_id = $1 AND company_id = $2
+         ), hooks AS (
+           UPDATE webhook_endpoints SET created_by_user_id = $3::uuid WHERE created_by_user_id = $1 AND company_id = $2
+         ), version AS (${bumpRevocationVersion('revoked', '$5')})
+         SELECT id, name FROM revoked ORDER BY name, id`,
+        [userId, companyId, heirId, keepTokens, REVOCATION_VERSION_KEY],
       );
     },
   };

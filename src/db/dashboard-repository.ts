@@ -57,7 +57,7 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
       const rows = await db.query<{ id: string; email: string; role: UserRole; company_id: string | null; company_name: string | null }>(
         `SELECT u.id, u.email, u.role, u.company_id, co.name AS company_name
            FROM users u LEFT JOIN companies co ON co.id = u.company_id
-          WHERE u.id = $1`,
+          WHERE u.id = $1 AND co.suspended_at IS NULL`,
         [userId],
       );
       const r = rows[0];

@@ -1,15 +1,25 @@
-import type { TokenRecord, TokenStore } from '../domain/tokens/token-service';
+import type { TokenScope } from '../domain/tokens/scopes';
+import type { TokenGrant, TokenRecord, TokenStore } from '../domain/tokens/token-service';
 import type { TokenUse } from '../domain/tokens/usage-recorder';
+import { newId } from '../domain/ids';
 import type { Queryable } from './db';
 import { isoTime } from './columns';
 
 export type { TokenRecord };
 
-/** app_meta key of the revocation version: a counter moved by every revocation. */
-const REVOCATION_VERSION_KEY = 'api_token_revocation_version';
+/**
+ * app_meta key of the revocation version: a counter moved by every revocation, suspension and
+ * resumption of a company (other processes then drop their cached tokens).
+ */
+export const REVOCATION_VERSION_KEY = 'api_token_revocation_version';
 
-const TOKEN_COLUMNS = `id, company_id, name, token_prefix, ${isoTime('created_at')} AS created_at,
-  ${isoTime('last_used_at')} AS last_used_at, ${isoTime('revoked_at')} AS revoked_at`;
+/** A CTE that moves the revocation version when `source` has rows (append to a WITH list). */
+export const bumpRevocationVersion = (source: string, param: string) =>
+  `INSERT INTO app_meta (key, value) SELECT ${param}, '1' WHERE EXISTS (SELECT 1 FROM ${source})
+   ON CONFLICT (key) DO UPDATE SET value = (app_meta.value::bigint + 1)::text`;
+
+const TOKEN_COLUMNS = `id, company_id, name, token_prefix, scopes, ${isoTime('created_at')} AS created_at,
+  ${isoTime('expires_at')} AS expires_at, ${isoTime('last_used_at')} AS last_used_at, ${isoTime('revoked_at')} AS revoked_at, created_by_user_id`;
 
 export function createTokenRepository(db: Queryable): TokenStore {
   return {
@@ -18,26 +28,50 @@ export function createTokenRepository(db: Queryable): TokenStore {
       name: string;
       hash: string;
       prefix: string;
+      scopes: TokenScope[];
+      expiresAt: string | null;
       createdByUserId: string | null;
     }): Promise<TokenRecord> {
       const rows = await db.query<TokenRecord>(
-        `INSERT INTO api_tokens (company_id, name, token_hash, token_prefix, created_by_user_id)
-         VALUES ($1, $2, $3, $4, $5) RETURNING ${TOKEN_COLUMNS}`,
-        [t.companyId, t.name, t.hash, t.prefix, t.createdByUserId],
+        `INSERT INTO api_tokens (id, company_id, name, token_hash, token_prefix, scopes, expires_at, created_by_user_id)
+         VALUES ($1, $2, $3, $4, $5, $6::text[], $7::timestamptz, $8) RETURNING ${TOKEN_COLUMNS}`,
+        [newId(), t.companyId, t.name, t.hash, t.prefix, t.scopes, t.expiresAt, t.createdByUserId],
       );
       return rows[0]!;
     },
 
-    /** The live token with this hash and its company: one indexed read (last use is recorded in batches, see recordUses). */
-    async authenticate(hash: string): Promise<{ tokenId: string; companyId: string; companyName: string } | undefined> {
-      const rows = await db.query<{ id: string; company_id: string; company_name: string }>(
-        `SELECT t.id, t.company_id, co.name AS company_name
+    /**
+     * The live token with this hash, its company, scopes, expiry and whether the company is
+     * suspended: one indexed read (last use is recorded in batches, see recordUses).
+     */
+    async authenticate(hash: string): Promise<TokenGrant | undefined> {
+      const rows = await db.query<{
+        id: string;
+        name: string;
+        company_id: string;
+        company_name: string;
+        scopes: TokenScope[];
+        expires_ms: string | null;
+        suspended: boolean;
+      }>(
+        `SELECT t.id, t.name, t.company_id, co.name AS company_name, t.scopes,
+                (extract(epoch FROM t.expires_at) * 1000)::bigint::text AS expires_ms, co.suspended_at IS NOT NULL AS suspended
            FROM api_tokens t JOIN companies co ON co.id = t.company_id
           WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
         [hash],
       );
       const r = rows[0];
-      return r && { tokenId: r.id, companyId: r.company_id, companyName: r.company_name };
+      return (
+        r && {
+          tokenId: r.id,
+          tokenName: r.name,
+          companyId: r.company_id,
+          companyName: r.company_name,
+          scopes: r.scopes,
+          expiresAt: r.expires_ms === null ? null : Number(r.expires_ms),
+          suspended: r.suspended,
+        }
+      );
     },
 
     /**
@@ -79,10 +113,7 @@ export function createTokenRepository(db: Queryable): TokenStore {
            UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now())
             WHERE id = $1 AND ($2::uuid IS NULL OR company_id = $2)
            RETURNING ${TOKEN_COLUMNS}
-         ), version AS (
-           INSERT INTO app_meta (key, value) SELECT $3, '1' FROM revoked
-           ON CONFLICT (key) DO UPDATE SET value = (app_meta.value::bigint + 1)::text
-         )
+         ), version AS (${bumpRevocationVersion('revoked', '$3')})
          SELECT * FROM revoked`,
         [id, companyId, REVOCATION_VERSION_KEY],
       );

@@ -7,10 +7,10 @@ const ENDPOINT_COLUMNS = `id, company_id, url, ${isoTime('created_at')} AS creat
 /** Webhook endpoints and the deliveries outbox (migration 0005_webhooks.sql). */
 export function createWebhookRepository(db: Queryable): WebhookRepository {
   return {
-    async insertEndpoint({ companyId, url, secret }) {
+    async insertEndpoint({ companyId, url, secret, createdByUserId }) {
       const rows = await db.query<WebhookEndpoint>(
-        `INSERT INTO webhook_endpoints (company_id, url, secret) VALUES ($1, $2, $3) RETURNING ${ENDPOINT_COLUMNS}`,
-        [companyId, url, secret],
+        `INSERT INTO webhook_endpoints (company_id, url, secret, created_by_user_id) VALUES ($1, $2, $3, $4) RETURNING ${ENDPOINT_COLUMNS}`,
+        [companyId, url, secret, createdByUserId ?? null],
       );
       return rows[0]!;
     },
@@ -23,11 +23,11 @@ export function createWebhookRepository(db: Queryable): WebhookRepository {
     },
 
     async deleteEndpoint(companyId, id) {
-      const rows = await db.query<{ id: string }>('DELETE FROM webhook_endpoints WHERE id = $1 AND company_id = $2 RETURNING id', [
+      const rows = await db.query<{ url: string }>('DELETE FROM webhook_endpoints WHERE id = $1 AND company_id = $2 RETURNING url', [
         id,
         companyId,
       ]);
-      return rows.length === 1;
+      return rows[0]?.url;
     },
 
     async insertEvent({ companyId, eventKey, eventId, eventType, body }) {

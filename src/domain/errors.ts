@@ -23,7 +23,10 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
  */
 export const ERROR_CODES = [
   'unauthenticated',
+  'token_expired',
   'forbidden',
+  'insufficient_scope',
+  'company_suspended',
   'not_found',
   'claim_not_found',
   'import_not_found',

@@ -16,6 +16,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { SESSION_COOKIE, SESSION_MAX_AGE_MS } from './context';
 import { webErrorHandler } from './errors';
 import { createFormatters, escapeHtml, fieldId } from './format';
+import { auditRoutes } from './routes/audit';
 import { authRoutes } from './routes/auth';
 import { claimRoutes } from './routes/claims';
 import { importRoutes } from './routes/imports';
@@ -28,6 +29,7 @@ import { tokenRoutes } from './routes/tokens';
 import { webhookRoutes } from './routes/webhooks';
 import { createSessionStore } from './session-store';
 import { renderPage } from './render';
+import { checkPageRole, pageKey } from './page-roles';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
@@ -53,7 +55,15 @@ const SECURITY_HEADERS = {
  * server as the API. Encapsulated: its cookie, session, CSRF, form-body and view plugins do not
  * reach /api/v1.
  */
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** `METHOD /path` of every dashboard route registered (page-roles.ts keys). */
+    dashboardRoutes: string[];
+  }
+}
+
 export async function dashboardPlugin(app: FastifyInstance) {
+  if (!app.hasDecorator('dashboardRoutes')) app.decorate('dashboardRoutes', [] as string[]);
   const deps = app.deps;
   const secret = deps.sessionSecret();
   const publicDir = path.join(HERE, 'public');
@@ -126,6 +136,11 @@ export async function dashboardPlugin(app: FastifyInstance) {
       const companyId = request.webUser?.companyId;
       if (companyId) request.alertCount = await deps.alerts.recentCount({ companyId });
     });
+    // Who may open what: one table (page-roles.ts), checked before every page's own guard.
+    pages.addHook('preHandler', checkPageRole);
+    pages.addHook('onRoute', (route) => {
+      for (const method of [route.method].flat()) if (method !== 'HEAD') app.dashboardRoutes.push(pageKey(method, route.url));
+    });
     pages.setErrorHandler(webErrorHandler);
 
     await pages.register(authRoutes);
@@ -138,6 +153,7 @@ export async function dashboardPlugin(app: FastifyInstance) {
     await pages.register(lookupRoutes);
     await pages.register(operatorRoutes);
     await pages.register(registryExtrasRoutes);
+    await pages.register(auditRoutes);
 
     // Unknown page addresses get an HTML page; anything under /api keeps the API's JSON 404.
     pages.get('/*', async (request, reply) => {

@@ -11,6 +11,10 @@ type GuardDeps = Pick<Deps, 'sessions' | 'dashboard' | 'sessionSecret'>;
  * Board): reads the session cookie, checks its signature with SESSION_SECRET, and loads the
  * session and the person from the database, as the dashboard does on every request.
  */
+/** The operator a request was let through for (by operatorSessionHook), for the audit trail. */
+const operators = new WeakMap<FastifyRequest, { id: string; email: string }>();
+export const operatorOf = (request: FastifyRequest): { id: string; email: string } | undefined => operators.get(request);
+
 export function createOperatorSessionCheck(deps: GuardDeps) {
   const secret = deps.sessionSecret();
   /** 'operator', 'company' (a signed-in company person), or null when nobody is signed in. */
@@ -26,6 +30,7 @@ export function createOperatorSessionCheck(deps: GuardDeps) {
     if (typeof userId !== 'string') return null;
     const user = await deps.dashboard.currentUser(userId);
     if (!user) return null;
+    if (user.role === 'operator') operators.set(request, { id: user.id, email: user.email });
     return user.role === 'operator' ? 'operator' : 'company';
   };
 }

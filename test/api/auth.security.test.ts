@@ -132,7 +132,7 @@ describe('authentication on every /api/v1 claims route', () => {
 describe('API tokens', () => {
   it('carry the csk_ prefix and are stored only as a hash', async () => {
     const company = await ctx.newCompany();
-    expect(company.token).toMatch(/^csk_[A-Za-z0-9_-]{43}$/);
+    expect(company.token).toMatch(/^csk_[0-9A-Za-z]{36}$/);
     const rows = await ctx.deps.db.query<Record<string, unknown>>('SELECT * FROM api_tokens WHERE company_id = $1', [company.id]);
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(company.token);

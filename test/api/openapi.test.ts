@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { ROUTE_SCOPES } from '../../src/api/route-scopes';
 import { createTestContext, type TestContext } from '../harness';
 
 let ctx: TestContext;
@@ -75,8 +76,11 @@ describe('GET /api/v1/openapi.json', () => {
     const s = await spec();
     expect(s.components?.securitySchemes?.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const { path, method, op } of operations(s).filter((o) => o.path.startsWith('/api/v1/claims'))) {
-      expect(op.security, `${method} ${path}`).toEqual([{ bearerAuth: [] }]);
-      expect(Object.keys(op.responses ?? {}), `${method} ${path}`).toEqual(expect.arrayContaining(['401', '422', '500']));
+      // Each operation names the scope it needs (src/api/route-scopes.ts) and the 403 it answers without it.
+      const scope = ROUTE_SCOPES[`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/gu, ':$1')}`];
+      expect(scope, `${method} ${path}`).toBeDefined();
+      expect(op.security, `${method} ${path}`).toEqual([{ bearerAuth: [scope] }]);
+      expect(Object.keys(op.responses ?? {}), `${method} ${path}`).toEqual(expect.arrayContaining(['401', '403', '422', '500']));
     }
     expect(Object.keys(s.paths['/api/v1/claims']!.post!.responses!)).toContain('201');
     expect(Object.keys(s.paths['/api/v1/claims/{id}/status']!.patch!.responses!)).toEqual(expect.arrayContaining(['200', '403', '404']));

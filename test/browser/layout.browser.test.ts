@@ -206,6 +206,7 @@ describe('every page at 1366 and 390 px', { timeout: 120_000 }, () => {
     await noScript.route('**/assets/app.js*', (route) => route.abort());
     await noScript.goto(`${base}/settings/tokens`);
     await noScript.getByLabel('Token name').fill('No script');
+    await noScript.locator('#scope-claims-read').check();
     await noScript.getByRole('button', { name: 'Create Token' }).click();
     await noScript.getByText('It will not be shown again.').waitFor();
     expect(await noScript.locator('button[data-copy]').isVisible()).toBe(false);

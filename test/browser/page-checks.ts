@@ -38,12 +38,12 @@ export async function rowActions(page: Page): Promise<number> {
 
 /**
  * Controls smaller than 44 × 44 CSS pixels (WCAG 2.5.5): buttons, fields, navigation, pager and
- * row-action links, summaries; a checkbox counts by its label's row. Links inside running text
+ * row-action links, summaries; a checkbox or radio button counts by its label's row. Links inside running text
  * are exempt, as WCAG exempts them.
  */
 export async function smallTapTargets(page: Page): Promise<string[]> {
   return page.evaluate<string[]>(`(() => {
-    const sel = 'button, input:not([type=hidden]):not([type=checkbox]), select, textarea, .main-nav a, .sub-nav a, .pager a, td.card-action a, summary, .field-checkbox label, .page-head > a.button';
+    const sel = 'button, input:not([type=hidden]):not([type=checkbox]):not([type=radio]), select, textarea, .main-nav a, .sub-nav a, .pager a, td.card-action a, summary, .field-checkbox label, .page-head > a.button';
     const out = [];
     for (const el of document.querySelectorAll(sel)) {
       const r = el.getBoundingClientRect();

@@ -113,7 +113,7 @@ describe('workflows in Chromium', { timeout: 90_000 }, () => {
 
     it(`sends a test event to a webhook and shows the answer at ${size.width} px`, async () => {
       const c = await companyWithPeople(ctx, 'Hooked');
-      const page = await signedInPage(c.member.email, size);
+      const page = await signedInPage(c.admin.email, size);
       await page.goto(`${base}/settings/webhooks`);
       await page.getByLabel('Endpoint URL').fill(receiver.url);
       await page.getByRole('button', { name: 'Create Webhook' }).click();

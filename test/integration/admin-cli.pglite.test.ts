@@ -70,18 +70,24 @@ describe('admin CLI (embedded database)', () => {
   );
 
   it(
-    'token:create --json prints {"id","name","token"} once; token:list never shows the value; token:revoke marks it revoked',
+    'token:create --json prints {"id","name","scopes","expires_at","token"} once; token:list never shows the value; token:revoke marks it revoked',
     async () => {
       const made = await admin(dataDir, 'token:create', '--company', company().id, '--name', 'ci pipeline', '--json');
       expect(made.code, made.stderr).toBe(0);
       expect(made.stderr).toBe('');
       const token = JSON.parse(made.stdout);
-      expect(Object.keys(token)).toEqual(['id', 'name', 'token']);
+      expect(Object.keys(token)).toEqual(['id', 'name', 'scopes', 'expires_at', 'token']);
       expect(token).toEqual({
         id: expect.stringMatching(UUID),
         name: 'ci pipeline',
-        token: expect.stringMatching(/^csk_[A-Za-z0-9_-]{43}$/),
+        // Every scope and 90 days unless told otherwise.
+        scopes: ['claims:read', 'claims:write', 'search', 'imports', 'alerts:read', 'logs:read'],
+        expires_at: expect.any(String),
+        token: expect.stringMatching(/^csk_[0-9A-Za-z]{36}$/),
       });
+      const days = (Date.parse(token.expires_at) - Date.now()) / 86_400_000;
+      expect(days).toBeGreaterThan(89.9);
+      expect(days).toBeLessThanOrEqual(90);
 
       const listed = await admin(dataDir, 'token:list', '--company', company().id, '--json');
       expect(listed.code, listed.stderr).toBe(0);
@@ -126,6 +132,76 @@ describe('admin CLI (embedded database)', () => {
       expect(missing.stdout).toBe('');
     },
     3 * SPAWN_TIMEOUT,
+  );
+
+  it(
+    'user:create --role viewer, token:create --scopes --expires-in-days, company:suspend/resume, and audit:export --jsonl of it all',
+    async () => {
+      const viewer = await admin(
+        dataDir,
+        'user:create',
+        '--company',
+        company().id,
+        '--email',
+        'viewer@cli.example',
+        '--role',
+        'viewer',
+        '--json',
+      );
+      expect(viewer.code, viewer.stderr).toBe(0);
+      const password = JSON.parse(viewer.stdout).password as string;
+      expect(JSON.parse(viewer.stdout)).toMatchObject({ role: 'viewer' });
+      const badRole = await admin(dataDir, 'user:create', '--company', company().id, '--email', 'x@cli.example', '--role', 'owner');
+      expect(badRole.code).toBe(2);
+      expect(badRole.stderr).toContain('--role must be admin, member or viewer.');
+
+      const scoped = await admin(
+        dataDir,
+        'token:create',
+        '--company',
+        company().id,
+        '--name',
+        'reader',
+        '--scopes',
+        'search,logs:read',
+        '--expires-in-days',
+        '7',
+        '--json',
+      );
+      expect(scoped.code, scoped.stderr).toBe(0);
+      const token = JSON.parse(scoped.stdout) as { scopes: string[]; expires_at: string; token: string };
+      expect(token.scopes).toEqual(['search', 'logs:read']);
+      expect((Date.parse(token.expires_at) - Date.now()) / 86_400_000).toBeCloseTo(7, 1);
+      const tooLong = await admin(dataDir, 'token:create', '--company', company().id, '--name', 'long', '--expires-in-days', '400');
+      expect(tooLong.code).toBe(1);
+      expect(tooLong.stderr).toContain('A token may live at most 366 days');
+      const badScope = await admin(dataDir, 'token:create', '--company', company().id, '--name', 'bad', '--scopes', 'everything');
+      expect(badScope.code).toBe(1);
+      expect(badScope.stderr).toContain('The scope everything is not one of');
+
+      const suspended = await admin(dataDir, 'company:suspend', '--company', company().id, '--json');
+      expect(suspended.code, suspended.stderr).toBe(0);
+      expect(JSON.parse(suspended.stdout)).toMatchObject({ id: company().id, suspended_at: expect.any(String) });
+      const resumed = await admin(dataDir, 'company:resume', '--company', company().id, '--json');
+      expect(JSON.parse(resumed.stdout)).toMatchObject({ id: company().id, suspended_at: null });
+
+      const exported = await admin(dataDir, 'audit:export', '--company', company().id, '--since', '2000-01-01', '--jsonl');
+      expect(exported.code, exported.stderr).toBe(0);
+      const events = exported.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { action: string; actor: unknown; ip: unknown; request_id: unknown });
+      expect(events.map((e) => e.action).slice(0, 4)).toEqual(['company.resumed', 'company.suspended', 'token.created', 'person.created']);
+      for (const e of events) {
+        expect(e).toMatchObject({ actor: { type: 'operator', id: null, name: 'command line' }, ip: null, request_id: null });
+      }
+      for (const secret of [password, token.token]) expect(exported.stdout).not.toContain(secret);
+      const future = await admin(dataDir, 'audit:export', '--company', company().id, '--since', '2999-01-01', '--jsonl');
+      expect(future.stdout).toBe('');
+      const noJsonl = await admin(dataDir, 'audit:export', '--company', company().id);
+      expect(noJsonl.code).toBe(2);
+    },
+    10 * SPAWN_TIMEOUT,
   );
 
   it(

@@ -219,6 +219,8 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
       lookups_created_before: expect.any(String),
       webhook_bodies_finished_before: expect.any(String),
       uploads_made_before: expect.any(String),
+      audit_events_deleted: 0,
+      audit_events_created_before: expect.any(String),
     });
     expect(JSON.parse(again.stdout)).toMatchObject({
       claims_deleted: 0,

@@ -65,17 +65,17 @@ describe('a revoked token, with two server processes on one database', () => {
     }
   }
 
-  /** After the first 401, only 401s; and every request sent from one second after the revocation on is a 401. */
-  function expectRefusedWithinOneSecond(seen: { sentAt: number; status: number }[], revokedAt: number) {
-    const first401 = seen.findIndex((s) => s.status === 401);
+  /** After the first refusal (401, or `status`), only refusals; and every request sent from one second after the act on is one. */
+  function expectRefusedWithinOneSecond(seen: { sentAt: number; status: number }[], revokedAt: number, status = 401) {
+    const first401 = seen.findIndex((s) => s.status === status);
     expect(first401, JSON.stringify(seen)).toBeGreaterThanOrEqual(0);
     expect(
-      seen.slice(first401).every((s) => s.status === 401),
+      seen.slice(first401).every((s) => s.status === status),
       JSON.stringify(seen),
     ).toBe(true);
     const late = seen.filter((s) => s.sentAt >= revokedAt + 1000);
     expect(late.length).toBeGreaterThan(0);
-    expect(late.every((s) => s.status === 401)).toBe(true);
+    expect(late.every((s) => s.status === status)).toBe(true);
   }
 
   beforeAll(async () => {
@@ -125,6 +125,43 @@ describe('a revoked token, with two server processes on one database', () => {
     const [seenA, seenB] = await Promise.all([watch(a, company.token, revokedAt), watch(b, company.token, revokedAt)]);
     expectRefusedWithinOneSecond(seenA, revokedAt);
     expectRefusedWithinOneSecond(seenB, revokedAt);
+  }, 60_000);
+
+  it('a company suspended by another process (the admin command line): both servers answer 403 within a second; resumed, 200 again', async () => {
+    const [a, b] = servers as [Server, Server];
+    const company = await ctx.newCompany('Suspended');
+    for (let i = 0; i < 3; i++) {
+      expect(await call(a, company.token)).toBe(200);
+      expect(await call(b, company.token)).toBe(200);
+    }
+    await ctx.deps.companies.suspend(company.id);
+    const suspendedAt = Date.now();
+    const [seenA, seenB] = await Promise.all([watch(a, company.token, suspendedAt), watch(b, company.token, suspendedAt)]);
+    expectRefusedWithinOneSecond(seenA, suspendedAt, 403);
+    expectRefusedWithinOneSecond(seenB, suspendedAt, 403);
+    await ctx.deps.companies.resume(company.id);
+    await until(
+      'both servers to accept the token again',
+      async () => (await call(a, company.token)) === 200 && (await call(b, company.token)) === 200,
+      5_000,
+    );
+  }, 60_000);
+
+  it("a removed person's tokens: revoked with the removal, refused by both servers within a second", async () => {
+    const [a, b] = servers as [Server, Server];
+    const company = await companyWithPeople(ctx, 'Removal');
+    const { token } = await ctx.deps.tokens.create(company.id, 'made by the member', company.member.id);
+    for (let i = 0; i < 3; i++) {
+      expect(await call(a, token)).toBe(200);
+      expect(await call(b, token)).toBe(200);
+    }
+    await ctx.deps.companies.removeUser(company.member.id, company.id, { heirId: company.admin.id });
+    const removedAt = Date.now();
+    const [seenA, seenB] = await Promise.all([watch(a, token, removedAt), watch(b, token, removedAt)]);
+    expectRefusedWithinOneSecond(seenA, removedAt);
+    expectRefusedWithinOneSecond(seenB, removedAt);
+    // The company's own token (made by nobody in particular) goes on working.
+    expect(await call(a, company.token)).toBe(200);
   }, 60_000);
 
   it('records the last use of a token used only through the servers', async () => {

@@ -62,4 +62,31 @@ describe('Bull Board at /admin/queues behind the operator sign-in', () => {
     expect((await admin.get('/operator')).statusCode).toBe(403);
     expect((await admin.get('/admin/queues/api/queues', { accept: 'application/json' })).statusCode).toBe(401);
   });
+
+  it("records the operator's changes (pause, resume) as audit events with the operator as actor", async () => {
+    const email = `operator-${randomBytes(3).toString('hex')}@registry.example`;
+    await ctx.deps.companies.createUser({ companyId: null, email, password: PASSWORD, role: 'operator' });
+    const op = await signedIn(ctx, email);
+    const cookie = `claims_session=${op.cookies.get('claims_session')}`;
+    const queues = (await op.get('/admin/queues/api/queues', { accept: 'application/json' })).json<{ queues: { name: string }[] }>();
+    const name = queues.queues[0]!.name;
+    for (const act of ['pause', 'resume']) {
+      const res = await ctx.app.inject({
+        method: 'PUT',
+        url: `/admin/queues/api/queues/${encodeURIComponent(name)}/${act}`,
+        headers: { cookie },
+      });
+      expect(res.statusCode, res.body).toBeLessThan(400);
+    }
+    const events = await ctx.deps.store.audit.list({ companyId: null, limit: 10 });
+    const mine = events.filter((e) => e.actor.name === email);
+    expect(mine.map((e) => [e.action, e.target])).toEqual([
+      ['queue.resumed', { type: 'queue', id: name, name: null }],
+      ['queue.paused', { type: 'queue', id: name, name: null }],
+    ]);
+    expect(mine[0]).toMatchObject({ actor: { type: 'operator', name: email }, ip: '127.0.0.1', request_id: expect.any(String) });
+    // Reads are not audit events.
+    await op.get('/admin/queues/api/queues', { accept: 'application/json' });
+    expect((await ctx.deps.store.audit.list({ companyId: null, limit: 10 })).filter((e) => e.actor.name === email)).toHaveLength(2);
+  });
 });

@@ -9,12 +9,12 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-const tokenValue = (html: string) => /id="token-value"[^>]*value="(csk_[A-Za-z0-9_-]{43})"/u.exec(html)?.[1];
+const tokenValue = (html: string) => /id="token-value"[^>]*value="(csk_[0-9A-Za-z]{36})"/u.exec(html)?.[1];
 
 describe('Settings › API Tokens', () => {
   it('is reached through navigation labelled exactly "Settings" and "API Tokens"', async () => {
     const c = await companyWithPeople(ctx);
-    const web = await signedIn(ctx, c.member.email);
+    const web = await signedIn(ctx, c.admin.email);
     const home = await web.get('/');
     expect(home.body).toMatch(/<a href="\/settings\/tokens"[^>]*>Settings<\/a>/u);
     const page = await web.get('/settings/tokens');
@@ -24,9 +24,9 @@ describe('Settings › API Tokens', () => {
 
   it('creates a token that works at once, shows its value once, lists it without the value, and a revoked token gets 401', async () => {
     const c = await companyWithPeople(ctx);
-    const web = await signedIn(ctx, c.member.email);
+    const web = await signedIn(ctx, c.admin.email);
     await web.get('/settings/tokens');
-    const created = await web.post('/settings/tokens', { name: 'Claims system (production)' });
+    const created = await web.post('/settings/tokens', { name: 'Claims system (production)', scopes: ['claims:read'], expires: '90' });
     expect(created.statusCode).toBe(201);
     expect(created.headers['cache-control']).toBe('no-store');
     expect(created.body).toContain('It will not be shown again');
@@ -58,7 +58,7 @@ describe('Settings › API Tokens', () => {
 
   it('asks for a name', async () => {
     const c = await companyWithPeople(ctx);
-    const web = await signedIn(ctx, c.member.email);
+    const web = await signedIn(ctx, c.admin.email);
     await web.get('/settings/tokens');
     const res = await web.post('/settings/tokens', { name: '   ' });
     expect(res.statusCode).toBe(422);
@@ -68,9 +68,9 @@ describe('Settings › API Tokens', () => {
 
   it('escapes what people type', async () => {
     const c = await companyWithPeople(ctx);
-    const web = await signedIn(ctx, c.member.email);
+    const web = await signedIn(ctx, c.admin.email);
     await web.get('/settings/tokens');
-    await web.post('/settings/tokens', { name: '<script>alert(1)</script>' });
+    await web.post('/settings/tokens', { name: '<script>alert(1)</script>', scopes: 'search', expires: '7' });
     const list = await web.get('/settings/tokens');
     expect(list.body).not.toContain('<script>alert(1)</script>');
     expect(list.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');

@@ -35,9 +35,13 @@ export class WebClient {
     return res;
   }
 
-  /** Posts a form; the CSRF token of the last page is added unless `_csrf` is given (null: none). */
-  async post(url: string, form: Record<string, string> = {}, opts: { csrf?: string | null; headers?: Record<string, string> } = {}) {
-    const fields = { ...form };
+  /** Posts a form (an array: a repeated field, as checkboxes); the CSRF token of the last page is added unless `_csrf` is given (null: none). */
+  async post(
+    url: string,
+    form: Record<string, string | string[]> = {},
+    opts: { csrf?: string | null; headers?: Record<string, string> } = {},
+  ) {
+    const fields: Record<string, string | string[]> = { ...form };
     const csrf = opts.csrf === undefined ? this.lastCsrf : opts.csrf;
     if (csrf !== null) fields._csrf = csrf;
     const res = await this.app.inject({
@@ -50,7 +54,7 @@ export class WebClient {
         ...this.cookieHeader(),
         ...(opts.headers ?? {}),
       },
-      payload: new URLSearchParams(fields).toString(),
+      payload: new URLSearchParams(Object.entries(fields).flatMap(([k, v]) => [v].flat().map((x): [string, string] => [k, x]))).toString(),
     });
     this.remember(res);
     return res;

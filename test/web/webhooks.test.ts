@@ -16,7 +16,7 @@ const secretOf = (html: string) => /id="webhook-secret"[^>]*value="(whsec_[A-Za-
 describe('Settings › Webhooks', () => {
   it('is in the settings navigation; creates an endpoint, shows its secret once, and lists endpoints and deliveries', async () => {
     const c = await companyWithPeople(ctx);
-    const web = await signedIn(ctx, c.member.email);
+    const web = await signedIn(ctx, c.admin.email);
     const page = await web.get('/settings/webhooks');
     expect(page.statusCode).toBe(200);
     expect(page.body).toMatch(/<a href="\/settings\/webhooks" aria-current="page">Webhooks<\/a>/u);
@@ -37,14 +37,14 @@ describe('Settings › Webhooks', () => {
 
     // Another company sees neither the endpoint nor its deliveries.
     const other = await companyWithPeople(ctx, 'Other');
-    const otherPage = await (await signedIn(ctx, other.member.email)).get('/settings/webhooks');
+    const otherPage = await (await signedIn(ctx, other.admin.email)).get('/settings/webhooks');
     expect(otherPage.body).not.toContain('acme-hooks.example.net');
     expect(otherPage.body).toContain('No deliveries yet.');
   });
 
   it('refuses a URL that is not https, naming the problem next to the field', async () => {
     const c = await companyWithPeople(ctx);
-    const web = await signedIn(ctx, c.member.email);
+    const web = await signedIn(ctx, c.admin.email);
     await web.get('/settings/webhooks');
     const res = await web.post('/settings/webhooks', { url: 'http://claims.example.com/hooks' });
     expect(res.statusCode).toBe(422);
@@ -56,7 +56,7 @@ describe('Settings › Webhooks', () => {
 
   it('deletes an endpoint after a confirmation: its pending deliveries are not sent; another company cannot delete it', async () => {
     const c = await companyWithPeople(ctx);
-    const web = await signedIn(ctx, c.member.email);
+    const web = await signedIn(ctx, c.admin.email);
     await web.get('/settings/webhooks');
     await web.post('/settings/webhooks', { url: 'https://gone-hooks.example.net/registry' });
     const [endpoint] = await ctx.deps.webhooks.listEndpoints(c.id);
@@ -66,7 +66,7 @@ describe('Settings › Webhooks', () => {
 
     // Another company's people get a 404, on the page and on the form, and the endpoint stays.
     const other = await companyWithPeople(ctx, 'Other');
-    const otherWeb = await signedIn(ctx, other.member.email);
+    const otherWeb = await signedIn(ctx, other.admin.email);
     await otherWeb.get('/settings/webhooks');
     expect((await otherWeb.get(`/settings/webhooks/${endpoint!.id}/delete`)).statusCode).toBe(404);
     expect((await otherWeb.post(`/settings/webhooks/${endpoint!.id}/delete`)).statusCode).toBe(404);
@@ -100,7 +100,7 @@ describe('Settings › Webhooks: test events and delivery states', () => {
     const receiver = await startReceiver((n) => (n === 1 ? 204 : 500));
     try {
       const c = await companyWithPeople(local);
-      const web = await signedIn(local, c.member.email);
+      const web = await signedIn(local, c.admin.email);
       await web.get('/settings/webhooks');
       const created = await web.post('/settings/webhooks', { url: receiver.url });
       const secret = secretOf(created.body)!;
@@ -121,7 +121,7 @@ describe('Settings › Webhooks: test events and delivery states', () => {
       expect(await local.deps.webhooks.listDeliveries(c.id)).toEqual([]);
       // Another company cannot test it.
       const other = await companyWithPeople(local);
-      const otherWeb = await signedIn(local, other.member.email);
+      const otherWeb = await signedIn(local, other.admin.email);
       await otherWeb.get('/settings/webhooks');
       expect((await otherWeb.post(`/settings/webhooks/${endpoint!.id}/test`)).statusCode).toBe(404);
       expect(receiver.received).toHaveLength(2);
@@ -137,7 +137,7 @@ describe('Settings › Webhooks: test events and delivery states', () => {
     await local.deps.store.transaction((tx) =>
       enqueueWebhookEvent(tx, { companyId: c.id, type: 'import.completed', payload: { id: importId } }),
     );
-    const web = await signedIn(local, c.member.email);
+    const web = await signedIn(local, c.admin.email);
     // The server's deliverer makes the first attempt (the host does not resolve here) and
     // schedules the next one.
     let delivery = (await local.deps.webhooks.listDeliveries(c.id))[0]!;

@@ -3,13 +3,20 @@ import fp from 'fastify-plugin';
 
 import { AppError } from '../../domain/errors';
 import type { Principal } from '../../domain/principal';
+import { grants } from '../../domain/tokens/scopes';
+import { scopeOfRoute } from '../route-scopes';
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal;
   }
   interface FastifyInstance {
-    /** onRequest hook: 401 unless the request carries a live bearer token; 429 past the abuse limits (rate-limits.ts). */
+    /**
+     * onRequest hook: 401 unless the request carries a live bearer token (`token_expired` for an
+     * expired one), 403 `company_suspended` for a suspended company's, and 403
+     * `insufficient_scope` unless the token has the scope its route needs (route-scopes.ts); 429
+     * past the abuse limits (rate-limits.ts).
+     */
     requireToken: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
   }
 }
@@ -28,12 +35,29 @@ export const authPlugin = fp(
       const token = bearer(request);
       // Abuse limits (rate-limits.ts): an address past its failures is refused before any read.
       if (!app.deps.tokens.seenValidBefore(token)) await app.rateLimits.refuseFailingAddress(request, reply);
-      const principal = await app.deps.tokens.authenticate(token);
-      if (!principal) {
+      const checked = await app.deps.tokens.check(token);
+      if (!checked.ok) {
+        if (checked.reason === 'token_expired') {
+          reply.header('www-authenticate', 'Bearer error="invalid_token"');
+          throw new AppError('UNAUTHORIZED', 'The token has expired.', undefined, 'token_expired');
+        }
+        if (checked.reason === 'company_suspended') {
+          throw new AppError('FORBIDDEN', "Your company's access to the registry is suspended.", undefined, 'company_suspended');
+        }
         await app.rateLimits.countFailure(request);
         throw new AppError('UNAUTHORIZED', 'Unauthenticated.');
       }
-      request.principal = principal;
+      const needed = scopeOfRoute(request.method, request.routeOptions.url ?? '');
+      if (needed === undefined) {
+        // A token route missing from route-scopes.ts: refused to every token until it is added.
+        request.log.error({ route: request.routeOptions.url }, 'route has no scope in src/api/route-scopes.ts; refused');
+        throw new AppError('FORBIDDEN', 'This route is not open to API tokens.', undefined, 'insufficient_scope');
+      }
+      if (!grants(checked.principal.scopes, needed)) {
+        reply.header('www-authenticate', `Bearer error="insufficient_scope", scope="${needed}"`);
+        throw new AppError('FORBIDDEN', `This token lacks the scope ${needed}.`, undefined, 'insufficient_scope');
+      }
+      request.principal = checked.principal;
       await app.rateLimits.countRequest(request, reply, { increment: request.routeOptions.config.countsPerPlate !== true });
     });
   },

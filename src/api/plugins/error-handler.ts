@@ -39,7 +39,7 @@ export function sendError(
   message: string,
   errors?: FieldErrors,
 ): FastifyReply {
-  if (status === 401) reply.header('www-authenticate', 'Bearer');
+  if (status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', 'Bearer');
   return reply.status(status).send({ message, code, request_id: request.id, ...(errors ? { errors } : {}) });
 }
 

@@ -1,4 +1,5 @@
 import multipart, { type MultipartFile } from '@fastify/multipart';
+import { auditOrigin } from '../../audit-origin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FromSchema } from 'json-schema-to-ts';
 
@@ -256,7 +257,7 @@ export async function importRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { run, accepted } = await imports.cancel(request.principal, request.params.id);
+      const { run, accepted } = await imports.cancel(request.principal, request.params.id, { origin: auditOrigin(request) });
       return reply
         .code(accepted ? 202 : 200)
         .header('location', locationOf(run.id))

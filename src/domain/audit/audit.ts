@@ -1,3 +1,5 @@
+import type { Position } from '../paging';
+
 /**
  * The audit trail: every administrative act, recorded in the same transaction as the act, so an
  * act is never answered before its record is durable and never recorded without having happened.
@@ -43,6 +45,8 @@ export const AUDIT_ACTIONS = [
   'queue.emptied',
   'queue.paused',
   'queue.resumed',
+  // Any other change made in Bull Board (concurrency, rate limit, job schedulers).
+  'queue.changed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -92,12 +96,21 @@ export const operatorActor = (user: { id: string; email: string }): AuditActor =
 /** The actor of an API token (id and the name it was given; never its value). */
 export const tokenActor = (token: { id: string; name: string }): AuditActor => ({ type: 'token', id: token.id, name: token.name });
 
+/**
+ * The actor of an act done as a principal: its token (by name), or a signed-in person (by id;
+ * callers that know the person's email pass `personActor` instead).
+ */
+export function actorOf(principal: { tokenId: string | null; tokenName?: string; userId: string | null }): AuditActor {
+  if (principal.tokenId !== null) return { type: 'token', id: principal.tokenId, name: principal.tokenName ?? 'API token' };
+  return { type: 'person', id: principal.userId, name: principal.userId ?? 'unknown person' };
+}
+
 /** Where a request came from, for the event's `ip` and `request_id`. */
 export type AuditOrigin = { ip: string | null; requestId: string | null };
 export const NO_ORIGIN: AuditOrigin = Object.freeze({ ip: null, requestId: null });
 
-/** A keyset position in the newest-first list: the event's created_at (microseconds, UTC) and id. */
-export type AuditPosition = { ts: string; id: string };
+/** A keyset position in the newest-first list: the event's created_at (microseconds, UTC) and id (src/domain/paging.ts). */
+export type AuditPosition = Position;
 
 /** What the audit trail needs from storage (src/db/audit-repository.ts implements it). */
 export interface AuditRepository {

@@ -1,5 +1,9 @@
-export type CompanyRecord = { id: string; name: string; created_at: string };
-export type UserRole = 'operator' | 'admin' | 'member';
+export type CompanyRecord = { id: string; name: string; created_at: string; suspended_at: string | null };
+export type UserRole = 'operator' | 'admin' | 'member' | 'viewer';
+/** The roles of a company's people, least to most. */
+export const COMPANY_ROLES = ['viewer', 'member', 'admin'] as const;
+export type CompanyRole = (typeof COMPANY_ROLES)[number];
+export const isCompanyRole = (v: unknown): v is CompanyRole => typeof v === 'string' && (COMPANY_ROLES as readonly string[]).includes(v);
 export type UserRecord = { id: string; company_id: string | null; email: string; role: UserRole; created_at: string };
 
 /**
@@ -20,4 +24,19 @@ export interface CompanyRepository {
   rateLimits(): Promise<Map<string, number>>;
   /** Sets (or with null, removes) the company's own rate limit. */
   setRateLimit(companyId: string, perMinute: number | null): Promise<void>;
+  /** Changes a company person's role; the person with the role they had, or undefined. */
+  setRole(id: string, companyId: string, role: CompanyRole): Promise<(UserRecord & { previous_role: UserRole }) | undefined>;
+  /**
+   * Suspends (or resumes) a company: moves the token revocation version in the same statement
+   * (every process drops its cached tokens) and, on suspension, ends its people's sessions.
+   * The company as it now is, or undefined when none has this id.
+   */
+  setSuspended(id: string, suspended: boolean): Promise<CompanyRecord | undefined>;
+  /** The live tokens and the webhooks a person created (shown before removing them). */
+  madeBy(userId: string, companyId: string): Promise<{ tokens: { id: string; name: string }[]; webhooks: { id: string; url: string }[] }>;
+  /**
+   * Before removing a person: their live tokens are revoked (moving the revocation version), or
+   * kept and handed to `heirId`; their webhooks are handed to `heirId`. The tokens revoked.
+   */
+  handOver(userId: string, companyId: string, heirId: string | null, keepTokens: boolean): Promise<{ id: string; name: string }[]>;
 }

@@ -17,6 +17,7 @@ import { AppError, validationError } from '../errors';
 import { pageOf, pageRequest } from '../paging';
 import { isUuid } from '../ids';
 import type { Principal } from '../principal';
+import { actorOf, NO_ORIGIN, type AuditActor, type AuditOrigin } from '../audit/audit';
 import { withRetries } from '../claims/claim-service';
 import {
   createChunkWriter,
@@ -587,7 +588,21 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
    * chunk that locks after it rolls back, and the run moves the import to cancelled once every
    * chunk in flight has settled. Completed or failed: 409.
    */
-  async function cancel(principal: Principal, importId: string): Promise<{ run: ImportRecord; accepted: boolean }> {
+  async function cancel(
+    principal: Principal,
+    importId: string,
+    by: { actor?: AuditActor; origin?: AuditOrigin } = {},
+  ): Promise<{ run: ImportRecord; accepted: boolean }> {
+    const origin = by.origin ?? NO_ORIGIN;
+    const recordCancel = (tx: Tx) =>
+      tx.audit.record({
+        companyId: principal.companyId,
+        action: 'import.cancelled',
+        actor: by.actor ?? actorOf(principal),
+        target: { type: 'import', id: importId, name: run.fileName },
+        ip: origin.ip,
+        requestId: origin.requestId,
+      });
     const run = await get(principal, importId);
     if (run.status === 'completed' || run.status === 'failed')
       throw new AppError('CONFLICT', importMessages.alreadyFinished, undefined, 'import_finished');
@@ -595,9 +610,13 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     const result = await store.transaction(async (tx) => {
       const state = await tx.imports.lock(importId);
       if (!state || state.companyId !== principal.companyId) return undefined;
-      if (state.status === 'queued') return { moved: await machine.transition(tx, importId, 'cancelled'), accepted: false };
+      if (state.status === 'queued') {
+        await recordCancel(tx);
+        return { moved: await machine.transition(tx, importId, 'cancelled'), accepted: false };
+      }
       if (state.status === 'processing') {
         await tx.imports.requestCancel(importId);
+        await recordCancel(tx);
         return { moved: undefined, accepted: true };
       }
       return { moved: undefined, accepted: false };

@@ -140,6 +140,7 @@ export type ImportTx = {
   ledger: LedgerPort;
   savepoint: <T>(fn: () => Promise<T>) => Promise<T>;
   identityChecks: Pick<IdentityCheckLog, 'append'>;
+  /** The audit trail (an import cancelled is an administrative act). */
   audit: Pick<AuditRepository, 'record'>;
 };
 

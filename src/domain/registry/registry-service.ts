@@ -1,3 +1,4 @@
+import { CLI_ACTOR, SYSTEM_ACTOR, type AuditActor, type AuditEventInput } from '../audit/audit';
 import type { Claim } from '../claims/claim';
 import type { DocumentHasher } from '../clients/identity';
 import { pageOf, pageRequest } from '../paging';
@@ -48,6 +49,11 @@ export type RegistryServiceDeps = {
   /** Removes the uploaded files whose import or batch has ended (part of the daily purge); how many. */
   sweepFiles?: () => Promise<number>;
   now?: () => Date;
+  /**
+   * The audit trail: its own retention (AUDIT_RETENTION_DAYS) runs with the purge, which is then
+   * recorded (`data.purged`), as is a subject access export (`subject.exported`).
+   */
+  auditTrail?: { purge(): Promise<{ events: number; before: string }>; record(event: AuditEventInput): Promise<void> };
 };
 
 export const MAX_PURGE_BATCH = 10_000;
@@ -66,6 +72,8 @@ export type PurgeResult = PurgeCounts & {
   lookups_before: string;
   delivery_bodies_before: string;
   uploads_before: string;
+  audit_events: number;
+  audit_before: string | null;
 };
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
 
@@ -223,7 +231,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
    * LOOKUP_RETENTION_DAYS go. Each transaction removes at most `batchSize` claims or look-ups, so
    * submissions wait for one batch at most.
    */
-  async function purge(): Promise<PurgeResult> {
+  async function purge(actor: AuditActor = SYSTEM_ACTOR): Promise<PurgeResult> {
     const claimsBefore = minusYears(today(), deps.retentionYears);
     const lookupsBefore = logSince();
     const nowMs = (deps.now?.() ?? new Date()).getTime();
@@ -251,6 +259,21 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     }
     const uploads = (await deps.purgeAbandonedUploads?.(Date.parse(uploadsBefore))) ?? 0;
     const files = deps.sweepFiles ? await deps.sweepFiles() : 0;
+    const audit = deps.auditTrail ? await deps.auditTrail.purge() : { events: 0, before: null };
+    await deps.auditTrail?.record({
+      companyId: null,
+      action: 'data.purged',
+      actor,
+      target: {
+        type: 'retention',
+        id: null,
+        name:
+          `${total.claims} claims dated before ${claimsBefore}, ${total.clients} clients, ${total.lookups} look-ups, ` +
+          `${total.alerts} alerts, ${audit.events} audit events, ${deliveryBodies} delivery bodies, ${uploads} unconfirmed uploads, ${files} files`,
+      },
+      ip: null,
+      requestId: null,
+    });
     return {
       ...total,
       files,
@@ -260,6 +283,8 @@ export function createRegistryService(deps: RegistryServiceDeps) {
       lookups_before: lookupsBefore,
       delivery_bodies_before: bodiesBefore,
       uploads_before: uploadsBefore,
+      audit_events: audit.events,
+      audit_before: audit.before,
     };
   }
 
@@ -273,7 +298,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
    * Subject access: what the registry holds about one person, found by date of birth and one
    * identity document. The document number is used only to find the person and is never returned.
    */
-  async function subjectExport(q: { dateOfBirth: unknown; idType: unknown; idNumber: unknown }) {
+  async function subjectExport(q: { dateOfBirth: unknown; idType: unknown; idNumber: unknown }, actor: AuditActor = CLI_ACTOR) {
     const { value, errors } = validatePersonQuery({ date_of_birth: q.dateOfBirth, id_documents: [{ type: q.idType, number: q.idNumber }] });
     if (!value) {
       const renamed: FieldErrors = {};
@@ -289,6 +314,15 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     }
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
     const found = await registry.subject(documents, value.dateOfBirth, logSince());
+    // Recorded by the person's id alone: never the document number or the date of birth.
+    await deps.auditTrail?.record({
+      companyId: null,
+      action: 'subject.exported',
+      actor,
+      target: { type: 'subject', id: found?.person?.id ?? null, name: null },
+      ip: null,
+      requestId: null,
+    });
     return found ?? { person: null, claims: [], lookups: [], deliveries: [] };
   }
 

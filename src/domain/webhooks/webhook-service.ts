@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import net from 'node:net';
 
+import { CLI_ACTOR, NO_ORIGIN, type AuditActor, type AuditOrigin, type AuditRepository } from '../audit/audit';
 import { AppError, validationError } from '../errors';
 import { isUuid } from '../ids';
 import { isPrivateAddress } from './addresses';
@@ -37,9 +38,10 @@ export interface WebhookOutbox {
 
 /** What the webhook rules need of storage (src/db/webhook-repository.ts implements it). */
 export interface WebhookRepository extends WebhookOutbox {
-  insertEndpoint(e: { companyId: string; url: string; secret: string }): Promise<WebhookEndpoint>;
+  insertEndpoint(e: { companyId: string; url: string; secret: string; createdByUserId?: string | null }): Promise<WebhookEndpoint>;
   listEndpoints(companyId: string): Promise<WebhookEndpoint[]>;
-  deleteEndpoint(companyId: string, id: string): Promise<boolean>;
+  /** Deletes one of the company's endpoints; its url, or undefined when there was none. */
+  deleteEndpoint(companyId: string, id: string): Promise<string | undefined>;
   listDeliveries(companyId: string, limit: number): Promise<WebhookDelivery[]>;
   /** The address and signing secret of one of the company's endpoints (for a test event). */
   endpointTarget(companyId: string, id: string): Promise<{ url: string; secret: string } | undefined>;
@@ -117,19 +119,58 @@ export function checkWebhookUrl(raw: unknown, allowPrivate: boolean): string {
 /** One signed POST, now, outside the outbox: the answer's status code, or why there was none. */
 export type SendOnce = (d: ClaimedDelivery) => Promise<{ ok: boolean; statusCode: number | null; error?: string }>;
 
-export function createWebhookService(deps: { webhooks: WebhookRepository; allowPrivate: boolean; sendOnce?: SendOnce }) {
+/** Who acts on a webhook, for its audit event (default: the command line). */
+export type WebhookActBy = { actor?: AuditActor; origin?: AuditOrigin; userId?: string | null };
+type WebhookTx = { webhooks: WebhookRepository; audit: Pick<AuditRepository, 'record'> };
+
+export function createWebhookService(deps: {
+  webhooks: WebhookRepository;
+  /** Runs an act and its audit event in one transaction. */
+  transaction: <T>(fn: (tx: WebhookTx) => Promise<T>) => Promise<T>;
+  allowPrivate: boolean;
+  sendOnce?: SendOnce;
+}) {
   const { webhooks, allowPrivate } = deps;
+  const audit = (
+    tx: WebhookTx,
+    companyId: string,
+    action: 'webhook.created' | 'webhook.deleted',
+    id: string,
+    url: string,
+    by: WebhookActBy,
+  ) => {
+    const origin = by.origin ?? NO_ORIGIN;
+    return tx.audit.record({
+      companyId,
+      action,
+      actor: by.actor ?? CLI_ACTOR,
+      target: { type: 'webhook', id, name: url },
+      ip: origin.ip,
+      requestId: origin.requestId,
+    });
+  };
   return {
-    /** A new endpoint; its secret is returned here only. */
-    async createEndpoint(companyId: string, rawUrl: unknown): Promise<WebhookEndpoint & { secret: string }> {
+    /** A new endpoint, with its audit event; its secret is returned here only. */
+    async createEndpoint(companyId: string, rawUrl: unknown, by: WebhookActBy = {}): Promise<WebhookEndpoint & { secret: string }> {
       const url = checkWebhookUrl(rawUrl, allowPrivate);
       const secret = `whsec_${randomBytes(32).toString('base64url')}`;
-      const endpoint = await webhooks.insertEndpoint({ companyId, url, secret });
+      const endpoint = await deps.transaction(async (tx) => {
+        const e = await tx.webhooks.insertEndpoint({ companyId, url, secret, createdByUserId: by.userId ?? null });
+        await audit(tx, companyId, 'webhook.created', e.id, e.url, by);
+        return e;
+      });
       return { ...endpoint, secret };
     },
     listEndpoints: (companyId: string) => webhooks.listEndpoints(companyId),
-    async deleteEndpoint(companyId: string, id: string): Promise<void> {
-      if (!isUuid(id) || !(await webhooks.deleteEndpoint(companyId, id))) throw new AppError('NOT_FOUND', webhookMessages.notFound);
+    async deleteEndpoint(companyId: string, id: string, by: WebhookActBy = {}): Promise<void> {
+      const deleted =
+        isUuid(id) &&
+        (await deps.transaction(async (tx) => {
+          const url = await tx.webhooks.deleteEndpoint(companyId, id);
+          if (url !== undefined) await audit(tx, companyId, 'webhook.deleted', id, url, by);
+          return url !== undefined;
+        }));
+      if (!deleted) throw new AppError('NOT_FOUND', webhookMessages.notFound);
     },
     listDeliveries: (companyId: string, limit = 50) => webhooks.listDeliveries(companyId, limit),
 

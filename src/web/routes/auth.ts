@@ -62,6 +62,12 @@ export async function authRoutes(app: FastifyInstance) {
       request.log.info('sign-in failed');
       return renderPage(reply, 'login', { email, next, error: 'The email or password is not right. Check them and try again.' }, 401);
     }
+    if (user.company_id !== null && (await app.deps.companies.getCompany(user.company_id)).suspended_at !== null) {
+      request.log.info({ userId: user.id }, 'sign-in refused: company suspended');
+      const suspended =
+        "Your company's access to the registry is suspended by its operator, so nobody of your company can sign in. Its claims stay in the registry; ask the operator for the reason and to resume it.";
+      return renderPage(reply, 'login', { email, next, error: suspended }, 403);
+    }
     // A new session id at sign-in: an id planted before sign-in is worth nothing afterwards.
     await request.session.regenerate();
     request.session.userId = user.id;

@@ -1,4 +1,6 @@
 import multipart from '@fastify/multipart';
+import { auditOrigin } from '../../audit-origin';
+import { personActor } from '../../domain/audit/audit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import type { ImportRecord } from '../../db/import-repository';
@@ -210,7 +212,8 @@ export async function importRoutes(app: FastifyInstance) {
 
   app.post('/imports/:id/cancel', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    await imports.cancel(principalOf(companyUser(request)), id);
+    const user = companyUser(request);
+    await imports.cancel(principalOf(user), id, { actor: personActor(user), origin: auditOrigin(request) });
     return reply.redirect(`/imports/${id}`, 303);
   });
 

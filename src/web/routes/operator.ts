@@ -1,15 +1,21 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 
+import { auditOrigin } from '../../audit-origin';
+import { AUDIT_ACTIONS, operatorActor } from '../../domain/audit/audit';
+import { isCompanyRole } from '../../domain/companies/company-repository';
 import { PASSWORD_MIN_LENGTH } from '../../domain/companies/company-service';
 import { AppError } from '../../domain/errors';
+import { isUuid } from '../../domain/ids';
 import { requireOperator } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 import { personFormErrors, ROLES } from './people';
 
-/** The operator's area: companies, their people, and a link to the queues (Bull Board). */
+/** The operator's area: companies, their people, suspension, the audit log of every company, and a link to the queues (Bull Board). */
 export async function operatorRoutes(app: FastifyInstance) {
   const { companies, dashboard } = app.deps;
+  /** The operator as the actor of an act, and where the request came from. */
+  const by = (request: FastifyRequest) => ({ actor: operatorActor(request.webUser!), origin: auditOrigin(request) });
 
   async function companiesPage(extra: Record<string, unknown> = {}) {
     const [list, counts, imports, queue] = await Promise.all([
@@ -53,7 +59,7 @@ export async function operatorRoutes(app: FastifyInstance) {
   app.post('/operator/companies', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
     const name = text(request.body as FormBody, 'name', 300);
     try {
-      const company = await companies.createCompany(name);
+      const company = await companies.createCompany(name, by(request));
       request.log.info({ companyId: company.id }, 'company created');
       return reply.redirect(`/operator/companies/${company.id}?created=1`, 303);
     } catch (err) {
@@ -72,8 +78,48 @@ export async function operatorRoutes(app: FastifyInstance) {
           ? 'The person was removed and signed out.'
           : text(q, 'added') === '1'
             ? 'The person was added.'
-            : null;
+            : text(q, 'suspended') === '1'
+              ? 'The company is suspended: its tokens get 403 company_suspended and its people cannot sign in. Its claims stay.'
+              : text(q, 'resumed') === '1'
+                ? 'The company is resumed: its tokens and people work again.'
+                : null;
     return renderPage(reply, 'operator-company', await companyPage(id, { notice }));
+  });
+
+  for (const act of ['suspend', 'resume'] as const) {
+    app.post(`/operator/companies/:id/${act}`, { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const company = act === 'suspend' ? await companies.suspend(id, by(request)) : await companies.resume(id, by(request));
+      request.log.info({ companyId: company.id }, act === 'suspend' ? 'company suspended' : 'company resumed');
+      return reply.redirect(`/operator/companies/${company.id}?${act === 'suspend' ? 'suspended' : 'resumed'}=1`, 303);
+    });
+  }
+
+  /** Every company's audit events (and the operator's own), newest first; `company` and `action` filter. */
+  app.get('/operator/audit', { preHandler: requireOperator }, async (request, reply) => {
+    const q = request.query as FormBody;
+    const companyId = text(q, 'company', 40);
+    const action = text(q, 'action', 64);
+    const cursor = text(q, 'cursor', 200);
+    if (companyId && !isUuid(companyId)) throw new AppError('NOT_FOUND', 'Company not found.');
+    const list = await companies.listCompanies();
+    const names = new Map(list.map((c) => [c.id, c.name]));
+    const page = await app.deps.audit.list(companyId || null, { action, cursor: cursor || undefined, limit: 50 });
+    const params = new URLSearchParams({ ...(companyId ? { company: companyId } : {}), ...(action ? { action } : {}) });
+    const next = page.meta.next_cursor ? new URLSearchParams({ ...Object.fromEntries(params), cursor: page.meta.next_cursor }) : null;
+    return renderPage(reply, 'audit', {
+      title: 'Audit log, every company',
+      events: page.data.map((e) => ({ ...e, companyName: e.company_id ? (names.get(e.company_id) ?? e.company_id) : null })),
+      actions: AUDIT_ACTIONS,
+      action,
+      companies: list,
+      companyId,
+      formAction: '/operator/audit',
+      exportUrl: null,
+      nextUrl: next ? `/operator/audit?${next.toString()}` : null,
+      isFirstPage: !cursor,
+      operator: true,
+    });
   });
 
   app.post('/operator/companies/:id/people', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
@@ -83,9 +129,9 @@ export async function operatorRoutes(app: FastifyInstance) {
     const form = { email: text(body, 'email', 300), role: text(body, 'role', 20) };
     const password = typeof body?.password === 'string' ? body.password : '';
     try {
-      if (form.role !== 'admin' && form.role !== 'member')
-        throw new AppError('VALIDATION_FAILED', 'Choose a role.', { role: ['Choose member or admin.'] });
-      const created = await companies.createUser({ companyId: company.id, email: form.email, password, role: form.role });
+      if (!isCompanyRole(form.role))
+        throw new AppError('VALIDATION_FAILED', 'Choose a role.', { role: ['Choose viewer, member or admin.'] });
+      const created = await companies.createUser({ companyId: company.id, email: form.email, password, role: form.role, by: by(request) });
       request.log.info({ userId: created.user.id, companyId: company.id }, 'person added by the operator');
       if (!created.password) return reply.redirect(`/operator/companies/${company.id}?added=1`, 303);
       const back = `/operator/companies/${company.id}`;
@@ -101,7 +147,13 @@ export async function operatorRoutes(app: FastifyInstance) {
     const person = (await companies.listUsers(company.id)).find((p) => p.id === personId);
     if (!person) throw new AppError('NOT_FOUND', 'Person not found.');
     const back = `/operator/companies/${company.id}`;
-    return renderPage(reply, 'person-remove', { title: 'Remove person', person, action: `${back}/people/${person.id}/remove`, back });
+    return renderPage(reply, 'person-remove', {
+      title: 'Remove person',
+      person,
+      made: await companies.madeBy(person.id, company.id),
+      action: `${back}/people/${person.id}/remove`,
+      back,
+    });
   });
 
   app.post(
@@ -110,7 +162,10 @@ export async function operatorRoutes(app: FastifyInstance) {
     async (request, reply) => {
       const { id, personId } = request.params as { id: string; personId: string };
       const company = await companies.getCompany(id);
-      await companies.removeUser(personId, company.id);
+      await companies.removeUser(personId, company.id, {
+        keepTokens: text(request.body as FormBody, 'keep_tokens') === '1',
+        ...by(request),
+      });
       request.log.info({ userId: personId, companyId: company.id }, 'person removed by the operator');
       return reply.redirect(`/operator/companies/${company.id}?removed=1`, 303);
     },

@@ -1,14 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 
+import { auditOrigin } from '../../audit-origin';
+import { personActor } from '../../domain/audit/audit';
+import { COMPANY_ROLES, isCompanyRole } from '../../domain/companies/company-repository';
 import { PASSWORD_MIN_LENGTH } from '../../domain/companies/company-service';
 import { AppError } from '../../domain/errors';
 import { companyUser, requireCompanyAdmin, requireCompanyUser } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 
-export const ROLES = ['member', 'admin'] as const;
-type Role = (typeof ROLES)[number];
-const isRole = (v: string): v is Role => (ROLES as readonly string[]).includes(v);
+export const ROLES = COMPANY_ROLES;
 
 /** Turns a failed createUser into field errors for the form; other errors propagate. */
 export function personFormErrors(err: unknown): Record<string, string[]> {
@@ -39,8 +40,15 @@ export async function peopleRoutes(app: FastifyInstance) {
 
   app.get('/settings/people', { preHandler: requireCompanyUser }, async (request, reply) => {
     const q = request.query as FormBody;
+    const revoked = Number(text(q, 'revoked', 6)) || 0;
     const notice =
-      text(q, 'removed') === '1' ? 'The person was removed and signed out.' : text(q, 'added') === '1' ? 'The person was added.' : null;
+      text(q, 'removed') === '1'
+        ? `The person was removed and signed out.${revoked ? ` ${revoked} API token${revoked === 1 ? ' was' : 's were'} revoked.` : ''}`
+        : text(q, 'added') === '1'
+          ? 'The person was added.'
+          : text(q, 'role') === '1'
+            ? 'The role was changed.'
+            : null;
     return renderPage(reply, 'people', await listPage(companyUser(request).companyId, { notice }));
   });
 
@@ -50,8 +58,15 @@ export async function peopleRoutes(app: FastifyInstance) {
     const form = { email: text(body, 'email', 300), role: text(body, 'role', 20) };
     const password = typeof body?.password === 'string' ? body.password : '';
     try {
-      if (!isRole(form.role)) throw new AppError('VALIDATION_FAILED', 'Choose a role.', { role: ['Choose member or admin.'] });
-      const created = await companies.createUser({ companyId: user.companyId, email: form.email, password, role: form.role });
+      if (!isCompanyRole(form.role))
+        throw new AppError('VALIDATION_FAILED', 'Choose a role.', { role: ['Choose viewer, member or admin.'] });
+      const created = await companies.createUser({
+        companyId: user.companyId,
+        email: form.email,
+        password,
+        role: form.role,
+        by: { actor: personActor(user), origin: auditOrigin(request) },
+      });
       request.log.info({ userId: created.user.id }, 'person added');
       if (!created.password) return reply.redirect('/settings/people?added=1', 303);
       return renderPage(
@@ -74,6 +89,7 @@ export async function peopleRoutes(app: FastifyInstance) {
     return renderPage(reply, 'person-remove', {
       title: 'Remove person',
       person,
+      made: await companies.madeBy(person.id, user.companyId),
       action: `/settings/people/${person.id}/remove`,
       back: '/settings/people',
     });
@@ -83,8 +99,25 @@ export async function peopleRoutes(app: FastifyInstance) {
     const { id } = request.params as { id: string };
     const user = companyUser(request);
     if (id === user.id) throw new AppError('FORBIDDEN', 'You cannot remove yourself. Ask another admin of your company.');
-    await companies.removeUser(id, user.companyId);
-    request.log.info({ userId: id }, 'person removed');
-    return reply.redirect('/settings/people?removed=1', 303);
+    const { revokedTokens } = await companies.removeUser(id, user.companyId, {
+      keepTokens: text(request.body as FormBody, 'keep_tokens') === '1',
+      heirId: user.id,
+      actor: personActor(user),
+      origin: auditOrigin(request),
+    });
+    request.log.info({ userId: id, tokensRevoked: revokedTokens.length }, 'person removed');
+    return reply.redirect(`/settings/people?removed=1${revokedTokens.length ? `&revoked=${revokedTokens.length}` : ''}`, 303);
+  });
+
+  app.post('/settings/people/:id/role', { preHandler: [requireCompanyAdmin, app.csrfProtection] }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const user = companyUser(request);
+    const changed = await companies.changeRole(id, user.companyId, text(request.body as FormBody, 'role', 20), {
+      selfId: user.id,
+      actor: personActor(user),
+      origin: auditOrigin(request),
+    });
+    request.log.info({ userId: changed.id, role: changed.role }, 'role changed');
+    return reply.redirect('/settings/people?role=1', 303);
   });
 }

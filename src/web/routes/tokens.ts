@@ -1,19 +1,67 @@
 import type { FastifyInstance } from 'fastify';
 
-import { AppError } from '../../domain/errors';
+import { auditOrigin } from '../../audit-origin';
+import { personActor } from '../../domain/audit/audit';
+import { AppError, type FieldErrors } from '../../domain/errors';
+import { SCOPE_DESCRIPTIONS, TOKEN_SCOPES } from '../../domain/tokens/scopes';
+import type { TokenLifetime } from '../../domain/tokens/token-service';
 import { companyUser, requireCompanyUser } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 
-/** Settings › API Tokens. A token's value exists only in the response to Create Token. */
+/** The lifetimes the form offers (days); 90 is preselected (see `preselected`). */
+const LIFETIME_CHOICES = ['7', '30', '90', '365'] as const;
+
+/** The form's `expires` choice as a lifetime: a number of days, `date` (with `expires_on`), or `never`. */
+function lifetimeOf(form: FormBody): TokenLifetime | undefined {
+  const choice = text(form, 'expires', 20);
+  if (choice === 'never') return 'never';
+  if (choice === 'date') return { until: text(form, 'expires_on', 20) };
+  if (/^\d{1,5}$/u.test(choice)) return { days: Number(choice) };
+  return undefined;
+}
+
+/** Every value of a repeated checkbox. */
+function values(form: FormBody, name: string): string[] {
+  const raw = form[name];
+  return (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]).filter((v): v is string => typeof v === 'string');
+}
+
+/**
+ * Settings › API Tokens (admins). A token's value exists only in the response to Create Token.
+ * The form asks for the scopes (none pre-chosen) and the expiry (90 days preselected, at most
+ * TOKEN_MAX_LIFETIME_DAYS); the list shows both and flags tokens that expire within 7 days.
+ */
 export async function tokenRoutes(app: FastifyInstance) {
   const { tokens } = app.deps;
+  const maxDays = tokens.maxLifetimeDays;
+  const lifetimes = LIFETIME_CHOICES.filter((d) => maxDays === 0 || Number(d) <= maxDays);
+  // 90 days preselected, or the longest choice within the maximum.
+  const preselected = [...lifetimes].reverse().find((d) => Number(d) <= tokens.defaultLifetimeDays) ?? 'date';
 
   async function listPage(companyId: string, extra: Record<string, unknown> = {}) {
-    return { title: 'API Tokens', tokens: await tokens.list(companyId), name: '', error: null, notice: null, ...extra };
+    const list = (await tokens.list(companyId)).map((t) => ({ ...t, expiresSoon: tokens.expiresSoon(t), expired: tokens.isExpired(t) }));
+    return {
+      title: 'API Tokens',
+      tokens: list,
+      name: '',
+      errors: {},
+      error: null,
+      notice: null,
+      scopes: TOKEN_SCOPES.map((s) => ({ id: s, description: SCOPE_DESCRIPTIONS[s] })),
+      chosenScopes: [],
+      lifetimes,
+      expires: preselected,
+      expiresOn: '',
+      offerNever: maxDays === 0,
+      maxDays,
+      ...extra,
+    };
   }
 
-  app.get('/settings', { preHandler: requireCompanyUser }, async (_request, reply) => reply.redirect('/settings/tokens', 303));
+  app.get('/settings', { preHandler: requireCompanyUser }, async (request, reply) =>
+    reply.redirect(request.webUser?.role === 'admin' ? '/settings/tokens' : '/settings/people', 303),
+  );
 
   app.get('/settings/tokens', { preHandler: requireCompanyUser }, async (request, reply) => {
     const revoked = text(request.query as FormBody, 'revoked') === '1';
@@ -23,9 +71,18 @@ export async function tokenRoutes(app: FastifyInstance) {
 
   app.post('/settings/tokens', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
     const user = companyUser(request);
-    const name = text(request.body as FormBody, 'name', 200);
+    const form = (request.body ?? {}) as FormBody;
+    const name = text(form, 'name', 200);
+    const chosenScopes = values(form, 'scopes');
+    const lifetime = lifetimeOf(form);
     try {
-      const created = await tokens.create(user.companyId, name, user.id);
+      const created = await tokens.create(user.companyId, name, user.id, {
+        scopes: chosenScopes,
+        // The form preselects 90 days; a form sent without a choice gets the same.
+        ...(lifetime ? { lifetime } : {}),
+        actor: personActor(user),
+        origin: auditOrigin(request),
+      });
       request.log.info({ tokenId: created.id }, 'API token created');
       return renderPage(
         reply,
@@ -35,7 +92,16 @@ export async function tokenRoutes(app: FastifyInstance) {
       );
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
-      return renderPage(reply, 'tokens', await listPage(user.companyId, { name, error: err.message }), 422);
+      const errors: FieldErrors = err.fields ?? {};
+      const page = await listPage(user.companyId, {
+        name,
+        errors,
+        error: errors.name?.[0] ?? null,
+        chosenScopes,
+        expires: text(form, 'expires', 20),
+        expiresOn: text(form, 'expires_on', 20),
+      });
+      return renderPage(reply, 'tokens', page, 422);
     }
   });
 
@@ -48,7 +114,8 @@ export async function tokenRoutes(app: FastifyInstance) {
 
   app.post('/settings/tokens/:id/revoke', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    const token = await tokens.revoke(id, companyUser(request).companyId);
+    const user = companyUser(request);
+    const token = await tokens.revoke(id, user.companyId, { actor: personActor(user), origin: auditOrigin(request) });
     request.log.info({ tokenId: token.id }, 'API token revoked');
     return reply.redirect('/settings/tokens?revoked=1', 303);
   });

@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
+import { auditOrigin } from '../../audit-origin';
+import { personActor } from '../../domain/audit/audit';
 import { AppError } from '../../domain/errors';
 import { webhookMessages } from '../../domain/webhooks/webhook-service';
 import { companyUser, requireCompanyUser } from '../context';
@@ -8,7 +10,7 @@ import { webhookUrlMessage } from '../messages';
 import { renderPage } from '../render';
 
 /**
- * Settings › Webhooks: the company's endpoints, Create (the signing secret is shown once, on the
+ * Settings › Webhooks (admins): the company's endpoints, Create (the signing secret is shown once, on the
  * page that answers the form), Delete (after a confirmation page), and the recent deliveries with
  * their outcomes.
  */
@@ -31,7 +33,11 @@ export async function webhookRoutes(app: FastifyInstance) {
     const user = companyUser(request);
     const url = text(request.body as FormBody, 'url', 2100);
     try {
-      const created = await webhooks.createEndpoint(user.companyId, url);
+      const created = await webhooks.createEndpoint(user.companyId, url, {
+        actor: personActor(user),
+        origin: auditOrigin(request),
+        userId: user.id,
+      });
       request.log.info({ webhookId: created.id }, 'webhook created');
       return renderPage(reply, 'webhook-created', { title: 'Webhook created', webhook: created }, 201);
     } catch (err) {
@@ -63,7 +69,8 @@ export async function webhookRoutes(app: FastifyInstance) {
 
   app.post('/settings/webhooks/:id/delete', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    await webhooks.deleteEndpoint(companyUser(request).companyId, id);
+    const user = companyUser(request);
+    await webhooks.deleteEndpoint(user.companyId, id, { actor: personActor(user), origin: auditOrigin(request) });
     request.log.info({ webhookId: id }, 'webhook deleted');
     return reply.redirect('/settings/webhooks?deleted=1', 303);
   });
