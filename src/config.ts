@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+
 import { Ajv } from 'ajv';
 import type { FromSchema } from 'json-schema-to-ts';
 
@@ -43,7 +45,11 @@ const envSchema = {
     IMPORT_UPLOAD_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 120 },
     QUEUE_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'bull' },
     SESSION_SECRET: { type: 'string', minLength: 32 },
-    TRUST_PROXY: { type: 'boolean', default: false },
+    // A hop count or a comma-separated list of addresses/CIDR ranges (Fastify's trustProxy forms); never "true".
+    TRUST_PROXY: { type: 'string', maxLength: 2000 },
+    // The key that seals secrets stored in the database (TOTP keys, SSO client secrets).
+    ENCRYPTION_KEY: { type: 'string', minLength: 32 },
+    SESSION_IDLE_MINUTES: { type: 'integer', minimum: 1, maximum: 480, default: 30 },
     RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 0 },
     // log2 of scrypt's N for dashboard passwords. 15 (32 MiB a hash) is the floor: no setting goes under it.
     PASSWORD_HASH_COST: { type: 'integer', minimum: 15, maximum: 17, default: 15 },
@@ -95,7 +101,12 @@ export type Config = Readonly<{
   importUploadTimeoutSeconds: number;
   queuePrefix: string;
   sessionSecret: string | undefined;
-  trustProxy: boolean;
+  /** Whom X-Forwarded-* is believed from: false, a hop count, or addresses and CIDR ranges (TRUST_PROXY). */
+  trustProxy: false | number | string[];
+  /** The key sealing secrets kept in the database (ENCRYPTION_KEY); embedded mode generates one. */
+  encryptionKey: string | undefined;
+  /** A dashboard session ends after this many minutes without a request (SESSION_IDLE_MINUTES). */
+  sessionIdleMinutes: number;
   rateLimitPerMinute: number;
   /** log2 of scrypt's N for new password hashes (PASSWORD_HASH_COST, at least 15). */
   passwordHashCost: number;
@@ -158,6 +169,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `RETENTION_YEARS (${v.RETENTION_YEARS}) must be at least SEARCH_HISTORY_YEARS (${v.SEARCH_HISTORY_YEARS}): a claim is found by searches and alerts for SEARCH_HISTORY_YEARS, so it is kept at least that long`,
     );
   }
+  const trustProxy = parseTrustProxy(input.TRUST_PROXY);
+  if (typeof trustProxy === 'object' && !Array.isArray(trustProxy)) problems.push(trustProxy.error);
   if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
 
   let s3: Config['s3'];
@@ -204,7 +217,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importUploadTimeoutSeconds: v.IMPORT_UPLOAD_TIMEOUT_SECONDS,
     queuePrefix: v.QUEUE_PREFIX,
     sessionSecret: v.SESSION_SECRET,
-    trustProxy: v.TRUST_PROXY,
+    trustProxy: trustProxy as Config['trustProxy'],
+    encryptionKey: v.ENCRYPTION_KEY,
+    sessionIdleMinutes: v.SESSION_IDLE_MINUTES,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,
     passwordHashCost: v.PASSWORD_HASH_COST,
     retentionYears: v.RETENTION_YEARS,
@@ -217,6 +232,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetrySchedule: Object.freeze(String(v.WEBHOOK_RETRY_SCHEDULE).split(',').map(Number)),
     alertsEnabled: v.ALERTS_ENABLED,
   });
+}
+
+/** An address or a CIDR range of one (`10.0.0.0/8`, `::1`, `fd00::/8`). */
+function isAddressOrRange(text: string): boolean {
+  const [address = '', bits, ...rest] = text.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  return bits === undefined || (/^\d{1,3}$/u.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+}
+
+/**
+ * TRUST_PROXY: unset, empty or "false" trusts no proxy; a whole number trusts that many hops in
+ * front of the server; otherwise a comma-separated list of the proxies' addresses or CIDR ranges.
+ * "true" (every address) is refused: any client could then write its own address.
+ */
+function parseTrustProxy(raw: unknown): false | number | string[] | { error: string } {
+  if (raw === undefined || raw === '' || raw === 'false' || raw === '0') return false;
+  const text = String(raw).trim();
+  if (/^\d{1,2}$/u.test(text)) return Number(text);
+  if (text === 'true' || text === '*') {
+    return {
+      error:
+        "TRUST_PROXY must be a hop count or the proxies' addresses, never \"true\" (every address: a client could write its own address in X-Forwarded-For)",
+    };
+  }
+  const parts = text.split(',').map((p) => p.trim()).filter(Boolean);
+  const bad = parts.filter((p) => !isAddressOrRange(p));
+  if (parts.length === 0 || bad.length > 0) {
+    return { error: `TRUST_PROXY must be a hop count or a comma-separated list of addresses or CIDR ranges (not: ${bad.join(', ') || text})` };
+  }
+  return parts;
 }
 
 function hasHost(url: string): boolean {

@@ -31,7 +31,11 @@ import { createTokenService } from './domain/tokens/token-service';
 import { createWebhookService } from './domain/webhooks/webhook-service';
 import { createLogger } from './logger';
 import { createMetrics } from './metrics';
-import { resolveDocumentHashKey, resolveSessionSecret, StartupError } from './secrets';
+import { resolveDocumentHashKey, resolveEncryptionKey, resolveSessionSecret, StartupError } from './secrets';
+import { createDatabaseFailureCounter } from './db/failure-counter';
+import { createSealer, type Sealer } from './domain/sign-in/sealed';
+import { createSignInService } from './domain/sign-in/sign-in-service';
+import { createSignInThrottle } from './domain/sign-in/throttle';
 import { createObjectStore } from './storage/object-store';
 import { importCsvProcessor } from './workers/import-csv.processor';
 import { startImportThread } from './workers/import-thread';
@@ -53,6 +57,8 @@ export type DepsOptions = {
    * not spend the suite's time in scrypt. No variable sets it; production always uses the config.
    */
   testPasswordHashCost?: number;
+  /** Tests only: the clock of sign-in (sessions, codes, reset links, throttling), in ms since 1970. */
+  now?: () => number;
   /** Tests only: the clock's date (YYYY-MM-DD) instead of today's in APP_TIMEZONE. */
   today?: () => string;
   /** A long-running server: the embedded database's code is compiled optimized once, at start. */
@@ -231,6 +237,19 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       sharedDatabase: db.kind === 'postgres',
       onUsageError: (err) => log.warn({ err }, 'could not record the last use of API tokens; will try again'),
     });
+    const now = options.now ?? (() => Date.now());
+    let sealer: Sealer | undefined;
+    const signIn = createSignInService({
+      store,
+      sealer: () => (sealer ??= createSealer(resolveEncryptionKey(config))),
+      now,
+      passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost,
+    });
+    // Failed sign-ins counted where every server process sees them: Redis, else the database.
+    const failureCounter = config.redisUrl
+      ? (await import('./workers/redis-failure-counter')).createRedisFailureCounter(config.redisUrl, config.queuePrefix)
+      : undefined;
+    const signInThrottle = createSignInThrottle({ counter: failureCounter ?? createDatabaseFailureCounter(store.signIn, now), now });
     const metrics = createMetrics(
       {
         poolStats: () => db.poolStats(),
@@ -308,10 +327,14 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         };
       },
       dashboard: createDashboardService({ store, today, timeZone: config.timezone, lookupRetentionDays: config.lookupRetentionDays }),
-      sessions: createSessionService({ store }),
+      sessions: createSessionService({ store, now }),
+      now,
+      signIn,
+      signInThrottle,
       sessionSecret: () => resolveSessionSecret(config),
       async close() {
         await tokens.close();
+        await failureCounter?.close();
         await importQueue.close();
         await batchQueue.close();
         await importThread?.close();

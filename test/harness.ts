@@ -34,6 +34,8 @@ export async function createTestContext(
     logger?: Logger;
     /** The service's "today" (YYYY-MM-DD); default: the real date in APP_TIMEZONE. */
     today?: () => string;
+    /** The sign-in clock (sessions, codes, reset links, throttling), ms since 1970; default: the real time. */
+    now?: () => number;
     /** Called right after each import chunk commits (0-based), before its progress is reported. */
     afterChunkCommit?: DepsOptions['afterChunkCommit'];
     /** Awaited in each import chunk's transaction before its write (0-based chunk number). */
@@ -52,6 +54,7 @@ export async function createTestContext(
   const config = loadConfig({
     DOCUMENT_HASH_KEY: TEST_HASH_KEY,
     SESSION_SECRET: 'test-session-secret-0123456789abcdef0123',
+    ENCRYPTION_KEY: 'test-encryption-key-0123456789abcdef01234',
     LOG_LEVEL: 'silent',
     DATA_DIR: `/tmp/claims-test-${schema}`,
     ...(kind === 'postgres' ? { DATABASE_URL: url! } : {}),
@@ -63,6 +66,7 @@ export async function createTestContext(
     logger,
     testPasswordHashCost: TEST_PASSWORD_HASH_COST,
     ...(options.today ? { today: options.today } : {}),
+    ...(options.now ? { now: options.now } : {}),
     ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
     ...(options.beforeChunkWrite ? { beforeChunkWrite: options.beforeChunkWrite } : {}),
   });

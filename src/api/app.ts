@@ -113,12 +113,21 @@ export function validatorCompiler() {
     httpPart === 'body' ? compileInput(schema) : coercing.compile(schema);
 }
 
+/**
+ * TRUST_PROXY as Fastify takes it. A hop count trusts that many proxies in front of the server,
+ * as Express counts them (Fastify 5 itself trusts nothing for a number); addresses go as they are.
+ */
+export function trustProxyOption(trust: Deps['config']['trustProxy']): false | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust === 'number') return trust === 0 ? false : (_address: string, hop: number) => hop < trust;
+  return trust;
+}
+
 export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     childLoggerFactory,
     genReqId: () => randomUUID(),
-    trustProxy: deps.config.trustProxy,
+    trustProxy: trustProxyOption(deps.config.trustProxy),
     connectionTimeout: 30_000,
     // Receiving a request may take as long as storing a large upload is allowed to.
     requestTimeout: Math.max(120, deps.config.importUploadTimeoutSeconds + 30) * 1000,

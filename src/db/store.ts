@@ -7,6 +7,7 @@ import { pgErrorCode, type Db, type Queryable } from './db';
 import { createImportLedgerRepository } from './import-ledger-repository';
 import { createIdempotencyRepository, createImportRepository } from './import-repository';
 import { createSessionRepository } from './session-repository';
+import { createSignInRepository } from './sign-in-repository';
 import { createTokenRepository } from './token-repository';
 import { createWebhookRepository } from './webhook-repository';
 
@@ -20,6 +21,7 @@ function repositories(q: Queryable, soleSession = false) {
     ledger: createImportLedgerRepository(q),
     idempotency: createIdempotencyRepository(q),
     sessions: createSessionRepository(q),
+    signIn: createSignInRepository(q),
     dashboard: createDashboardRepository(q),
     webhooks: createWebhookRepository(q),
     alerts: createAlertRepository(q),

@@ -32,16 +32,21 @@ describe('SESSION_SECRET', () => {
   });
 });
 
-describe('behind a TLS proxy (TRUST_PROXY=true)', () => {
+describe('behind a TLS proxy (TRUST_PROXY=127.0.0.1, the proxy\'s address)', () => {
   let ctx: TestContext;
   beforeAll(async () => {
-    ctx = await createTestContext({ TRUST_PROXY: 'true' });
+    ctx = await createTestContext({ TRUST_PROXY: '127.0.0.1' });
   });
   afterAll(async () => ctx.close());
 
-  it('marks the session cookie Secure when the request came over HTTPS', async () => {
+  it('names the session cookie __Host-, marks it Secure and sends HSTS when the request came over HTTPS', async () => {
     const res = await new WebClient(ctx.app, { 'x-forwarded-proto': 'https' }).get('/login');
-    const cookie = ([] as string[]).concat(res.headers['set-cookie'] ?? []).find((c) => c.startsWith('claims_session='))!;
+    const cookies = ([] as string[]).concat(res.headers['set-cookie'] ?? []);
+    expect(cookies.find((c) => c.startsWith('claims_session='))).toBeUndefined();
+    const cookie = cookies.find((c) => c.startsWith('__Host-claims_session='))!;
+    expect(cookie).toMatch(/; Path=\/(;|$)/u);
+    expect(cookie).not.toMatch(/Domain=/iu);
+    expect(res.headers['strict-transport-security']).toBe('max-age=31536000');
     expect(cookie).toMatch(/; Secure/u);
     expect(cookie).toMatch(/; HttpOnly/u);
     expect(cookie).toMatch(/; SameSite=Lax/u);
@@ -51,5 +56,6 @@ describe('behind a TLS proxy (TRUST_PROXY=true)', () => {
     const res = await new WebClient(ctx.app).get('/login');
     const cookie = ([] as string[]).concat(res.headers['set-cookie'] ?? []).find((c) => c.startsWith('claims_session='))!;
     expect(cookie).not.toMatch(/; Secure/u);
+    expect(res.headers['strict-transport-security']).toBeUndefined();
   });
 });
