@@ -124,7 +124,10 @@ export async function dashboardPlugin(app: FastifyInstance) {
     pages.decorateRequest('webUser', null);
     pages.decorateRequest('alertCount', 0);
     pages.addHook('onSend', async (request, reply) => {
+      // A page may only be stricter (the reset link's page sends no Referer at all).
+      const referrer = reply.getHeader('referrer-policy');
       reply.headers(SECURITY_HEADERS);
+      if (referrer === 'no-referrer') reply.header('referrer-policy', referrer);
       if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
       if (request.protocol === 'https') {
         reply.header('strict-transport-security', HSTS);

@@ -115,6 +115,7 @@ export class WebClient {
     if (res.headers.location === '/login/code') {
       const key = totpKeys.get(email.toLowerCase());
       if (!key) throw new Error(`no known second factor key for ${email}`);
+      await this.get('/login/code');
       // A code works once: a second sign-in within the same 30 s uses the next step's code.
       for (const at of [now, now + 30_000]) {
         const done = await this.post('/login/code', { code: totpCode(key, at) });
