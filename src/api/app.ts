@@ -24,7 +24,21 @@ import { lookupBatchRoutes } from './routes/lookup-batches';
 import { lookupBatchSchema } from './schemas/lookup-batches';
 import { qualityRoutes } from './routes/quality';
 import { qualityReportSchema } from './schemas/quality';
-import { dashboardPlugin } from '../web/index';
+import { dashboardPlugin, SECURITY_HEADERS } from '../web/index';
+import { HSTS } from '../web/session-rules';
+
+/**
+ * The dashboard's security headers on the pages served by libraries beside it: the API docs
+ * (/docs, Swagger UI) and Bull Board. Both draw with inline style attributes, so their policy
+ * allows inline style; scripts only from this server, never framed, HSTS over TLS.
+ */
+const LIBRARY_PAGE_HEADERS = {
+  ...SECURITY_HEADERS,
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; " +
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'; object-src 'none'",
+} as const;
+const LIBRARY_PAGES = /^\/(docs|admin\/queues)(\/|\?|$)/u;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -141,6 +155,9 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   // A plain callback hook: no promise per request for one header.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // HSTS on every answer that came over TLS (directly, or as a trusted proxy says).
+    if (request.protocol === 'https') reply.header('strict-transport-security', HSTS);
+    if (LIBRARY_PAGES.test(request.url)) reply.headers(LIBRARY_PAGE_HEADERS);
     done();
   });
   await app.register(errorHandlerPlugin);

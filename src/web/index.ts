@@ -136,6 +136,8 @@ export async function dashboardPlugin(app: FastifyInstance) {
         const set = reply.getHeader('set-cookie');
         if (set !== undefined) {
           const rename = (c: string) => (c.startsWith(`${SESSION_COOKIE}=`) ? PLAIN_SESSION_COOKIE + c.slice(SESSION_COOKIE.length) : c);
+          // reply.header() adds to Set-Cookie: remove the original first.
+          reply.removeHeader('set-cookie');
           reply.header('set-cookie', Array.isArray(set) ? set.map((c) => rename(String(c))) : rename(String(set)));
         }
       }
