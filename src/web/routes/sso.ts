@@ -72,7 +72,9 @@ export async function startSso(request: FastifyRequest, reply: FastifyReply, pro
     nonce,
     login_hint: email,
   });
-  return reply.redirect(url.href, 303);
+  // A page that moves on at once, not a redirect: the sign-in form's Content-Security-Policy
+  // (form-action 'self') would stop a form submission redirected to another site.
+  return renderPage(reply, 'sso-redirect', { title: 'Signing in', url: url.href, host: new URL(provider.issuer).host });
 }
 
 export async function ssoRoutes(app: FastifyInstance) {
@@ -101,8 +103,14 @@ export async function ssoRoutes(app: FastifyInstance) {
         expectedNonce: pending.nonce,
         idTokenExpected: true,
       });
-      const claims = tokens.claims();
-      if (!claims || typeof claims.email !== 'string' || claims.email_verified === false) {
+      const idToken = tokens.claims();
+      if (!idToken) throw new Error('no ID token');
+      // The email from the ID token, or else (as many providers put it there only) from the
+      // userinfo endpoint, for the ID token's subject.
+      const claims = (
+        typeof idToken.email === 'string' ? idToken : await oidc.fetchUserInfo(config, tokens.access_token, idToken.sub)
+      ) as { email?: unknown; email_verified?: unknown };
+      if (typeof claims.email !== 'string' || claims.email_verified === false) {
         return failed(request, reply, 403, 'Your provider did not give a verified email address, so you cannot be signed in.', 'sso_no_email');
       }
       email = claims.email.toLowerCase();
