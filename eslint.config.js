@@ -35,6 +35,19 @@ const outwardFromDomain = (depth) => ({
   ],
 });
 
+/**
+ * The REST API (src/api) and the dashboard (src/web) are siblings: both call the domain, neither
+ * imports the other's files. The app's root (src/app.ts) mounts both.
+ */
+const awayFrom = (sibling) => ({
+  patterns: [
+    {
+      regex: `^(\\.\\./)+${sibling}(/|$)`,
+      message: `src/api and src/web are siblings: neither imports the other's files. Move what both need to src/domain (rules) or to the app's root (src/app.ts).`,
+    },
+  ],
+});
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', 'coverage/', 'docs/', 'src/web/public/', 'eslint.config.js'] },
   js.configs.recommended,
@@ -65,6 +78,8 @@ export default tseslint.config(
   { files: ['src/domain/*.ts'], rules: { 'no-restricted-imports': ['error', outwardFromDomain(0)] } },
   { files: ['src/domain/*/*.ts'], rules: { 'no-restricted-imports': ['error', outwardFromDomain(1)] } },
   { files: ['src/domain/*/*/**/*.ts'], rules: { 'no-restricted-imports': ['error', outwardFromDomain(2)] } },
+  { files: ['src/api/**/*.ts'], rules: { 'no-restricted-imports': ['error', awayFrom('web')] } },
+  { files: ['src/web/**/*.ts'], rules: { 'no-restricted-imports': ['error', awayFrom('api')] } },
   {
     // Tests read JSON bodies of responses: `res.json()` is `any` by design there.
     files: ['test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts'],

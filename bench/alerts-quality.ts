@@ -37,7 +37,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createAlertRepository } from '../src/db/alert-repository';
 import { openDb, type Db } from '../src/db/db';
 import { createQualityRepository } from '../src/db/quality-repository';
-import { encodeCursor } from '../src/domain/cursor';
+import { encodeCursor } from '../src/domain/paging';
 import { minusYears, todayIn } from '../src/domain/dates';
 
 import {

@@ -34,7 +34,7 @@ import postgres from 'postgres';
 
 import { generateCsvFile } from '../scripts/gen-csv';
 import { copyRows } from './copy-rows';
-import { buildApp } from '../src/api/app';
+import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { openDb } from '../src/db/db';
 import { createDeps } from '../src/deps';

@@ -19,7 +19,7 @@ import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import postgres from 'postgres';
 
-import { buildApp } from '../src/api/app';
+import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { createDeps } from '../src/deps';
 import { claimBody } from '../test/harness';

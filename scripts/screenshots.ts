@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import type { Page } from 'playwright-core';
 
-import { buildApp } from '../src/api/app';
+import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { createDeps, type Deps } from '../src/deps';
 import { CLAIM_STATUSES, CLAIM_TYPES } from '../src/domain/claims/claim';

@@ -31,8 +31,7 @@ const envSchema = {
     // Default: 1000 with PostgreSQL, 500 embedded (see importChunkSize below).
     IMPORT_CHUNK_SIZE: { type: 'integer', minimum: 1, maximum: 50_000 },
     // Chunk transactions of one import in flight at a time, on PostgreSQL (embedded: always 1).
-    // 2: faster than 1 on files of distinct persons, the same at 30% repeated persons (measured on
-    // 2 cores: docs/import-pipeline.md#chunks-side-by-side-import_writers).
+    // Why 2: docs/import-pipeline.md#chunks-side-by-side-import_writers.
     IMPORT_WRITERS: { type: 'integer', minimum: 1, maximum: 16, default: 2 },
     IMPORT_WAIT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
     // A file larger than this is split into ranges run by several workers (BullMQ only; 0: never).
@@ -205,7 +204,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // PostgreSQL: a chunk costs a fixed four round trips and its documents are looked up while the
     // previous one is written, so 1000-row chunks are as fast as larger ones and hold less memory.
     // Embedded, PGlite has one session and a request's statement waits for the chunk ahead of it:
-    // smaller chunks keep the server answering. Why and measured: docs/import-pipeline.md#chunks.
+    // smaller chunks keep the server answering (docs/import-pipeline.md#chunks).
     importChunkSize: v.IMPORT_CHUNK_SIZE ?? (v.DATABASE_URL ? 1000 : 500),
     // PGlite has one session: chunks side by side would only take turns (docs/import-pipeline.md#chunks).
     importWriters: v.DATABASE_URL ? v.IMPORT_WRITERS : 1,

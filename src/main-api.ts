@@ -1,6 +1,6 @@
 import closeWithGrace from 'close-with-grace';
 
-import { buildApp } from './api/app';
+import { buildApp } from './app';
 import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
 import { createDeps, StartupError } from './deps';

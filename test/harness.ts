@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { expect } from 'vitest';
 
-import { buildApp } from '../src/api/app';
+import { buildApp } from '../src/app';
 import { loadConfig, type Config } from '../src/config';
 import { openDb } from '../src/db/db';
 import { todayIn } from '../src/domain/dates';

@@ -1,12 +1,11 @@
 import type { Alert, AlertRepository } from '../domain/alerts/alerts';
 import { ALERTS_PER_EVENT } from '../domain/alerts/alerts';
-import type { Cursor } from '../domain/cursor';
+import type { Position } from '../domain/paging';
 import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
+import { olderThan, positionParams, positionTs } from './keyset';
 import { CLAIM_JSON, claimJson, RETURNED_BY } from './registry-repository';
-
-const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-const position = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+import { isoTime } from './columns';
 
 /**
  * Where a statement finds the claims its alerts are about (matched_claim_id), as alias c: `table`
@@ -31,10 +30,10 @@ const alertJson = (claim: string) => `CASE a.kind
       'id', a.id, 'kind', a.kind, 'claim_id', a.claim_id, 'matched_claim', ${claim},
       'matched_on', CASE WHEN a.on_plate AND a.on_client THEN '["vehicle_registration","client"]'::json
                          WHEN a.on_plate THEN '["vehicle_registration"]'::json ELSE '["client"]'::json END,
-      'created_at', ${ts('a.created_at')})
+      'created_at', ${isoTime('a.created_at')})
     ELSE json_build_object(
       'id', a.id, 'kind', a.kind, 'claim_id', NULL, 'matched_claim', ${claim},
-      'from', a.from_status, 'to', a.to_status, 'created_at', ${ts('a.created_at')})
+      'from', a.from_status, 'to', a.to_status, 'created_at', ${isoTime('a.created_at')})
   END`;
 const ALERT_JSON = alertJson(CLAIM_JSON);
 
@@ -66,7 +65,7 @@ const announce = (claims: AlertedClaims, perClaim = false) => {
   ), delivered AS (
     INSERT INTO webhook_deliveries (company_id, endpoint_id, event_key, event_id, event_type, body)
     SELECT e.company_id, w.id, 'alerts.created:' || e.event_id, e.event_id, 'alerts.created',
-           json_build_object('id', e.event_id, 'type', 'alerts.created', 'created_at', ${ts('now()')},
+           json_build_object('id', e.event_id, 'type', 'alerts.created', 'created_at', ${isoTime('now()')},
                              'data', json_build_object('alerts', e.alerts, 'count', e.n))::text
       FROM events e JOIN webhook_endpoints w ON w.company_id = e.company_id
     ON CONFLICT (endpoint_id, event_key) DO NOTHING
@@ -170,13 +169,13 @@ const STATUS_CHANGED = `
 
 /** A company's alerts newest first ($1 company, $3/$4 the position after which, $5 how many; $2 a claim, or unused). */
 const list = (forClaim: boolean) => `
-  SELECT ${ALERT_JSON} AS alert, ${position('a.created_at')} AS position_ts, a.id
+  SELECT ${ALERT_JSON} AS alert, ${positionTs('a.created_at')} AS position_ts, a.id
     FROM alerts a
     JOIN claims c ON c.id = a.matched_claim_id
     JOIN clients cl ON cl.id = c.client_id
     JOIN companies co ON co.id = c.company_id
    WHERE a.company_id = $1 AND ${forClaim ? 'a.claim_id = $2::uuid' : '$2::uuid IS NULL'}
-     AND ($3::timestamptz IS NULL OR (a.created_at, a.id) < ($3::timestamptz, $4::uuid))
+     AND ${olderThan('a', '$3', '$4')}
    ORDER BY a.created_at DESC, a.id DESC
    LIMIT $5`;
 const LIST = list(false);
@@ -203,11 +202,10 @@ export function createAlertRepository(db: Queryable): AlertRepository {
       const rows = await db.query<{ alert: Alert; position_ts: string; id: string }>(claimId === undefined ? LIST : LIST_FOR_CLAIM, [
         companyId,
         claimId ?? null,
-        after?.ts ?? null,
-        after?.id ?? null,
+        ...positionParams(after),
         limit,
       ]);
-      return rows.map((r) => Object.assign(r.alert, { position: { ts: r.position_ts, id: r.id } satisfies Cursor }));
+      return rows.map((r) => Object.assign(r.alert, { position: { ts: r.position_ts, id: r.id } satisfies Position }));
     },
 
     async countSince(companyId, since) {

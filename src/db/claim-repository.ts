@@ -11,11 +11,12 @@ import type { DocumentRef, IdentityPlan, KnownDocument } from '../domain/clients
 import { RetryableConflict } from '../domain/errors';
 import { matchNewClaimsCtes } from './alert-repository';
 import { visibleClaim } from './claim-visibility';
-import { arrayLiteral, jsonArray } from './columns';
+import { arrayLiteral, jsonArray, isoTime } from './columns';
+import type { PageRequest } from '../domain/paging';
 import { pgErrorCode, type Queryable } from './db';
+import { olderThan, positionParams, positionTs } from './keyset';
 
-const CREATED_AT = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-const CURSOR_TS = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+const CREATED_AT = isoTime('c.created_at');
 
 /**
  * Explicit column list: the API shape, never internal columns; with `internal`, also the owner and
@@ -25,7 +26,7 @@ const CURSOR_TS = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:M
 const claimSelect = (internal: boolean, extra = '') => `
   SELECT c.id, c.claim_date, c.claim_type, c.amount::text AS amount, c.currency, c.is_at_fault,
          c.vehicle_registration, c.source, c.status, co.name AS company_name,
-         ${CREATED_AT} AS created_at,${internal ? ` ${CURSOR_TS} AS cursor_ts, c.company_id,` : ''}${extra ? ` ${extra},` : ''}
+         ${CREATED_AT} AS created_at,${internal ? ` ${positionTs('c.created_at')} AS position_ts, c.company_id,` : ''}${extra ? ` ${extra},` : ''}
          cl.id AS client_id, cl.first_name, cl.last_name, cl.date_of_birth,
          ARRAY(SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id ORDER BY d.doc_type)::text[] AS document_types
     FROM claims c
@@ -43,7 +44,7 @@ type PublicClaimRow = Omit<Claim, 'client'> & {
   document_types: DocumentType[];
 };
 /** A row of CLAIM_SELECT: also the owner and what paging needs. */
-type ClaimRow = PublicClaimRow & { cursor_ts: string; company_id: string };
+type ClaimRow = PublicClaimRow & { position_ts: string; company_id: string };
 
 /** A row as the API shows a claim: built as one literal (no copy without the internal fields). */
 function toPublicClaim(r: PublicClaimRow): Claim {
@@ -72,7 +73,7 @@ function toPublicClaim(r: PublicClaimRow): Claim {
 function toClaim(r: ClaimRow): StoredClaim {
   const claim = toPublicClaim(r) as StoredClaim;
   claim.companyId = r.company_id;
-  claim.cursor = { ts: r.cursor_ts, id: r.id };
+  claim.position = { ts: r.position_ts, id: r.id };
   return claim;
 }
 
@@ -319,19 +320,16 @@ export function createClaimRepository(db: Queryable, { soleSession = false }: Cl
       return rows[0] && toClaim(rows[0]);
     },
 
-    async listByCompany(
-      companyId: string,
-      opts: { status?: ClaimStatus | undefined; after?: { ts: string; id: string } | undefined; limit: number },
-    ): Promise<StoredClaim[]> {
+    async listByCompany(companyId: string, opts: { status?: ClaimStatus | undefined } & PageRequest): Promise<StoredClaim[]> {
       const rows = await db.query<ClaimRow>(
         `${CLAIM_SELECT}
           WHERE c.company_id = $1
             AND ${visibleClaim('c')}
             AND ($2::text IS NULL OR c.status = $2)
-            AND ($3::timestamptz IS NULL OR (c.created_at, c.id) < ($3::timestamptz, $4::uuid))
+            AND ${olderThan('c', '$3', '$4')}
           ORDER BY c.created_at DESC, c.id DESC
           LIMIT $5`,
-        [companyId, opts.status ?? null, opts.after?.ts ?? null, opts.after?.id ?? null, opts.limit],
+        [companyId, opts.status ?? null, ...positionParams(opts.after), opts.limit],
       );
       return rows.map(toClaim);
     },

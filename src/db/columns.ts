@@ -23,3 +23,6 @@ const SAFE_ELEMENT = /^(?![Nn][Uu][Ll][Ll]$)[0-9A-Za-z_.-]+$/;
 
 /** Free texts (names, plates, purposes) as a JSON array, for `json_array_elements_text`. */
 export const jsonArray = <T>(items: readonly T[], pick: (item: T) => string | null): string => JSON.stringify(items.map(pick));
+
+/** A time as the API shows it: UTC, to the second, with its offset (`2026-05-01T09:30:00+00:00`). */
+export const isoTime = (col: string): string => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;

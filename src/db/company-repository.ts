@@ -1,24 +1,27 @@
 import type { CompanyRecord, CompanyRepository, UserRecord, UserRole } from '../domain/companies/company-repository';
 import type { Queryable } from './db';
+import { isoTime } from './columns';
 
-const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-
-const USER_COLUMNS = `id, company_id, email, role, ${TS('created_at')} AS created_at`;
+const USER_COLUMNS = `id, company_id, email, role, ${isoTime('created_at')} AS created_at`;
 
 export function createCompanyRepository(db: Queryable): CompanyRepository {
   return {
     async insert(name: string): Promise<CompanyRecord | undefined> {
       const rows = await db.query<CompanyRecord>(
-        `INSERT INTO companies (name) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id, name, ${TS('created_at')} AS created_at`,
+        `INSERT INTO companies (name) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id, name, ${isoTime('created_at')} AS created_at`,
         [name],
       );
       return rows[0];
     },
     async list(): Promise<CompanyRecord[]> {
-      return db.query<CompanyRecord>(`SELECT id, name, ${TS('created_at')} AS created_at FROM companies ORDER BY lower(name) LIMIT 1000`);
+      return db.query<CompanyRecord>(
+        `SELECT id, name, ${isoTime('created_at')} AS created_at FROM companies ORDER BY lower(name) LIMIT 1000`,
+      );
     },
     async findById(id: string): Promise<CompanyRecord | undefined> {
-      const rows = await db.query<CompanyRecord>(`SELECT id, name, ${TS('created_at')} AS created_at FROM companies WHERE id = $1`, [id]);
+      const rows = await db.query<CompanyRecord>(`SELECT id, name, ${isoTime('created_at')} AS created_at FROM companies WHERE id = $1`, [
+        id,
+      ]);
       return rows[0];
     },
 

@@ -15,10 +15,11 @@ import type {
 } from '../domain/dashboard/dashboard-repository';
 import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
+import { olderThan, positionTs } from './keyset';
 import { logPage } from './registry-repository';
+import { isoTime } from './columns';
 
-const CREATED_AT = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-const CURSOR_TS = `to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+const CREATED_AT = isoTime('c.created_at');
 
 /** LIKE's own characters in a value taken literally. */
 const likeLiteral = (value: string) => value.replace(/[\\%_]/gu, (c) => `\\${c}`);
@@ -129,8 +130,8 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
       }
       const order = keys.map((k) => `${k} ${upwards ? 'ASC' : 'DESC'}`).join(', ');
       const skip = seek.kind === 'after' || seek.kind === 'before' ? seek.skip : 0;
-      const rows = await db.query<Omit<ClaimListRow, 'key'> & { cursor_ts: string }>(
-        `SELECT c.id, c.claim_date::text AS claim_date, ${CREATED_AT} AS created_at, ${CURSOR_TS} AS cursor_ts,
+      const rows = await db.query<Omit<ClaimListRow, 'key'> & { position_ts: string }>(
+        `SELECT c.id, c.claim_date::text AS claim_date, ${CREATED_AT} AS created_at, ${positionTs('c.created_at')} AS position_ts,
                 c.vehicle_registration, cl.first_name, cl.last_name, cl.date_of_birth::text AS date_of_birth,
                 (SELECT min(d.doc_type) FROM identity_documents d WHERE d.client_id = cl.id) AS id_type,
                 c.claim_type, c.amount::text AS amount, c.currency, c.is_at_fault, c.status, c.source
@@ -140,14 +141,14 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
           LIMIT ${Number(limit)} OFFSET ${Number(skip)}`,
         params,
       );
-      const page = rows.map(({ cursor_ts, ...r }) => ({ ...r, key: { date: r.claim_date, ts: cursor_ts, id: r.id } }));
+      const page = rows.map(({ position_ts, ...r }) => ({ ...r, key: { date: r.claim_date, ts: position_ts, id: r.id } }));
       return upwards ? page.reverse() : page;
     },
 
     async statusHistory(companyId: string, claimId: string): Promise<StatusHistoryEntry[]> {
       return db.query<StatusHistoryEntry>(
         `SELECT s.from_status, s.to_status,
-                to_char(s.changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') AS changed_at,
+                ${isoTime('s.changed_at')} AS changed_at,
                 u.email AS user_email, t.name AS token_name
            FROM claim_status_changes s
            JOIN claims c ON c.id = s.claim_id
@@ -199,11 +200,11 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
       // Days in the service's time zone: from its first instant, to before the next day's.
       if (filter.from) conds.push(`l.created_at >= (${p(filter.from)}::text::date)::timestamp AT TIME ZONE ${p(timeZone)}`);
       if (filter.to) conds.push(`l.created_at < (${p(filter.to)}::text::date + 1)::timestamp AT TIME ZONE ${p(timeZone)}`);
-      if (after) conds.push(`(l.created_at, l.id) < (${p(after.ts)}::text::timestamptz, ${p(after.id)}::text::uuid)`);
+      if (after) conds.push(olderThan('l', p(after.ts), p(after.id)));
       const rows = await db.query<Omit<LookupLogRow, 'key'> & { position_ts: string }>(
         `SELECT l.id, l.kind, l.vehicle_registration, l.claim_id, l.result_count, l.purpose,
-                to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') AS created_at,
-                to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position_ts,
+                ${isoTime('l.created_at')} AS created_at,
+                ${positionTs('l.created_at')} AS position_ts,
                 u.email AS user_email, t.name AS token_name,
                 (SELECT count(*)::int FROM claims x WHERE x.id = ANY (l.claim_ids) AND x.company_id <> l.company_id) AS other_company_claims
            FROM (${logPage(conds.join(' AND '), String(Number(limit)))}) l
@@ -222,7 +223,7 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
 
     async earlierImportOfFile(companyId: string, sha256: string, since: string): Promise<EarlierImport | undefined> {
       const rows = await db.query<EarlierImport>(
-        `SELECT id, file_name, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') AS created_at, status, imported
+        `SELECT id, file_name, ${isoTime('created_at')} AS created_at, status, imported
            FROM imports
           WHERE company_id = $1 AND sha256 = $2 AND created_at >= $3::text::timestamptz AND status IN ('queued', 'processing', 'completed')
           ORDER BY created_at DESC

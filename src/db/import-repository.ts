@@ -7,12 +7,14 @@ import type {
   RowError,
   TransitionPatch,
 } from '../domain/imports/ports';
+import type { PageRequest } from '../domain/paging';
 import type { Queryable } from './db';
+import { olderThan, positionParams, positionTs } from './keyset';
+import { isoTime } from './columns';
 
 export { IMPORT_STATUSES } from '../domain/imports/ports';
 export type { ImportFailure, ImportRecord, ImportStatus, RowError } from '../domain/imports/ports';
 
-const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 /** A history entry's time: milliseconds, so that quick successive changes keep their order. */
 const NOW_MS = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
@@ -31,8 +33,8 @@ const columns = (withErrors: boolean) => `
   ${PROGRESS('rows_total', 'GREATEST(rows_total, %)')} AS rows_total, ${PROGRESS('rows_done', '%')} AS rows_done,
   imported, failed, ${withErrors ? 'errors::text' : 'NULL::text'} AS errors, message, failure, attempts,
   history::text AS history, cancel_requested_at IS NOT NULL AS cancel_requested, columns,
-  ${TS('created_at')} AS created_at, ${TS('started_at')} AS started_at, ${TS('finished_at')} AS finished_at,
-  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts`;
+  ${isoTime('created_at')} AS created_at, ${isoTime('started_at')} AS started_at, ${isoTime('finished_at')} AS finished_at,
+  ${positionTs('created_at')} AS position_ts`;
 
 type Row = {
   id: string;
@@ -55,7 +57,7 @@ type Row = {
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
-  cursor_ts: string;
+  position_ts: string;
 };
 
 function toRecord(r: Row): ImportRecord {
@@ -81,7 +83,7 @@ function toRecord(r: Row): ImportRecord {
     createdAt: r.created_at,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
-    cursor: { ts: r.cursor_ts, id: r.id },
+    position: { ts: r.position_ts, id: r.id },
   };
 }
 
@@ -114,17 +116,14 @@ export function createImportRepository(db: Queryable) {
       return rows[0] && toRecord(rows[0]);
     },
 
-    async listByCompany(
-      companyId: string,
-      opts: { after?: { ts: string; id: string } | undefined; limit: number },
-    ): Promise<ImportRecord[]> {
+    async listByCompany(companyId: string, opts: PageRequest): Promise<ImportRecord[]> {
       const rows = await db.query<Row>(
         `SELECT ${columns(false)} FROM imports
           WHERE company_id = $1
-            AND ($2::timestamptz IS NULL OR (imports.created_at, imports.id) < ($2::timestamptz, $3::uuid))
+            AND ${olderThan('imports', '$2', '$3')}
           ORDER BY imports.created_at DESC, imports.id DESC
           LIMIT $4`,
-        [companyId, opts.after?.ts ?? null, opts.after?.id ?? null, opts.limit],
+        [companyId, ...positionParams(opts.after), opts.limit],
       );
       return rows.map(toRecord);
     },

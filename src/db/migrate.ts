@@ -13,7 +13,7 @@ const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '
 export async function migrate(db: Db): Promise<string[]> {
   const files = fs
     .readdirSync(MIGRATIONS_DIR)
-    .filter((f) => /^\d{4}_.+\.sql$/u.test(f))
+    .filter((f) => /^\d{4}[a-z]?_.+\.sql$/u.test(f))
     .sort();
   return db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock(7242011)');

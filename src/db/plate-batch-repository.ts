@@ -1,13 +1,11 @@
 import type { BatchRecord, PlateBatchRepository, ResultLine } from '../domain/lookups/plate-batch';
 import { visibleClaim } from './claim-visibility';
-import { arrayLiteral, jsonArray } from './columns';
+import { arrayLiteral, jsonArray, isoTime } from './columns';
 import type { Queryable } from './db';
 import { newId } from '../domain/ids';
 
-const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-
 const COLUMNS = `b.id, b.company_id, b.token_id, b.user_id, b.purpose, b.status, b.file_name, b.object_key, b.plates, b.rows_done,
-  b.distinct_plates, b.invalid_rows, b.message, ${ts('b.created_at')} AS created_at, ${ts('b.finished_at')} AS finished_at`;
+  b.distinct_plates, b.invalid_rows, b.message, ${isoTime('b.created_at')} AS created_at, ${isoTime('b.finished_at')} AS finished_at`;
 
 type Row = Omit<BatchRecord, 'companyId' | 'tokenId' | 'userId' | 'objectKey'> & {
   company_id: string;

@@ -1,11 +1,9 @@
 import type { Claim } from '../domain/claims/claim';
 import type { ClaimLookup, Lookup, MatchFacts, Position, RegistryRepository, SubjectRecord } from '../domain/registry/registry';
 import { visibleClaim } from './claim-visibility';
-import { arrayLiteral, jsonArray } from './columns';
+import { arrayLiteral, jsonArray, isoTime } from './columns';
 import type { Db } from './db';
-
-const ts = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-const position = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+import { olderThan, positionParams, positionTs } from './keyset';
 
 /**
  * A claim as JSON in the API's shape, the same fields a plate search returns and no more: the
@@ -17,7 +15,7 @@ export const claimJson = (client: string) => `json_build_object(
     'client', ${client},
     'claim_date', c.claim_date, 'claim_type', c.claim_type, 'amount', c.amount::text, 'currency', c.currency,
     'is_at_fault', c.is_at_fault, 'vehicle_registration', c.vehicle_registration, 'source', c.source,
-    'status', c.status, 'company_name', co.name, 'created_at', ${ts('c.created_at')})`;
+    'status', c.status, 'company_name', co.name, 'created_at', ${isoTime('c.created_at')})`;
 export const CLAIM_JSON = claimJson(`json_build_object(
       'id', cl.id, 'first_name', cl.first_name, 'last_name', cl.last_name, 'date_of_birth', cl.date_of_birth,
       'id_documents', (SELECT coalesce(json_agg(json_build_object('type', t.doc_type) ORDER BY t.doc_type), '[]'::json)
@@ -48,10 +46,6 @@ export const logPage = (where: string, limit: string) => `
      FROM (SELECT * FROM (${ALERT_ENTRIES}) l WHERE ${where} ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit}) l
      LEFT JOIN claims c ON c.id = l.claim_id)
   ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
-
-/** The keyset condition on alias l: older than the position ($ts, $id), or everything when they are null. */
-const olderThan = (ts: string, id: string) =>
-  `(l.created_at, l.id) < (coalesce(${ts}::timestamptz, 'infinity'), coalesce(${id}::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))`;
 
 /**
  * The look-ups that returned claim `claim` (an alias with id, vehicle_registration, client_id),
@@ -210,10 +204,10 @@ export function createRegistryRepository(db: Db): RegistryRepository {
     async listLookups(companyId, { after: at, limit, since }) {
       const rows = await db.query<Lookup & { position_ts: string }>(
         `SELECT l.id, l.kind, l.vehicle_registration, l.claim_id, l.result_count, l.purpose,
-                ${ts('l.created_at')} AS created_at, ${position('l.created_at')} AS position_ts
-           FROM (${logPage(`l.company_id = $1 AND l.created_at >= $5::timestamptz AND ${olderThan('$2', '$3')}`, '$4')}) l
+                ${isoTime('l.created_at')} AS created_at, ${positionTs('l.created_at')} AS position_ts
+           FROM (${logPage(`l.company_id = $1 AND l.created_at >= $5::timestamptz AND ${olderThan('l', '$2', '$3')}`, '$4')}) l
           ORDER BY l.created_at DESC, l.id DESC`,
-        [companyId, at?.ts ?? null, at?.id ?? null, limit, since],
+        [companyId, ...positionParams(at), limit, since],
       );
       return rows.map((l) => ({
         id: l.id,
@@ -242,14 +236,14 @@ export function createRegistryRepository(db: Db): RegistryRepository {
          SELECT x.company_name, x.kind, x.created_at, x.position_ts, x.lookup_id
            FROM own
            LEFT JOIN LATERAL (
-             SELECT co.name AS company_name, l.kind, ${ts('l.created_at')} AS created_at,
-                    ${position('l.created_at')} AS position_ts, l.id AS lookup_id
-               FROM (${RETURNED_BY('own', `l.created_at >= $6::timestamptz AND ${olderThan('$3', '$4')}`, '$5')}) l
+             SELECT co.name AS company_name, l.kind, ${isoTime('l.created_at')} AS created_at,
+                    ${positionTs('l.created_at')} AS position_ts, l.id AS lookup_id
+               FROM (${RETURNED_BY('own', `l.created_at >= $6::timestamptz AND ${olderThan('l', '$3', '$4')}`, '$5')}) l
                JOIN companies co ON co.id = l.company_id
               ORDER BY l.created_at DESC, l.id DESC
               LIMIT $5
            ) x ON true`,
-        [claimId, companyId, at?.ts ?? null, at?.id ?? null, limit, since],
+        [claimId, companyId, ...positionParams(at), limit, since],
       );
       if (rows.length === 0) return undefined;
       return rows
@@ -349,7 +343,7 @@ export function createRegistryRepository(db: Db): RegistryRepository {
              JOIN identity_documents d ON d.doc_type = q.doc_type AND d.number_hash = q.number_hash
          )
          SELECT cl.id, cl.first_name, cl.last_name, to_char(cl.date_of_birth, 'YYYY-MM-DD') AS date_of_birth,
-                ${ts('cl.created_at')} AS created_at,
+                ${isoTime('cl.created_at')} AS created_at,
                 (SELECT coalesce(json_agg(json_build_object('type', t.doc_type) ORDER BY t.doc_type), '[]'::json)
                    FROM (SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id) t) AS id_documents
            FROM clients cl
@@ -366,7 +360,7 @@ export function createRegistryRepository(db: Db): RegistryRepository {
         [person.id],
       );
       const lookups = await db.query<SubjectRecord['lookups'][number]>(
-        `SELECT co.name AS company_name, l.kind, c.id AS claim_id, ${ts('l.created_at')} AS created_at
+        `SELECT co.name AS company_name, l.kind, c.id AS claim_id, ${isoTime('l.created_at')} AS created_at
            FROM claims c
            CROSS JOIN LATERAL (${RETURNED_BY('c', 'l.created_at >= $2::timestamptz', 'ALL')}) l
            JOIN companies co ON co.id = l.company_id

@@ -1,4 +1,5 @@
 import { createAlertRepository } from './alert-repository';
+import { createAuditRepository } from './audit-repository';
 import { createClaimRepository } from './claim-repository';
 import { createCompanyRepository } from './company-repository';
 import { createDashboardRepository } from './dashboard-repository';
@@ -25,6 +26,7 @@ function repositories(q: Queryable, soleSession = false) {
     dashboard: createDashboardRepository(q),
     webhooks: createWebhookRepository(q),
     alerts: createAlertRepository(q),
+    audit: createAuditRepository(q),
     meta: {
       async get(key: string): Promise<string | undefined> {
         return (await q.query<{ value: string }>('SELECT value FROM app_meta WHERE key = $1', [key]))[0]?.value;

@@ -1,16 +1,15 @@
 import type { TokenRecord, TokenStore } from '../domain/tokens/token-service';
 import type { TokenUse } from '../domain/tokens/usage-recorder';
 import type { Queryable } from './db';
-
-const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+import { isoTime } from './columns';
 
 export type { TokenRecord };
 
 /** app_meta key of the revocation version: a counter moved by every revocation. */
 const REVOCATION_VERSION_KEY = 'api_token_revocation_version';
 
-const TOKEN_COLUMNS = `id, company_id, name, token_prefix, ${TS('created_at')} AS created_at,
-  ${TS('last_used_at')} AS last_used_at, ${TS('revoked_at')} AS revoked_at`;
+const TOKEN_COLUMNS = `id, company_id, name, token_prefix, ${isoTime('created_at')} AS created_at,
+  ${isoTime('last_used_at')} AS last_used_at, ${isoTime('revoked_at')} AS revoked_at`;
 
 export function createTokenRepository(db: Queryable): TokenStore {
   return {

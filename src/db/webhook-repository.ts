@@ -1,8 +1,8 @@
 import type { Queryable } from './db';
 import type { ClaimedDelivery, WebhookDelivery, WebhookEndpoint, WebhookRepository } from '../domain/webhooks/webhook-service';
+import { isoTime } from './columns';
 
-const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-const ENDPOINT_COLUMNS = `id, company_id, url, ${TS('created_at')} AS created_at`;
+const ENDPOINT_COLUMNS = `id, company_id, url, ${isoTime('created_at')} AS created_at`;
 
 /** Webhook endpoints and the deliveries outbox (migration 0005_webhooks.sql). */
 export function createWebhookRepository(db: Queryable): WebhookRepository {
@@ -45,8 +45,8 @@ export function createWebhookRepository(db: Queryable): WebhookRepository {
     async listDeliveries(companyId, limit) {
       return db.query<WebhookDelivery>(
         `SELECT d.id, d.endpoint_id, e.url, d.event_id, d.event_type, d.status, d.attempts, d.last_status_code, d.last_error,
-                CASE WHEN d.status = 'pending' THEN ${TS('d.next_attempt_at')} END AS next_attempt_at,
-                ${TS('d.created_at')} AS created_at, ${TS('d.finished_at')} AS finished_at,
+                CASE WHEN d.status = 'pending' THEN ${isoTime('d.next_attempt_at')} END AS next_attempt_at,
+                ${isoTime('d.created_at')} AS created_at, ${isoTime('d.finished_at')} AS finished_at,
                 CASE WHEN d.event_type LIKE 'import.%' THEN d.body::jsonb #>> '{data,id}' END AS import_id
            FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.company_id = d.company_id
           WHERE d.company_id = $1

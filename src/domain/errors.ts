@@ -13,6 +13,32 @@ export const ErrorCode = {
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /**
+ * The stable `code` of every error body: programs branch on it, people read `message`. A case
+ * with a code of its own (claim_not_found, import_finished, ...) names it as its AppError's
+ * `reason`; any other gets the code of its kind. The closed list: the OpenAPI document and the
+ * README name these and no others.
+ */
+export const ERROR_CODES = [
+  'unauthenticated',
+  'forbidden',
+  'not_found',
+  'claim_not_found',
+  'import_not_found',
+  'import_finished',
+  'conflict',
+  'idempotency_in_progress',
+  'validation_failed',
+  'invalid_json',
+  'bad_request',
+  'unsupported_media_type',
+  'payload_too_large',
+  'rate_limited',
+  'service_unavailable',
+  'server_error',
+] as const;
+export type PublicErrorCode = (typeof ERROR_CODES)[number];
+
+/**
  * An error meant for the caller: its message is safe to show (no document numbers, no SQL).
  * `code` is the kind (it decides the HTTP status); `reason`, when given, is the stable
  * machine-readable code of this particular case (`claim_not_found`), else one follows from the kind.
@@ -22,7 +48,7 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly fields?: FieldErrors,
-    readonly reason?: string,
+    readonly reason?: PublicErrorCode,
   ) {
     super(message);
     this.name = 'AppError';

@@ -19,8 +19,7 @@ let counter = 0;
  * millisecond, 62 random bits. Rows written together (an import's chunk) get neighbouring ids, so
  * they land on neighbouring pages of the primary key and of the indexes that hold them, which
  * makes large writes cheaper than random ids would. Built straight into its text from a pool of
- * random bytes: the uuid package's v7 allocated two byte arrays per id, a large share of an
- * import's allocations (docs/decisions.md#ids).
+ * random bytes, with no allocation per id (why: docs/decisions.md#ids).
  */
 export function newId(): string {
   if (poolAt === POOL_BYTES) {

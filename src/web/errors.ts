@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/db';
-import { AppError } from '../domain/errors';
+import { AppError, type ErrorCode } from '../domain/errors';
 import { RoleError, wantsJson } from './context';
 import { renderPage } from './render';
 
@@ -10,7 +10,12 @@ async function show(request: FastifyRequest, reply: FastifyReply, status: number
   return renderPage(reply, 'error', { title, message }, status);
 }
 
-const APP_ERROR_PAGES: Record<string, [number, string]> = {
+/**
+ * The page of each kind of AppError, every kind (the compiler checks it): its status and title.
+ * INTERNAL has none: it is the generic "something went wrong" page, logged, with the reference.
+ */
+const APP_ERROR_PAGES: Record<ErrorCode, [number, string] | null> = {
+  INTERNAL: null,
   NOT_FOUND: [404, 'Not found'],
   FORBIDDEN: [403, 'Not allowed'],
   VALIDATION_FAILED: [422, 'Please check what you sent'],
@@ -26,10 +31,8 @@ const APP_ERROR_PAGES: Record<string, [number, string]> = {
  */
 export async function webErrorHandler(err: FastifyError | AppError | RoleError, request: FastifyRequest, reply: FastifyReply) {
   if (err instanceof RoleError) return show(request, reply, 403, err.title, err.message);
-  if (err instanceof AppError && APP_ERROR_PAGES[err.code]) {
-    const [status, title] = APP_ERROR_PAGES[err.code]!;
-    return show(request, reply, status, title, err.message);
-  }
+  const page = err instanceof AppError ? APP_ERROR_PAGES[err.code] : null;
+  if (page) return show(request, reply, page[0], page[1], err.message);
   // A lost database (a restart, a failover, a network cut): what it is, a 503 that says to try
   // again shortly, not "something went wrong".
   if (isDatabaseUnavailable(err)) {

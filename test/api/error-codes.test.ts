@@ -36,6 +36,17 @@ describe('error bodies carry a stable code and the request id', () => {
         ctx.app.inject({
           method: 'POST',
           url: '/api/v1/claims',
+          headers: { ...company.auth, 'content-type': 'text/plain' },
+          payload: JSON.stringify(claimBody()),
+        }),
+    ],
+    [
+      'unsupported_media_type',
+      415,
+      () =>
+        ctx.app.inject({
+          method: 'POST',
+          url: '/api/v1/claims',
           headers: { ...company.auth, 'content-type': 'text/xml' },
           payload: '<a/>',
         }),
@@ -106,6 +117,12 @@ describe('the OpenAPI document', () => {
   it('declares the Idempotency-Key header of POST /claims', async () => {
     const params = (await spec()).paths['/api/v1/claims']!.post!.parameters ?? [];
     expect(params).toContainEqual(expect.objectContaining({ in: 'header', name: 'idempotency-key' }));
+  });
+
+  it('declares the Idempotency-Key and Prefer headers of the import', async () => {
+    const params = (await spec()).paths['/api/v1/claims/import']!.post!.parameters ?? [];
+    expect(params).toContainEqual(expect.objectContaining({ in: 'header', name: 'idempotency-key' }));
+    expect(params).toContainEqual(expect.objectContaining({ in: 'header', name: 'prefer' }));
   });
 
   it('declares every error answer of each claims route, as an Error', async () => {

@@ -36,8 +36,8 @@ describe('claim repository: another company id returns nothing', () => {
   });
 
   it('listByCompany', async () => {
-    expect((await repos().claims.listByCompany(owner.id, { limit: 10 })).map((c) => c.id)).toEqual([claimId]);
-    expect(await repos().claims.listByCompany(other.id, { limit: 10 })).toEqual([]);
+    expect((await repos().claims.listByCompany(owner.id, { after: undefined, limit: 10 })).map((c) => c.id)).toEqual([claimId]);
+    expect(await repos().claims.listByCompany(other.id, { after: undefined, limit: 10 })).toEqual([]);
   });
 
   it('statusHistory', async () => {

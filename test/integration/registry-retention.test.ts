@@ -7,7 +7,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { buildApp } from '../../src/api/app';
+import { buildApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { openDb } from '../../src/db/db';
 import { createRegistryRepository } from '../../src/db/registry-repository';

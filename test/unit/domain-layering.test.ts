@@ -43,3 +43,19 @@ describe('the domain has no outward arrow', { timeout: 120_000 }, () => {
     expect(await restricted(AT_DEPTH_1, code)).toEqual([]);
   });
 });
+
+// The sibling rule: src/api and src/web do not import each other's files (src/app.ts mounts both).
+describe('the API and the dashboard are siblings', { timeout: 120_000 }, () => {
+  it('refuses an API file importing a dashboard file, and a dashboard file importing an API file', async () => {
+    const fromApi = "import { webErrorHandler } from '../../web/errors';\nexport const probe = webErrorHandler;\n";
+    expect(await restricted('src/api/routes/alerts.ts', fromApi)).toEqual([1]);
+    const fromWeb = "import { sendError } from '../api/plugins/error-handler';\nexport const probe = sendError;\n";
+    expect(await restricted('src/web/errors.ts', fromWeb)).toEqual([1]);
+  });
+
+  it('accepts the domain and their own files', async () => {
+    const code =
+      "import { AppError } from '../../domain/errors';\nimport { errorBody } from '../schemas/common';\nexport const probe = [AppError, errorBody];\n";
+    expect(await restricted('src/api/routes/alerts.ts', code)).toEqual([]);
+  });
+});

@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 
-import { validatorCompiler } from '../../src/api/app';
+import { validatorCompiler } from '../../src/app';
 import { submitClaimBody } from '../../src/api/schemas/claims';
 import { searchByPersonBody } from '../../src/api/schemas/registry';
 import { validateClaimInput } from '../../src/domain/claims/claim';

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { buildApp } from '../../src/api/app';
+import { buildApp } from '../../src/app';
 import { apiError, createTestContext, submitClaim, type TestContext } from '../harness';
 import { csv, postImport, validRow } from '../import-helpers';
 import { companyWithPeople, PASSWORD, signedIn, WebClient } from './web-client';

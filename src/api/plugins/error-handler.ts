@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../db/db';
-import { AppError, type ErrorCode, type FieldErrors } from '../../domain/errors';
+import { AppError, type ErrorCode, type FieldErrors, type PublicErrorCode } from '../../domain/errors';
 import { fieldErrorsOf } from '../../domain/validation';
 
 const STATUS: Record<ErrorCode, number> = {
@@ -14,31 +14,6 @@ const STATUS: Record<ErrorCode, number> = {
   UNAVAILABLE: 503,
   INTERNAL: 500,
 };
-
-/**
- * The stable `code` of every error body: programs branch on it, people read `message`. A case
- * with a code of its own (claim_not_found, import_finished, ...) names it in its AppError; any
- * other gets the code of its kind.
- */
-export const ERROR_CODES = [
-  'unauthenticated',
-  'forbidden',
-  'not_found',
-  'claim_not_found',
-  'import_not_found',
-  'import_finished',
-  'conflict',
-  'idempotency_in_progress',
-  'validation_failed',
-  'invalid_json',
-  'bad_request',
-  'unsupported_media_type',
-  'payload_too_large',
-  'rate_limited',
-  'service_unavailable',
-  'server_error',
-] as const;
-export type PublicErrorCode = (typeof ERROR_CODES)[number];
 
 const CODE_OF_KIND: Record<ErrorCode, PublicErrorCode> = {
   NOT_FOUND: 'not_found',
@@ -55,7 +30,7 @@ export function sendError(
   request: FastifyRequest,
   reply: FastifyReply,
   status: number,
-  code: string,
+  code: PublicErrorCode,
   message: string,
   errors?: FieldErrors,
 ): FastifyReply {

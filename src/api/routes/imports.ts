@@ -8,7 +8,7 @@ import { fileMessages } from '../../domain/imports/csv-file';
 import { importMessages, importResource, summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
 import { failedRowsFile } from '../../domain/imports/failed-rows-file';
 import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/idempotency';
-import { commonErrors, errorBody, validationErrorBody } from '../schemas/common';
+import { commonErrors, errorBody, idempotencyKeyHeader, preferHeader, validationErrorBody } from '../schemas/common';
 import type { ApiTypeProvider } from '../schemas/type-provider';
 import { importBodyDoc, importEnvelope, importIdParams, importPage, importSummary, listImportsQuery } from '../schemas/imports';
 import { filePart } from './file-part';
@@ -41,14 +41,14 @@ function accepted(reply: FastifyReply, run: ImportRecord) {
     .send({ data: toDetail(run) });
 }
 
-/** The answer once the job settled: the summary (200), the file's problem (422), or a failure (500). */
+/**
+ * The answer once the job settled: the summary (200), or the file's problem (422) or a failure
+ * (500), which leave through the error handler like every other error of the API.
+ */
 function outcome(reply: FastifyReply, run: ImportRecord) {
   if (run.status === 'completed') return reply.code(200).send(summaryOf(run));
-  if (run.status === 'failed' && run.failure === 'invalid_file') {
-    const message = run.message ?? fileMessages.empty;
-    return reply.code(422).send({ message, errors: { file: [message] } });
-  }
-  if (run.status === 'failed') return reply.code(500).send({ message: run.message ?? 'Server error.' });
+  if (run.status === 'failed' && run.failure === 'invalid_file') throw validationError({ file: [run.message ?? fileMessages.empty] });
+  if (run.status === 'failed') throw new AppError('INTERNAL', run.message ?? 'Server error.');
   if (run.status === 'cancelled') return reply.code(200).send({ data: toDetail(run) });
   return accepted(reply, run);
 }
@@ -124,6 +124,7 @@ export async function importRoutes(fastify: FastifyInstance) {
         tags: ['imports'],
         security,
         consumes: ['multipart/form-data'],
+        headers: { type: 'object', properties: { ...idempotencyKeyHeader.properties, ...preferHeader.properties } },
         querystring: {
           type: 'object',
           properties: {
@@ -259,7 +260,7 @@ export async function importRoutes(fastify: FastifyInstance) {
     },
     async (request) => {
       const page = await imports.list(request.principal, request.query);
-      return { data: page.data.map(importResource), meta: { next_cursor: page.nextCursor } };
+      return { ...page, data: page.data.map(importResource) };
     },
   );
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 
-import { ERROR_CODES } from '../plugins/error-handler';
+import { ERROR_CODES } from '../../domain/errors';
 
 /** Every error body of the API: a message for people, a stable code for programs, and the request's id. */
 export const errorSchema = {

@@ -1,5 +1,4 @@
-import { decodeCursor, encodeCursor, invalidCursorMessage, type Cursor } from '../cursor';
-import { validationError } from '../errors';
+import { pageOf, pageRequest } from '../paging';
 import type { Principal } from '../principal';
 import type { AlertRepository } from './alerts';
 
@@ -9,15 +8,8 @@ export function createAlertService({ alerts, now = Date.now }: { alerts: AlertRe
     principal: Pick<Principal, 'companyId'>,
     opts: { claim_id?: string | undefined; cursor?: string | undefined; limit: number },
   ) {
-    let after: Cursor | undefined;
-    if (opts.cursor) {
-      after = decodeCursor(opts.cursor);
-      if (!after) throw validationError({ cursor: [invalidCursorMessage] });
-    }
-    const rows = await alerts.list(principal.companyId, { claimId: opts.claim_id, after, limit: opts.limit + 1 });
-    const page = rows.slice(0, opts.limit);
-    const next = rows.length > opts.limit ? encodeCursor(page.at(-1)!.position) : null;
-    return { data: page.map(({ position: _p, ...alert }) => alert), meta: { next_cursor: next } };
+    const rows = await alerts.list(principal.companyId, { claimId: opts.claim_id, ...pageRequest(opts) });
+    return pageOf(rows, opts.limit, ({ position: _p, ...alert }) => alert);
   }
 
   /** The dashboard's navigation count: alerts received in the last `days` days. */

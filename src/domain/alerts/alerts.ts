@@ -1,5 +1,5 @@
 import type { Claim, ClaimStatus } from '../claims/claim';
-import type { Cursor } from '../cursor';
+import type { PageRequest, Position } from '../paging';
 import type { MatchedOn } from '../registry/registry';
 
 export const ALERT_KINDS = ['match', 'status_changed'] as const;
@@ -60,10 +60,7 @@ export interface AlertWriter {
 
 export interface AlertRepository extends AlertWriter {
   /** The company's alerts newest first; with `claimId`, those of that (own) claim only. */
-  list(
-    companyId: string,
-    opts: { claimId: string | undefined; after: Cursor | undefined; limit: number },
-  ): Promise<(Alert & { position: Cursor })[]>;
+  list(companyId: string, opts: { claimId: string | undefined } & PageRequest): Promise<(Alert & { position: Position })[]>;
   /** How many alerts the company received since `since` (an RFC 3339 time). */
   countSince(companyId: string, since: string): Promise<number>;
 }

@@ -1,10 +1,11 @@
 import type { AlertWriter } from '../alerts/alerts';
 import type { DocumentRef, IdentityPlan, KnownDocument } from '../clients/identity';
+import type { PageRequest, Position } from '../paging';
 import type { LookupEntry } from '../registry/registry';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 
 /** A claim as stored: the public Claim plus its owner and its place in the newest-first order. */
-export type StoredClaim = Claim & { companyId: string; cursor: { ts: string; id: string } };
+export type StoredClaim = Claim & { companyId: string; position: Position };
 
 /** A plate search (the normalized plate, the window's first day) and the look-up entry it writes. */
 export type LoggedPlateSearch = { plate: string; fromDate: string; entry: LookupEntry };
@@ -52,10 +53,7 @@ export interface ClaimRepository {
     matchAlerts?: { fromDate: string; clients: Record<string, Claim['client']> },
   ): Promise<{ createdAt: string | null }>;
   findById(companyId: string, id: string): Promise<StoredClaim | undefined>;
-  listByCompany(
-    companyId: string,
-    opts: { status?: ClaimStatus | undefined; after?: { ts: string; id: string } | undefined; limit: number },
-  ): Promise<StoredClaim[]>;
+  listByCompany(companyId: string, opts: { status?: ClaimStatus | undefined } & PageRequest): Promise<StoredClaim[]>;
   /** Claims in the API's shape only (what every company may see of them). */
   searchByPlate(plate: string, fromDate: string): Promise<Claim[]>;
   /**

@@ -1,5 +1,5 @@
 import { minusYears } from '../dates';
-import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
+import { pageOf, pageRequest } from '../paging';
 import { isUuid, newId } from '../ids';
 import { AppError, RetryableConflict, validationError, type FieldErrors } from '../errors';
 import { createGroupCommit } from '../group-commit';
@@ -7,7 +7,7 @@ import type { DocumentHasher, DocumentRef, IdentityOutcome, IdentityPlan, KnownD
 import { planIdentities } from '../clients/identity';
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
-import type { ClaimRepository, ClaimStore, NewClaimRow, StoredClaim } from './claim-repository';
+import type { ClaimStore, NewClaimRow, StoredClaim } from './claim-repository';
 import { messages, normalizePlate, validateClaimInput } from './claim';
 import { STATUS_ALERT_DAYS } from '../alerts/alerts';
 import { parsePurpose } from '../registry/registry';
@@ -54,10 +54,7 @@ const submissionsBacklogged = () => new AppError('UNAVAILABLE', 'Too many claims
 
 const notFound = () => new AppError('NOT_FOUND', 'Claim not found.', undefined, 'claim_not_found');
 
-export type BatchRow = { input: ClaimInput };
-export type BatchResult = { outcomes: ({ ok: true; claimId: string } | { ok: false; errors: FieldErrors })[] };
-
-export function toPublic({ companyId: _c, cursor: _k, ...claim }: StoredClaim): Claim {
+export function toPublic({ companyId: _c, position: _p, ...claim }: StoredClaim): Claim {
   return claim;
 }
 
@@ -83,31 +80,7 @@ export function createClaimService({
     input.client.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
 
   /**
-   * Resolves identities and stores the claims of a batch inside the caller's transaction, with a
-   * fixed number of statements whatever the batch size: look the documents up, plan, write.
-   * Rows are resolved in order; a row that fails identity resolution is reported and not written.
-   * Concurrency is optimistic: the unique key on documents decides who created a person first,
-   * and a batch that lost such a race throws RetryableConflict having written nothing (run it
-   * again: it will then find the person). 50 parallel submissions of one new person thus create
-   * exactly one client. Inside a longer transaction, run it in a savepoint. `documents` (one
-   * `documentsOf` per input) lets a caller hash the documents before its transaction starts.
-   */
-  async function storeBatch(
-    tx: { claims: ClaimRepository },
-    principal: Pick<Principal, 'companyId'>,
-    inputs: ClaimInput[],
-    source: ClaimSource,
-    importId: string | null,
-    documents: DocumentRef[][] = inputs.map(documentsOf),
-  ): Promise<{ outcomes: IdentityOutcome[]; claims: (NewClaimRow | null)[]; createdAt: string | null }> {
-    const known = await tx.claims.findDocuments(documents.flat());
-    const { plan, claims, written } = planBatch(principal, inputs, source, importId, documents, known);
-    const { createdAt } = await tx.claims.insertResolved(plan, written);
-    return { outcomes: plan.outcomes, claims, createdAt };
-  }
-
-  /**
-   * The CPU half of storeBatch: resolves the identities of a batch in row order against `known`
+   * Resolves the identities of a batch in row order against `known`
    * (its documents as looked up with `findDocuments`) and builds the claim rows to write with
    * `insertResolved`: `claims` has one entry per input (null for a row that failed), `written`
    * the rows to write.
@@ -281,15 +254,8 @@ export function createClaimService({
   }
 
   async function list(principal: Principal, opts: { status?: ClaimStatus | undefined; cursor?: string | undefined; limit: number }) {
-    let after: { ts: string; id: string } | undefined;
-    if (opts.cursor) {
-      after = decodeCursor(opts.cursor);
-      if (!after) throw validationError({ cursor: [invalidCursorMessage] });
-    }
-    const rows = await store.claims.listByCompany(principal.companyId, { status: opts.status, after, limit: opts.limit + 1 });
-    const page = rows.slice(0, opts.limit);
-    const next = rows.length > opts.limit ? encodeCursor(page.at(-1)!.cursor) : null;
-    return { data: page.map(toPublic), meta: { next_cursor: next } };
+    const rows = await store.claims.listByCompany(principal.companyId, { status: opts.status, ...pageRequest(opts) });
+    return pageOf(rows, opts.limit, toPublic);
   }
 
   /** `status` is one of CLAIM_STATUSES: the callers' input schemas check that. */
@@ -345,7 +311,7 @@ export function createClaimService({
     };
   }
 
-  return { submit, get, list, updateStatus, searchByPlate, storeBatch, planBatch, documentsOf, flush: submissions.flush };
+  return { submit, get, list, updateStatus, searchByPlate, planBatch, documentsOf, flush: submissions.flush };
 }
 export type ClaimService = ReturnType<typeof createClaimService>;
 

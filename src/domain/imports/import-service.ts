@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 
 import { ObjectNotFound, ObjectTooLarge, StorageTimeout, type ObjectStore } from '../storage';
 import { AppError, validationError } from '../errors';
-import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
+import { pageOf, pageRequest } from '../paging';
 import { isUuid } from '../ids';
 import type { Principal } from '../principal';
 import { withRetries } from '../claims/claim-service';
@@ -247,14 +247,8 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   }
 
   async function list(principal: Principal, opts: { cursor?: string | undefined; limit: number }) {
-    let after: { ts: string; id: string } | undefined;
-    if (opts.cursor) {
-      after = decodeCursor(opts.cursor);
-      if (!after) throw validationError({ cursor: [invalidCursorMessage] });
-    }
-    const rows = await store.imports.listByCompany(principal.companyId, { after, limit: opts.limit + 1 });
-    const page = rows.slice(0, opts.limit);
-    return { data: page, nextCursor: rows.length > opts.limit ? encodeCursor(page.at(-1)!.cursor) : null };
+    const rows = await store.imports.listByCompany(principal.companyId, pageRequest(opts));
+    return pageOf(rows, opts.limit, (run) => run);
   }
 
   const outcomeOf = (run: ImportRecord, alreadyDone: boolean): ProcessOutcome => ({
@@ -640,7 +634,6 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     failedRows,
     purgeLeftovers,
     resumeUnfinished,
-    machine,
   };
 }
 export type ImportService = ReturnType<typeof createImportService<ImportTx>>;

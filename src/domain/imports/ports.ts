@@ -3,6 +3,8 @@
  * src/db implements these interfaces (import-repository.ts, import-ledger-repository.ts).
  */
 
+import type { PageRequest, Position } from '../paging';
+
 export const IMPORT_STATUSES = ['queued', 'processing', 'completed', 'failed', 'cancelled'] as const;
 export type ImportStatus = (typeof IMPORT_STATUSES)[number];
 export type ImportFailure = 'invalid_file' | 'error';
@@ -31,7 +33,7 @@ export type ImportRecord = {
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
-  cursor: { ts: string; id: string };
+  position: Position;
 };
 
 /** What a status change writes beside the status itself. */
@@ -56,7 +58,7 @@ export interface ImportRepositoryPort {
   }): Promise<void>;
   findById(id: string): Promise<ImportRecord | undefined>;
   findForCompany(companyId: string, id: string): Promise<ImportRecord | undefined>;
-  listByCompany(companyId: string, opts: { after?: { ts: string; id: string } | undefined; limit: number }): Promise<ImportRecord[]>;
+  listByCompany(companyId: string, opts: PageRequest): Promise<ImportRecord[]>;
   /** Queued and processing imports, oldest first, with their companies (what a stopped server left). */
   listUnfinished(): Promise<{ id: string; companyId: string }[]>;
   /** How many of the company's imports are queued or processing: an import's rank in the queue. */

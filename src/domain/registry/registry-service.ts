@@ -1,6 +1,6 @@
 import type { Claim } from '../claims/claim';
 import type { DocumentHasher } from '../clients/identity';
-import { decodeCursor, encodeCursor, invalidCursorMessage } from '../cursor';
+import { pageOf, pageRequest } from '../paging';
 import { minusYears } from '../dates';
 import { AppError, validationError, type FieldErrors } from '../errors';
 import { isUuid, newId } from '../ids';
@@ -79,18 +79,8 @@ export function purposeOrThrow(value: unknown): string | null {
   return purpose;
 }
 
-function page<T extends { position: Position }>(rows: T[], limit: number) {
-  const slice = rows.slice(0, limit);
-  const next = rows.length > limit ? encodeCursor(slice.at(-1)!.position) : null;
-  return { data: slice.map(({ position: _p, ...row }) => row), meta: { next_cursor: next } };
-}
-
-function positionOf(cursor: string | undefined): Position | undefined {
-  if (!cursor) return undefined;
-  const after = decodeCursor(cursor);
-  if (!after) throw validationError({ cursor: [invalidCursorMessage] });
-  return after;
-}
+/** A page of look-up log rows, without their positions. */
+const page = <T extends { position: Position }>(rows: T[], limit: number) => pageOf(rows, limit, ({ position: _p, ...row }) => row);
 
 export function createRegistryService(deps: RegistryServiceDeps) {
   const { registry, hashDocument, today, timeZone, searchHistoryYears } = deps;
@@ -148,11 +138,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     principal: Principal,
     opts: { cursor?: string | undefined; limit: number },
   ): Promise<{ data: Lookup[]; meta: { next_cursor: string | null } }> {
-    const rows = await registry.listLookups(principal.companyId, {
-      after: positionOf(opts.cursor),
-      limit: opts.limit + 1,
-      since: logSince(),
-    });
+    const rows = await registry.listLookups(principal.companyId, { ...pageRequest(opts), since: logSince() });
     return page(rows, opts.limit);
   }
 
@@ -162,8 +148,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     opts: { cursor?: string | undefined; limit: number },
   ): Promise<{ data: ClaimLookup[]; meta: { next_cursor: string | null } }> {
     if (!isUuid(id)) throw notFound();
-    const after = positionOf(opts.cursor);
-    const rows = await registry.claimLookups(id, principal.companyId, { after, limit: opts.limit + 1, since: logSince() });
+    const rows = await registry.claimLookups(id, principal.companyId, { ...pageRequest(opts), since: logSince() });
     if (!rows) throw notFound();
     return page(rows, opts.limit);
   }

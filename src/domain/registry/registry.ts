@@ -2,6 +2,7 @@ import { documentRules, LIMITS, messages, type Claim, type DocumentType } from '
 import { personSearchSchema, type PersonSearchBody } from '../claims/claim-schema';
 import { isIsoDate } from '../dates';
 import { addFieldError, type FieldErrors } from '../errors';
+import type { PageRequest, Position } from '../paging';
 import { compileInput, fieldErrorsOf, inSchemaOrder } from '../validation';
 
 export const LOOKUP_KINDS = ['plate_search', 'person_search', 'matches', 'alert'] as const;
@@ -47,8 +48,7 @@ export type MatchedOn = 'vehicle_registration' | 'client';
 export type Match = Claim & { matched_on: MatchedOn[] };
 export type Indicator = { name: 'repeat_claimant' | 'plate_multi_company' | 'early_claim'; reason: string };
 
-/** A keyset position: created_at with microseconds (UTC) and id. */
-export type Position = { ts: string; id: string };
+export type { Position } from '../paging';
 
 /** What the matches statement returns about the claim itself, to compute the indicators. */
 export type MatchFacts = {
@@ -101,15 +101,12 @@ export interface RegistryRepository {
    * The company's look-up log, newest first: its look-ups and the alerts it was told (each alert
    * is its entry, kind `alert`), those created at or after `since` (LOOKUP_RETENTION_DAYS ago).
    */
-  listLookups(
-    companyId: string,
-    opts: { after: Position | undefined; limit: number; since: string },
-  ): Promise<(Lookup & { position: Position })[]>;
+  listLookups(companyId: string, opts: PageRequest & { since: string }): Promise<(Lookup & { position: Position })[]>;
   /** undefined: not a visible claim of the company. Look-ups and alerts created at or after `since`. */
   claimLookups(
     claimId: string,
     companyId: string,
-    opts: { after: Position | undefined; limit: number; since: string },
+    opts: PageRequest & { since: string },
   ): Promise<(ClaimLookup & { position: Position })[] | undefined>;
   /**
    * One transaction: at most `batchSize` expired claims, their matches look-ups, their alerts (in

@@ -5,6 +5,7 @@ import type { ImportRecord } from '../../db/import-repository';
 import { AppError, validationError } from '../../domain/errors';
 import { ALLOWED_EXTENSIONS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS } from '../../domain/imports/csv-file';
 import type { ReceivedFile } from '../../domain/imports/import-service';
+import { isTerminal } from '../../domain/imports/import-status';
 import { companyUser, principalOf, requireCompanyUser, wantsJson } from '../context';
 import { text, type FormBody } from '../forms';
 import { errorGroups, errorLines, failedRowsFile } from '../import-csv';
@@ -15,13 +16,11 @@ import { renderPage } from '../render';
 const ERRORS_ON_PAGE = 100;
 const HISTORY_PAGE = 20;
 
-const isDone = (run: ImportRecord) => run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled';
-
 function statusOf(run: ImportRecord) {
   return {
     id: run.id,
     status: run.status,
-    done: isDone(run),
+    done: isTerminal(run.status),
     processed: run.rowsDone,
     total: run.rowsTotal,
     imported: run.imported,
@@ -63,7 +62,7 @@ export async function importRoutes(app: FastifyInstance) {
     return {
       title: 'Import claims',
       history: page.data,
-      nextUrl: page.nextCursor ? `/imports?cursor=${encodeURIComponent(page.nextCursor)}` : null,
+      nextUrl: page.meta.next_cursor ? `/imports?cursor=${encodeURIComponent(page.meta.next_cursor)}` : null,
       isFirstPage: !cursor,
       fileError: null,
       checkResult: null,
@@ -195,7 +194,7 @@ export async function importRoutes(app: FastifyInstance) {
     return renderPage(reply, 'import', {
       title: `Import of ${run.fileName}`,
       run,
-      done: isDone(run),
+      done: isTerminal(run.status),
       errorGroups: errorGroups(lines),
       errorLines: lines.slice((page - 1) * ERRORS_ON_PAGE, page * ERRORS_ON_PAGE),
       errorLineCount: lines.length,

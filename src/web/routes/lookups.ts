@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 
-import { decodeCursor, encodeCursor } from '../../domain/cursor';
+import { decodeCursor, encodeCursor } from '../../domain/paging';
 import type { LookupLogFilter } from '../../domain/dashboard/dashboard-repository';
 import { isIsoDate } from '../../domain/dates';
 import { isUuid } from '../../domain/ids';

@@ -8,24 +8,24 @@ import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
 
-import type { Deps } from '../deps';
-import { compileInput } from '../domain/validation';
-import { authPlugin } from './plugins/auth';
-import { errorHandlerPlugin } from './plugins/error-handler';
-import { claimSchema, clientSchema } from './schemas/claims';
-import { addSharedSchemas, errorSchema } from './schemas/common';
-import { metricsPlugin } from './plugins/metrics';
-import { claimRoutes } from './routes/claims';
-import { importRoutes } from './routes/imports';
-import { registryRoutes } from './routes/registry';
-import { alertRoutes } from './routes/alerts';
-import { alertSchema } from './schemas/alerts';
-import { lookupBatchRoutes } from './routes/lookup-batches';
-import { lookupBatchSchema } from './schemas/lookup-batches';
-import { qualityRoutes } from './routes/quality';
-import { qualityReportSchema } from './schemas/quality';
-import { dashboardPlugin, SECURITY_HEADERS } from '../web/index';
-import { HSTS } from '../web/session-rules';
+import type { Deps } from './deps';
+import { compileInput } from './domain/validation';
+import { authPlugin } from './api/plugins/auth';
+import { errorHandlerPlugin } from './api/plugins/error-handler';
+import { claimSchema, clientSchema } from './api/schemas/claims';
+import { addSharedSchemas, errorSchema } from './api/schemas/common';
+import { metricsPlugin } from './api/plugins/metrics';
+import { claimRoutes } from './api/routes/claims';
+import { importRoutes } from './api/routes/imports';
+import { registryRoutes } from './api/routes/registry';
+import { alertRoutes } from './api/routes/alerts';
+import { alertSchema } from './api/schemas/alerts';
+import { lookupBatchRoutes } from './api/routes/lookup-batches';
+import { lookupBatchSchema } from './api/schemas/lookup-batches';
+import { qualityRoutes } from './api/routes/quality';
+import { qualityReportSchema } from './api/schemas/quality';
+import { dashboardPlugin, SECURITY_HEADERS } from './web/index';
+import { HSTS } from './web/session-rules';
 
 /**
  * The dashboard's security headers on the pages served by libraries beside it: the API docs
@@ -201,6 +201,9 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
           },
         });
       }
+      // The API takes JSON (and multipart for uploads): Fastify's default text/plain parser would
+      // hand a string to the body schema and answer 422 where the body's type is the problem (415).
+      api.removeContentTypeParser('text/plain');
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await api.register(claimRoutes);
       await api.register(importRoutes);
@@ -213,7 +216,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   );
 
   if (deps.importQueue.kind === 'bullmq') {
-    const { bullBoardPlugin } = await import('./plugins/bull-board');
+    const { bullBoardPlugin } = await import('./web/bull-board');
     await app.register(bullBoardPlugin, { queue: deps.importQueue.bull });
   }
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));

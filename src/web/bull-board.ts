@@ -4,7 +4,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 
-import { operatorSessionHook } from '../../web/operator-guard';
+import { operatorSessionHook } from './operator-guard';
 
 export const BULL_BOARD_PATH = '/admin/queues';
 
