@@ -1,20 +1,58 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
+import { auditOrigin } from '../audit-origin';
+import { operatorActor, personActor, recordAudit, type AuditAction, type AuditActor, type AuditEventInput } from '../domain/audit/audit';
 import type { UserRecord } from '../domain/companies/company-repository';
 import { PENDING_SIGN_IN_MS } from './context';
 
-export type SignInEvent =
-  | { action: 'person.signed_in'; userId: string; email: string; method: 'password' | 'sso'; secondFactor: 'totp' | 'recovery' | 'none' }
-  | { action: 'person.sign_in_failed'; userId: string | null; email: string; reason: string }
-  | { action: 'person.mfa_enabled' | 'person.mfa_disabled' | 'person.password_changed'; userId: string; email: string; by?: { id: string; email: string } };
+/** A person as an audit event names them: id (null for an email nobody has), email, company (null: the operator's). */
+export type EventPerson = { id: string | null; email: string; companyId: string | null };
+
+const actorOf = (p: EventPerson): AuditActor =>
+  p.id === null ? { type: 'person', id: null, name: p.email } : p.companyId === null ? operatorActor({ id: p.id, email: p.email }) : personActor({ id: p.id, email: p.email });
 
 /**
- * Every sign-in, failure, second-factor change and password change is recorded. (The audit
- * trail's table is wired in audit-events.ts; until then the request log carries it, never a code
- * or a password.)
+ * An audit event about a person: the company's (or the operator's), done by `by` (the signed-in
+ * person acting) or else by the person themself. Never a password, a code or a key.
  */
-export async function recordSignInEvent(request: FastifyRequest, event: SignInEvent): Promise<void> {
-  request.log.info({ event: event.action, userId: event.userId }, event.action);
+export function personEvent(request: FastifyRequest, action: AuditAction, person: EventPerson, by?: EventPerson): AuditEventInput {
+  return {
+    companyId: person.companyId,
+    action,
+    actor: actorOf(by ?? person),
+    target: { type: 'person', id: person.id, name: person.email },
+    ...auditOrigin(request),
+  };
+}
+
+/** The signed-in person (or operator) as the actor of an event. */
+export const webActor = (request: FastifyRequest): AuditActor => actorOf(webPerson(request));
+
+/** The signed-in person as an EventPerson. */
+export const webPerson = (request: FastifyRequest): EventPerson => {
+  const u = request.webUser!;
+  return { id: u.id, email: u.email, companyId: u.companyId };
+};
+export const recordPerson = (u: { id: string; email: string; company_id: string | null }): EventPerson => ({
+  id: u.id,
+  email: u.email,
+  companyId: u.company_id,
+});
+
+/**
+ * A sign-in or a failed one is recorded (its own statement, committed before the answer). A
+ * failure for an email names the person and their company when the email is someone's.
+ */
+export async function recordSignInEvent(
+  request: FastifyRequest,
+  action: 'person.signed_in' | 'person.sign_in_failed',
+  person: EventPerson | { email: string },
+): Promise<void> {
+  const { deps } = request.server;
+  const known: EventPerson =
+    'id' in person ? person : ((await deps.signIn.personByEmail(person.email)) ?? { id: null, email: person.email, companyId: null });
+  await deps.store.transaction((tx) => recordAudit(tx, personEvent(request, action, known)));
+  request.log.info({ event: action, userId: known.id }, action);
 }
 
 /** The half-done sign-in of this session, unless it is older than 10 minutes. */
@@ -70,6 +108,6 @@ export async function afterFirstFactor(
     return reply.redirect('/login/enrol', 303);
   }
   const target = completeSignIn(request, user, next);
-  await recordSignInEvent(request, { action: 'person.signed_in', userId: user.id, email: user.email, method, secondFactor: 'none' });
+  await recordSignInEvent(request, 'person.signed_in', recordPerson(user));
   return reply.redirect(target, 303);
 }

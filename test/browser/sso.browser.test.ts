@@ -105,6 +105,15 @@ describe('single sign-on by OpenID Connect', () => {
     expect(new URL(page.url()).pathname).toBe('/');
     expect(await page.locator('.account .who').textContent()).toContain(email);
     expect(await peopleOf(email)).toEqual([{ role: 'member', company_id: company.id }]);
+    // Recorded: the person created by the service, then their sign-in.
+    const events = await ctx.deps.db.query<{ action: string; actor_type: string }>(
+      `SELECT action, actor_type FROM audit_events WHERE company_id = $1 AND target_name = $2 ORDER BY created_at`,
+      [company.id, email],
+    );
+    expect(events).toEqual([
+      { action: 'person.created', actor_type: 'system' },
+      { action: 'person.signed_in', actor_type: 'person' },
+    ]);
     // The next sign-in is the same person (no second one).
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.waitForURL((u) => u.pathname === '/login');

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 
+import { recordAudit, type AuditEventInput, type AuditRepository } from '../audit/audit';
 import type { CompanyRepository, UserRecord } from '../companies/company-repository';
 import { PASSWORD_MIN_LENGTH } from '../companies/company-service';
 import { AppError, validationError, type FieldErrors } from '../errors';
@@ -45,7 +46,7 @@ export type SignInServiceDeps = {
   store: {
     signIn: SignInRepository;
     companies: CompanyRepository;
-    transaction<T>(fn: (tx: { signIn: SignInRepository; companies: CompanyRepository }) => Promise<T>): Promise<T>;
+    transaction<T>(fn: (tx: { signIn: SignInRepository; companies: CompanyRepository; audit: Pick<AuditRepository, 'record'> }) => Promise<T>): Promise<T>;
   };
   /** The key for sealed secrets, resolved when first needed. */
   sealer: () => Sealer;
@@ -53,8 +54,17 @@ export type SignInServiceDeps = {
   passwordHashCost: number;
 };
 
+/**
+ * The audit events of an act, recorded in the act's own transaction (audit.ts): each event, or a
+ * function making it from what the act returned.
+ */
+type Events = AuditEventInput[];
+
 export function createSignInService({ store, sealer, now, passwordHashCost }: SignInServiceDeps) {
   const iso = (t = now()) => new Date(t).toISOString();
+  const recordAll = async (tx: { audit: Pick<AuditRepository, 'record'> }, events: Events) => {
+    for (const event of events) await recordAudit(tx, event);
+  };
 
   /** The second factor's state of a person: enabled, and recovery codes left. */
   async function secondFactor(userId: string) {
@@ -86,13 +96,17 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
   }
 
   /** Confirms enrolment with one code; returns the 10 recovery codes (shown once), or undefined for a wrong code. */
-  async function confirmEnrolment(userId: string, code: string): Promise<string[] | undefined> {
+  async function confirmEnrolment(userId: string, code: string, events: Events = []): Promise<string[] | undefined> {
     const row = await store.signIn.secondFactor(userId);
     if (!row?.sealed || row.enabledAt) throw new AppError('CONFLICT', 'There is no set-up under way. Start again.');
     const step = totpStep(sealer().open(row.sealed), code, now());
     if (step === null) return undefined;
     const codes = newRecoveryCodes();
-    const ok = await store.signIn.enableKey(userId, step, codes.map(hashRecoveryCode), iso());
+    const ok = await store.transaction(async (tx) => {
+      if (!(await tx.signIn.enableKey(userId, step, codes.map(hashRecoveryCode), iso()))) return false;
+      await recordAll(tx, events);
+      return true;
+    });
     return ok ? codes : undefined;
   }
 
@@ -115,12 +129,15 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
   }
 
   /** Turns the second factor off, with a current code; refused while one is required. */
-  async function disable(user: { id: string; role: string; companyId: string | null }, code: string): Promise<boolean> {
+  async function disable(user: { id: string; role: string; companyId: string | null }, code: string, events: Events = []): Promise<boolean> {
     if (await secondFactorRequired(user)) {
       throw new AppError('FORBIDDEN', 'A second factor is required for you, so it cannot be turned off.');
     }
     if (!(await checkCode(user.id, code))) return false;
-    await store.signIn.disableKey(user.id);
+    await store.transaction(async (tx) => {
+      await tx.signIn.disableKey(user.id);
+      await recordAll(tx, events);
+    });
     return true;
   }
 
@@ -133,7 +150,7 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
   }
 
   /** Changes the person's password (the current one required) and ends their other sessions. */
-  async function changePassword(userId: string, input: { current: string; next: string; confirm: string }, keepSid: string) {
+  async function changePassword(userId: string, input: { current: string; next: string; confirm: string }, keepSid: string, events: Events = []) {
     const stored = await store.signIn.passwordHash(userId);
     if (!stored || !(await verifyPassword(input.current.slice(0, 200), stored))) {
       throw validationError({ current_password: ['The current password is not right.'] });
@@ -144,11 +161,12 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
     await store.transaction(async (tx) => {
       await tx.signIn.setPasswordHash(userId, hash);
       await tx.signIn.deleteSessions(userId, sha256(keepSid));
+      await recordAll(tx, events);
     });
   }
 
   /** An admin's reset of one of the company's people: a one-time link token, valid 1 hour; their sessions end. */
-  async function createResetLink(companyId: string, personId: string) {
+  async function createResetLink(companyId: string, personId: string, eventFor: (person: UserRecord) => Events = () => []) {
     const person = isUuid(personId) ? await store.companies.findUserById(personId) : undefined;
     if (!person || person.company_id !== companyId) throw new AppError('NOT_FOUND', 'Person not found.');
     const token = randomBytes(32).toString('base64url');
@@ -157,6 +175,7 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
       await tx.signIn.insertReset(sha256(token), person.id, expiresAt);
       await tx.signIn.setPasswordHash(person.id, NO_PASSWORD);
       await tx.signIn.deleteSessions(person.id, null);
+      await recordAll(tx, eventFor(person));
     });
     return { token, expiresAt, person };
   }
@@ -166,7 +185,11 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
     token.length > 20 && token.length < 100 ? store.signIn.findReset(sha256(token), iso()) : Promise.resolve(undefined);
 
   /** Sets a new password with a reset link, once; the link is used up. Returns the person, or undefined for a used or expired link. */
-  async function resetPassword(token: string, input: { next: string; confirm: string }): Promise<UserRecord | undefined> {
+  async function resetPassword(
+    token: string,
+    input: { next: string; confirm: string },
+    eventFor: (person: UserRecord) => Events = () => [],
+  ): Promise<UserRecord | undefined> {
     const problems = checkNewPassword(input.next, input.confirm);
     if (problems) throw validationError(problems);
     if (!(await resetLinkPerson(token))) return undefined;
@@ -176,7 +199,9 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
       if (!userId) return undefined;
       await tx.signIn.setPasswordHash(userId, hash);
       await tx.signIn.deleteSessions(userId, null);
-      return tx.companies.findUserById(userId);
+      const person = await tx.companies.findUserById(userId);
+      if (person) await recordAll(tx, eventFor(person));
+      return person;
     });
   }
 
@@ -190,7 +215,7 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
   }
 
   /** Saves the company's single sign-on; a blank secret keeps the stored one. Field errors name the field. */
-  async function saveSso(companyId: string, input: SsoSettingsInput) {
+  async function saveSso(companyId: string, input: SsoSettingsInput, events: Events = []) {
     const errors: FieldErrors = {};
     const issuer = checkIssuer(input.issuer.trim());
     if (typeof issuer !== 'string') errors.issuer = [issuer.error];
@@ -217,13 +242,10 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
       if (taken.length > 0) errors.domains = [`Another company's sign-in covers ${taken.join(', ')}.`];
     }
     if (Object.keys(errors).length > 0) throw validationError(errors);
-    await store.signIn.saveSso({
-      companyId,
-      issuer: issuer as string,
-      clientId,
-      clientSecretSealed: secret ? sealer().seal(secret) : null,
-      ssoOnly: input.ssoOnly,
-      domains,
+    const clientSecretSealed = secret ? sealer().seal(secret) : null;
+    await store.transaction(async (tx) => {
+      await tx.signIn.saveSso({ companyId, issuer: issuer as string, clientId, clientSecretSealed, ssoOnly: input.ssoOnly, domains });
+      await recordAll(tx, events);
     });
   }
 
@@ -246,7 +268,11 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
    * existing person of that company, or a new `member` on their first sign-in. undefined when the
    * email is not covered by this company, or belongs to someone of another company or the operator.
    */
-  async function ssoPerson(companyId: string, email: string): Promise<{ user: UserRecord; created: boolean } | undefined> {
+  async function ssoPerson(
+    companyId: string,
+    email: string,
+    createdEvent: (user: UserRecord) => AuditEventInput,
+  ): Promise<{ user: UserRecord; created: boolean } | undefined> {
     const normalized = email.trim().toLowerCase();
     const sso = await ssoForEmail(normalized);
     if (!sso || sso.companyId !== companyId) return undefined;
@@ -255,7 +281,11 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
       const { password_hash: _p, ...user } = found;
       return user.company_id === companyId ? { user, created: false } : undefined;
     }
-    const user = await store.companies.insertUser({ companyId, email: normalized, passwordHash: NO_PASSWORD, role: 'member' });
+    const user = await store.transaction(async (tx) => {
+      const made = await tx.companies.insertUser({ companyId, email: normalized, passwordHash: NO_PASSWORD, role: 'member' });
+      if (made) await recordAudit(tx, createdEvent(made));
+      return made;
+    });
     if (user) return { user, created: true };
     // Created by a sign-in of the same person at the same moment.
     const raced = await store.companies.findUserByEmail(normalized);
@@ -277,11 +307,24 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
     resetLinkPerson,
     resetPassword,
     companySettings,
-    setRequireSecondFactor: (companyId: string, required: boolean) => store.signIn.setRequireSecondFactor(companyId, required),
+    setRequireSecondFactor: (companyId: string, required: boolean, events: Events = []) =>
+      store.transaction(async (tx) => {
+        await tx.signIn.setRequireSecondFactor(companyId, required);
+        await recordAll(tx, events);
+      }),
     saveSso,
-    deleteSso: (companyId: string) => store.signIn.deleteSso(companyId),
+    deleteSso: (companyId: string, events: Events = []) =>
+      store.transaction(async (tx) => {
+        await tx.signIn.deleteSso(companyId);
+        await recordAll(tx, events);
+      }),
     ssoForEmail,
     ssoForCompany,
+    /** Who an email belongs to (for the failed sign-in's event: the company that sees it), or undefined. */
+    async personByEmail(email: string) {
+      const found = await store.companies.findUserByEmail(email.trim());
+      return found && { id: found.id, email: found.email, companyId: found.company_id };
+    },
     ssoPerson,
   };
 }

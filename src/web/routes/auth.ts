@@ -4,7 +4,7 @@ import { safeNext, SESSION_COOKIE } from '../context';
 import { text, type FormBody } from '../forms';
 import { signOutOf } from '../session-rules';
 import { renderPage } from '../render';
-import { afterFirstFactor, completeSignIn, pendingSignIn, recordSignInEvent } from '../sign-in-flow';
+import { afterFirstFactor, completeSignIn, pendingSignIn, recordPerson, recordSignInEvent } from '../sign-in-flow';
 import { startSso } from './sso';
 
 const emailOf = (body: unknown) => text(body as FormBody, 'email', 254).toLowerCase();
@@ -73,7 +73,7 @@ export async function authRoutes(app: FastifyInstance) {
     }
     if (sso?.ssoOnly) {
       await deps.signInThrottle.failed(email, request.ip);
-      await recordSignInEvent(request, { action: 'person.sign_in_failed', userId: null, email, reason: 'sso_only' });
+      await recordSignInEvent(request, 'person.sign_in_failed', { email });
       return renderPage(
         reply,
         'login',
@@ -84,7 +84,7 @@ export async function authRoutes(app: FastifyInstance) {
     const user = password ? await deps.companies.signIn(email, password) : undefined;
     if (!user) {
       await deps.signInThrottle.failed(email, request.ip);
-      await recordSignInEvent(request, { action: 'person.sign_in_failed', userId: null, email, reason: 'password' });
+      await recordSignInEvent(request, 'person.sign_in_failed', { email });
       return renderPage(reply, 'login', { ...page, error: 'The email or password is not right. Check them and try again.' }, 401);
     }
     return afterFirstFactor(request, reply, user, next, 'password');
@@ -107,7 +107,7 @@ export async function authRoutes(app: FastifyInstance) {
     const used = code ? await deps.signIn.checkCode(user.id, code) : null;
     if (!used) {
       await deps.signInThrottle.failed(user.email, request.ip);
-      await recordSignInEvent(request, { action: 'person.sign_in_failed', userId: user.id, email: user.email, reason: 'second_factor' });
+      await recordSignInEvent(request, 'person.sign_in_failed', recordPerson(user));
       return renderPage(
         reply,
         'login-code',
@@ -116,13 +116,7 @@ export async function authRoutes(app: FastifyInstance) {
       );
     }
     const target = completeSignIn(request, user, pending.next);
-    await recordSignInEvent(request, {
-      action: 'person.signed_in',
-      userId: user.id,
-      email: user.email,
-      method: pending.method,
-      secondFactor: used,
-    });
+    await recordSignInEvent(request, 'person.signed_in', recordPerson(user));
     return reply.redirect(target, 303);
   });
 

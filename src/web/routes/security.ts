@@ -7,7 +7,8 @@ import { RESET_LINK_MS } from '../../domain/sign-in/sign-in-service';
 import { companyUser, requireCompanyAdmin, requireOperator, safeNext, wantsJson } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
-import { completeSignIn, pendingSignIn, recordSignInEvent } from '../sign-in-flow';
+import { auditOrigin } from '../../audit-origin';
+import { completeSignIn, pendingSignIn, personEvent, recordPerson, recordSignInEvent, webActor, webPerson } from '../sign-in-flow';
 import { redirectUriOf } from './sso';
 
 /** The QR code of an otpauth:// address, drawn here (no script, no other site): an SVG as a data: image. */
@@ -65,15 +66,16 @@ export async function securityRoutes(app: FastifyInstance) {
     if (await deps.signInThrottle.blockedFor(user.email, request.ip)) {
       return enrolPage(reply, user, { action: '/login/enrol', duringSignIn: true, error: 'Too many failed attempts. Wait a few minutes, then try again.' }, 429);
     }
-    const codes = await signIn.confirmEnrolment(user.id, text(request.body as FormBody, 'code', 20));
+    const codes = await signIn.confirmEnrolment(user.id, text(request.body as FormBody, 'code', 20), [
+      personEvent(request, 'person.mfa_enabled', recordPerson(user)),
+    ]);
     if (!codes) {
       await deps.signInThrottle.failed(user.email, request.ip);
-      await recordSignInEvent(request, { action: 'person.sign_in_failed', userId: user.id, email: user.email, reason: 'second_factor' });
+      await recordSignInEvent(request, 'person.sign_in_failed', recordPerson(user));
       return enrolPage(reply, user, { action: '/login/enrol', duringSignIn: true, error: 'That code is not right. Enter the 6-digit code your app shows now.' }, 422);
     }
     const next = completeSignIn(request, user, pending.next);
-    await recordSignInEvent(request, { action: 'person.mfa_enabled', userId: user.id, email: user.email });
-    await recordSignInEvent(request, { action: 'person.signed_in', userId: user.id, email: user.email, method: pending.method, secondFactor: 'totp' });
+    await recordSignInEvent(request, 'person.signed_in', recordPerson(user));
     return renderPage(reply, 'recovery-codes', { title: 'Recovery codes', codes, next: safeNext(next) });
   });
 
@@ -115,7 +117,9 @@ export async function securityRoutes(app: FastifyInstance) {
   app.post('/settings/security/second-factor/confirm', { preHandler: [requireSignedIn, app.csrfProtection] }, async (request, reply) => {
     const user = request.webUser!;
     if (user.secondFactor) return reply.redirect('/settings/security', 303);
-    const codes = await signIn.confirmEnrolment(user.id, text(request.body as FormBody, 'code', 20));
+    const codes = await signIn.confirmEnrolment(user.id, text(request.body as FormBody, 'code', 20), [
+      personEvent(request, 'person.mfa_enabled', webPerson(request)),
+    ]);
     if (!codes) {
       return enrolPage(
         reply,
@@ -124,7 +128,6 @@ export async function securityRoutes(app: FastifyInstance) {
         422,
       );
     }
-    await recordSignInEvent(request, { action: 'person.mfa_enabled', userId: user.id, email: user.email });
     return renderPage(reply, 'recovery-codes', { title: 'Recovery codes', codes, next: '/settings/security' });
   });
 
@@ -133,12 +136,13 @@ export async function securityRoutes(app: FastifyInstance) {
     if (await deps.signInThrottle.blockedFor(user.email, request.ip)) {
       return securityPage(request, reply, { errors: { code: ['Too many failed attempts. Wait a few minutes, then try again.'] } }, 429);
     }
-    const ok = await signIn.disable(user, text(request.body as FormBody, 'code', 64));
+    const ok = await signIn.disable(user, text(request.body as FormBody, 'code', 64), [
+      personEvent(request, 'person.mfa_disabled', webPerson(request)),
+    ]);
     if (!ok) {
       await deps.signInThrottle.failed(user.email, request.ip);
       return securityPage(request, reply, { errors: { code: ['That code is not right, or was used already.'] } }, 422);
     }
-    await recordSignInEvent(request, { action: 'person.mfa_disabled', userId: user.id, email: user.email });
     return reply.redirect('/settings/security?done=disabled', 303);
   });
 
@@ -147,7 +151,12 @@ export async function securityRoutes(app: FastifyInstance) {
     const body = request.body as FormBody;
     const raw = (name: string) => (typeof body?.[name] === 'string' ? String(body[name]) : '');
     try {
-      await signIn.changePassword(user.id, { current: raw('current_password'), next: raw('new_password'), confirm: raw('confirm_password') }, request.session.sessionId);
+      await signIn.changePassword(
+        user.id,
+        { current: raw('current_password'), next: raw('new_password'), confirm: raw('confirm_password') },
+        request.session.sessionId,
+        [personEvent(request, 'person.password_changed', webPerson(request))],
+      );
     } catch (err) {
       if (err instanceof AppError && err.code === 'VALIDATION_FAILED' && err.fields) {
         if (err.fields.current_password) await deps.signInThrottle.failed(user.email, request.ip);
@@ -155,7 +164,6 @@ export async function securityRoutes(app: FastifyInstance) {
       }
       throw err;
     }
-    await recordSignInEvent(request, { action: 'person.password_changed', userId: user.id, email: user.email });
     return reply.redirect('/settings/security?done=password', 303);
   });
 
@@ -191,6 +199,15 @@ export async function securityRoutes(app: FastifyInstance) {
     );
   }
 
+  /** company.settings_changed, by the admin or the operator. */
+  const settingsEvent = (request: FastifyRequest, companyId: string, name: string) => ({
+    companyId,
+    action: 'company.settings_changed' as const,
+    actor: webActor(request),
+    target: { type: 'company', id: companyId, name },
+    ...auditOrigin(request),
+  });
+
   async function saveSso(request: FastifyRequest, reply: FastifyReply, companyId: string, base: string) {
     const body = request.body as FormBody;
     const form = {
@@ -206,7 +223,7 @@ export async function securityRoutes(app: FastifyInstance) {
         clientSecret: text(body, 'client_secret', 1100),
         domains: form.domains,
         ssoOnly: form.sso_only,
-      });
+      }, [settingsEvent(request, companyId, 'single sign-on')]);
     } catch (err) {
       if (err instanceof AppError && err.code === 'VALIDATION_FAILED' && err.fields) {
         return signInSettingsPage(request, reply, companyId, { form, errors: err.fields }, 422);
@@ -218,7 +235,9 @@ export async function securityRoutes(app: FastifyInstance) {
   }
 
   async function saveSecondFactorRule(request: FastifyRequest, reply: FastifyReply, companyId: string, base: string) {
-    await signIn.setRequireSecondFactor(companyId, text(request.body as FormBody, 'require_second_factor', 5) === 'on');
+    await signIn.setRequireSecondFactor(companyId, text(request.body as FormBody, 'require_second_factor', 5) === 'on', [
+      settingsEvent(request, companyId, 'second factor required'),
+    ]);
     request.log.info({ companyId }, 'company sign-in settings changed');
     return reply.redirect(`${base}?saved=1`, 303);
   }
@@ -230,7 +249,8 @@ export async function securityRoutes(app: FastifyInstance) {
     saveSso(request, reply, companyUser(request).companyId, '/settings/sign-in'),
   );
   app.post('/settings/sign-in/sso/remove', { preHandler: [requireCompanyAdmin, app.csrfProtection] }, async (request, reply) => {
-    await signIn.deleteSso(companyUser(request).companyId);
+    const { companyId } = companyUser(request);
+    await signIn.deleteSso(companyId, [settingsEvent(request, companyId, 'single sign-on removed')]);
     return reply.redirect('/settings/sign-in?removed=1', 303);
   });
   app.post('/settings/sign-in/second-factor', { preHandler: [requireCompanyAdmin, app.csrfProtection] }, async (request, reply) =>
@@ -249,7 +269,7 @@ export async function securityRoutes(app: FastifyInstance) {
   app.post('/operator/companies/:id/sign-in/sso/remove', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
     const { id } = request.params as { id: string };
     await deps.companies.getCompany(id);
-    await signIn.deleteSso(id);
+    await signIn.deleteSso(id, [settingsEvent(request, id, 'single sign-on removed')]);
     return reply.redirect(`${operatorBase(id)}?removed=1`, 303);
   });
   app.post('/operator/companies/:id/sign-in/second-factor', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
@@ -264,7 +284,10 @@ export async function securityRoutes(app: FastifyInstance) {
     const user = companyUser(request);
     const { id } = request.params as { id: string };
     if (id === user.id) throw new AppError('FORBIDDEN', 'Change your own password under Settings, Security.');
-    const link = await signIn.createResetLink(user.companyId, id);
+    // The old password stops working now: a change of the person's password, by the admin.
+    const link = await signIn.createResetLink(user.companyId, id, (p) => [
+      personEvent(request, 'person.password_changed', recordPerson(p), webPerson(request)),
+    ]);
     request.log.info({ userId: id }, 'password reset link made');
     return renderPage(reply, 'reset-link', {
       title: 'Password reset link',
@@ -297,9 +320,10 @@ export async function securityRoutes(app: FastifyInstance) {
     const body = request.body as FormBody;
     const raw = (name: string) => (typeof body?.[name] === 'string' ? String(body[name]) : '');
     try {
-      const person = await signIn.resetPassword(token, { next: raw('new_password'), confirm: raw('confirm_password') });
+      const person = await signIn.resetPassword(token, { next: raw('new_password'), confirm: raw('confirm_password') }, (p) => [
+        personEvent(request, 'person.password_changed', recordPerson(p)),
+      ]);
       if (!person) return goneLink(reply);
-      await recordSignInEvent(request, { action: 'person.password_changed', userId: person.id, email: person.email });
       return reply.redirect('/login?reset=1', 303);
     } catch (err) {
       if (err instanceof AppError && err.code === 'VALIDATION_FAILED' && err.fields) return resetPage(reply, token, { errors: err.fields }, 422);

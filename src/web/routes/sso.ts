@@ -4,7 +4,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as oidc from 'openid-client';
 
 import { renderPage } from '../render';
-import { afterFirstFactor, recordSignInEvent } from '../sign-in-flow';
+import { SYSTEM_ACTOR } from '../../domain/audit/audit';
+import { afterFirstFactor, personEvent, recordPerson, recordSignInEvent } from '../sign-in-flow';
 
 /** An SSO sign-in must come back from the provider within this time. */
 const SSO_ROUND_TRIP_MS = 10 * 60 * 1000;
@@ -39,7 +40,8 @@ function configurationOf(p: Provider, now: number): Promise<oidc.Configuration> 
 export const redirectUriOf = (request: FastifyRequest) => `${request.protocol}://${request.host}/login/sso/callback`;
 
 async function failed(request: FastifyRequest, reply: FastifyReply, status: number, message: string, reason: string, email = '') {
-  await recordSignInEvent(request, { action: 'person.sign_in_failed', userId: null, email, reason });
+  request.log.info({ reason }, 'SSO sign-in refused');
+  await recordSignInEvent(request, 'person.sign_in_failed', { email: email || 'unknown (single sign-on)' });
   if (email) await request.server.deps.signInThrottle.failed(email, request.ip);
   return renderPage(reply, 'login', { step: 'email', email, next: '/', error: message, notice: null }, status);
 }
@@ -118,7 +120,10 @@ export async function ssoRoutes(app: FastifyInstance) {
       request.log.info({ err: { name: (err as Error).name, code: (err as { code?: string }).code, message: (err as Error).message } }, 'SSO answer refused');
       return failed(request, reply, 401, 'Single sign-on did not succeed. Enter your email to start again.', 'sso_refused');
     }
-    const person = await deps.signIn.ssoPerson(pending.companyId, email);
+    const person = await deps.signIn.ssoPerson(pending.companyId, email, (user) =>
+      // The first SSO sign-in of a person of a covered domain creates them: by the service itself.
+      ({ ...personEvent(request, 'person.created', recordPerson(user)), actor: SYSTEM_ACTOR }),
+    );
     if (!person) {
       return failed(request, reply, 403, 'Your email address is not one your company signs in with here. Ask your admin.', 'sso_not_covered', email);
     }
