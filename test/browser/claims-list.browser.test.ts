@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/domain/principal';
 import { claimBody, createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
+import { signInAs } from './sign-in';
 import { launchChromium, type Browser } from './chromium';
 import { CLEAN, pageReport, WIDTHS } from './page-checks';
 
@@ -45,10 +46,7 @@ afterAll(async () => {
 async function signedInPage(): Promise<Page> {
   await browser.context.clearCookies();
   const page = await browser.context.newPage();
-  await page.goto(`${base}/login`);
-  await page.getByLabel('Email').fill(a.member.email);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signInAs(page, base, a.member.email, PASSWORD);
   await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
   return page;
 }

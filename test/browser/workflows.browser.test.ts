@@ -8,6 +8,7 @@ import { claimBody, createTestContext, type TestContext } from '../harness';
 import { csv, validRow } from '../import-helpers';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
 import { startReceiver } from '../webhooks/receiver';
+import { signInAs } from './sign-in';
 import { launchChromium, type Browser } from './chromium';
 import { CLEAN, pageReport, WIDTHS } from './page-checks';
 
@@ -37,10 +38,7 @@ async function signedInPage(email: string, size: { width: number; height: number
   await browser.context.clearCookies();
   const page = await browser.context.newPage();
   await page.setViewportSize(size);
-  await page.goto(`${base}/login`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signInAs(page, base, email, PASSWORD);
   await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
   return page;
 }
