@@ -247,19 +247,24 @@ function isAddressOrRange(text: string): boolean {
  * "true" (every address) is refused: any client could then write its own address.
  */
 function parseTrustProxy(raw: unknown): false | number | string[] | { error: string } {
-  if (raw === undefined || raw === '' || raw === 'false' || raw === '0') return false;
-  const text = String(raw).trim();
+  if (typeof raw !== 'string' || raw === '' || raw === 'false' || raw === '0') return false;
+  const text = raw.trim();
   if (/^\d{1,2}$/u.test(text)) return Number(text);
   if (text === 'true' || text === '*') {
     return {
       error:
-        "TRUST_PROXY must be a hop count or the proxies' addresses, never \"true\" (every address: a client could write its own address in X-Forwarded-For)",
+        'TRUST_PROXY must be a hop count or the proxies\' addresses, never "true" (every address: a client could write its own address in X-Forwarded-For)',
     };
   }
-  const parts = text.split(',').map((p) => p.trim()).filter(Boolean);
+  const parts = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   const bad = parts.filter((p) => !isAddressOrRange(p));
   if (parts.length === 0 || bad.length > 0) {
-    return { error: `TRUST_PROXY must be a hop count or a comma-separated list of addresses or CIDR ranges (not: ${bad.join(', ') || text})` };
+    return {
+      error: `TRUST_PROXY must be a hop count or a comma-separated list of addresses or CIDR ranges (not: ${bad.join(', ') || text})`,
+    };
   }
   return parts;
 }

@@ -17,4 +17,3 @@ export function signOutOf(session: { userId?: string | undefined; signedInAt?: n
   delete session.signedInAt;
   delete session.lastSeen;
 }
-

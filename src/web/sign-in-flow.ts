@@ -9,7 +9,11 @@ import { PENDING_SIGN_IN_MS } from './context';
 export type EventPerson = { id: string | null; email: string; companyId: string | null };
 
 const actorOf = (p: EventPerson): AuditActor =>
-  p.id === null ? { type: 'person', id: null, name: p.email } : p.companyId === null ? operatorActor({ id: p.id, email: p.email }) : personActor({ id: p.id, email: p.email });
+  p.id === null
+    ? { type: 'person', id: null, name: p.email }
+    : p.companyId === null
+      ? operatorActor({ id: p.id, email: p.email })
+      : personActor({ id: p.id, email: p.email });
 
 /**
  * An audit event about a person: the company's (or the operator's), done by `by` (the signed-in

@@ -120,7 +120,9 @@ describe('the navigation on a phone (390 px)', { timeout: 120_000 }, () => {
     await browser.context.clearCookies();
     const page = await browser.context.newPage();
     await page.setViewportSize({ width: 390, height: 844 });
-    const member = (await ctx.deps.companies.createUser({ companyId: a.id, email: `nav-${Date.now()}@alpha.example`, password: PASSWORD, role: 'member' })).user;
+    const member = (
+      await ctx.deps.companies.createUser({ companyId: a.id, email: `nav-${Date.now()}@alpha.example`, password: PASSWORD, role: 'member' })
+    ).user;
     await signInAs(page, base, member.email, PASSWORD);
     await page.goto(`${base}/settings/security`);
     const toggle = page.getByRole('button', { name: 'Menu' });
@@ -150,7 +152,10 @@ describe('the navigation on a phone (390 px)', { timeout: 120_000 }, () => {
       expect(box!.x + box!.width, name).toBeLessThanOrEqual(390);
       expect(box!.height, name).toBeGreaterThanOrEqual(43.5);
       let guard = 0;
-      while (!(await link.evaluate((el) => el === (el.ownerDocument as unknown as { activeElement: unknown }).activeElement)) && guard++ < 20) {
+      while (
+        !(await link.evaluate((el) => el === (el.ownerDocument as unknown as { activeElement: unknown }).activeElement)) &&
+        guard++ < 20
+      ) {
         await page.keyboard.press('Tab');
       }
       await page.keyboard.press('Enter');

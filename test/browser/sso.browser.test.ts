@@ -26,7 +26,13 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`;
   idp = await startTestProvider({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUri: `${base}/login/sso/callback` });
   company = await ctx.newCompany('SSO Alpha');
-  await ctx.deps.signIn.saveSso(company.id, { issuer: idp.issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, domains: DOMAIN, ssoOnly: false });
+  await ctx.deps.signIn.saveSso(company.id, {
+    issuer: idp.issuer,
+    clientId: CLIENT_ID,
+    clientSecret: CLIENT_SECRET,
+    domains: DOMAIN,
+    ssoOnly: false,
+  });
   browser = await launchChromium();
 }, 120_000);
 afterAll(async () => {
@@ -214,7 +220,13 @@ describe('single sign-on by OpenID Connect', () => {
       if (location) await page.waitForURL(new URL(location, base).href);
       else await page.waitForLoadState('load');
     };
-    await ctx.deps.signIn.saveSso(other.id, { issuer: idp.issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, domains: domain, ssoOnly: false });
+    await ctx.deps.signIn.saveSso(other.id, {
+      issuer: idp.issuer,
+      clientId: CLIENT_ID,
+      clientSecret: CLIENT_SECRET,
+      domains: domain,
+      ssoOnly: false,
+    });
     let page = await freshPage();
     await signInWithPassword(page);
     expect(new URL(page.url()).pathname).toBe('/');

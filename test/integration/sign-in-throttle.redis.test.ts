@@ -21,7 +21,7 @@ for (const withRedis of [true, false]) {
     let servers: { child: Child; base: string }[] = [];
 
     beforeAll(async () => {
-      const shared = withRedis ? { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix } : {};
+      const shared: Record<string, string> = withRedis ? { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix } : {};
       ctx = await createTestContext(shared);
       const schema = (await ctx.deps.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
       const env = {

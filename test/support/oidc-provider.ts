@@ -35,14 +35,14 @@ export async function startTestProvider(opts: { host?: string; clientId: string;
   });
   let audience: string | undefined;
   type IdTokenLike = { client: { clientId: string } };
-  const proto = provider.IdToken.prototype as unknown as { issue(this: IdTokenLike, o: unknown): Promise<string> };
+  const proto = provider.IdToken.prototype as unknown as { issue: (this: IdTokenLike, o: unknown) => Promise<string> };
   const issue = proto.issue;
   proto.issue = async function (this: IdTokenLike, o: unknown) {
     const other = audience;
     if (!other) return issue.call(this, o);
     audience = undefined;
     const real = this.client;
-    this.client = new Proxy(real, { get: (target, p) => (p === 'clientId' ? other : Reflect.get(target, p) as unknown) });
+    this.client = new Proxy(real, { get: (target, p) => (p === 'clientId' ? other : (Reflect.get(target, p) as unknown)) });
     try {
       return await issue.call(this, o);
     } finally {

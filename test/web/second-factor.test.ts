@@ -55,7 +55,9 @@ describe('TOTP second factor', () => {
     expect(rows[0]!.enabled).toBe(true);
     expect(rows[0]!.sealed).toMatch(/^v1\./u);
     expect(rows[0]!.sealed).not.toContain(key);
-    const stored = await ctx.deps.db.query<{ code_hash: string }>('SELECT code_hash FROM user_recovery_codes WHERE user_id = $1', [c.member.id]);
+    const stored = await ctx.deps.db.query<{ code_hash: string }>('SELECT code_hash FROM user_recovery_codes WHERE user_id = $1', [
+      c.member.id,
+    ]);
     expect(stored).toHaveLength(10);
     for (const code of codes) expect(stored.map((r) => r.code_hash).join()).not.toContain(code.replaceAll('-', ''));
     // Shown once: the security page afterwards shows how many are left, not the codes.

@@ -32,7 +32,7 @@ describe('SESSION_SECRET', () => {
   });
 });
 
-describe('behind a TLS proxy (TRUST_PROXY=127.0.0.1, the proxy\'s address)', () => {
+describe("behind a TLS proxy (TRUST_PROXY=127.0.0.1, the proxy's address)", () => {
   let ctx: TestContext;
   beforeAll(async () => {
     ctx = await createTestContext({ TRUST_PROXY: '127.0.0.1' });
@@ -68,7 +68,7 @@ describe('the API docs page and Bull Board', () => {
   });
   afterAll(async () => ctx.close());
 
-  it('carry the dashboard\'s security headers, and HSTS over TLS', async () => {
+  it("carry the dashboard's security headers, and HSTS over TLS", async () => {
     for (const url of ['/docs', '/docs/static/index.html']) {
       const res = await ctx.app.inject({ method: 'GET', url, headers: { 'x-forwarded-proto': 'https' } });
       expect(res.statusCode, url).toBeLessThan(400);
@@ -85,7 +85,7 @@ describe('the API docs page and Bull Board', () => {
     expect(plain.headers['strict-transport-security']).toBeUndefined();
   });
 
-  it('believe X-Forwarded-Proto only from the trusted proxy\'s address', async () => {
+  it("believe X-Forwarded-Proto only from the trusted proxy's address", async () => {
     const other = await createTestContext({ TRUST_PROXY: '10.9.8.7' });
     try {
       const res = await other.app.inject({ method: 'GET', url: '/login', headers: { 'x-forwarded-proto': 'https' } });

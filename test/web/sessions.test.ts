@@ -60,8 +60,8 @@ describe('a dashboard session', () => {
   });
 });
 
-describe('changing one\'s password', () => {
-  it('needs the current password and ends the person\'s other sessions', async () => {
+describe("changing one's password", () => {
+  it("needs the current password and ends the person's other sessions", async () => {
     const c = await companyWithPeople(ctx);
     const here = new WebClient(ctx.app);
     await here.signIn(c.member.email, PASSWORD, t);
@@ -71,12 +71,24 @@ describe('changing one\'s password', () => {
     await admin.signIn(c.admin.email, PASSWORD, t);
     await here.get('/settings/security');
     const next = 'a brand new passphrase 42';
-    const wrong = await here.post('/settings/security/password', { current_password: 'not it at all 123', new_password: next, confirm_password: next });
+    const wrong = await here.post('/settings/security/password', {
+      current_password: 'not it at all 123',
+      new_password: next,
+      confirm_password: next,
+    });
     expect(wrong.statusCode).toBe(422);
     expect(wrong.body).toContain('The current password is not right.');
-    const mismatch = await here.post('/settings/security/password', { current_password: PASSWORD, new_password: next, confirm_password: `${next}!` });
+    const mismatch = await here.post('/settings/security/password', {
+      current_password: PASSWORD,
+      new_password: next,
+      confirm_password: `${next}!`,
+    });
     expect(mismatch.statusCode).toBe(422);
-    const short = await here.post('/settings/security/password', { current_password: PASSWORD, new_password: 'short', confirm_password: 'short' });
+    const short = await here.post('/settings/security/password', {
+      current_password: PASSWORD,
+      new_password: 'short',
+      confirm_password: 'short',
+    });
     expect(short.statusCode).toBe(422);
     expect((await elsewhere.get('/claims')).statusCode).toBe(200);
     const done = await here.post('/settings/security/password', { current_password: PASSWORD, new_password: next, confirm_password: next });
@@ -92,7 +104,7 @@ describe('changing one\'s password', () => {
   });
 });
 
-describe('an admin\'s password reset', () => {
+describe("an admin's password reset", () => {
   async function resetLink(c: Awaited<ReturnType<typeof companyWithPeople>>, admin: WebClient) {
     await admin.get('/settings/people');
     const res = await admin.post(`/settings/people/${c.member.id}/reset`);
@@ -134,10 +146,14 @@ describe('an admin\'s password reset', () => {
     await new WebClient(ctx.app).signIn(c.member.email, next, t);
     // Once only.
     expect((await person.get(link)).statusCode).toBe(410);
-    expect((await person.post(link, { new_password: 'yet another one 2026', confirm_password: 'yet another one 2026' })).statusCode).toBe(410);
+    expect((await person.post(link, { new_password: 'yet another one 2026', confirm_password: 'yet another one 2026' })).statusCode).toBe(
+      410,
+    );
     const again = new WebClient(ctx.app);
     await again.get('/login');
-    expect((await again.post(link, { new_password: 'yet another one 2026', confirm_password: 'yet another one 2026' })).statusCode).toBe(410);
+    expect((await again.post(link, { new_password: 'yet another one 2026', confirm_password: 'yet another one 2026' })).statusCode).toBe(
+      410,
+    );
   });
 
   it('does not work after an hour', async () => {
@@ -151,7 +167,9 @@ describe('an admin\'s password reset', () => {
     expect(page.statusCode).toBe(410);
     expect(page.body).toContain('more than an hour old');
     await person.get('/login');
-    expect((await person.post(link, { new_password: 'a reset passphrase 2026', confirm_password: 'a reset passphrase 2026' })).statusCode).toBe(410);
+    expect(
+      (await person.post(link, { new_password: 'a reset passphrase 2026', confirm_password: 'a reset passphrase 2026' })).statusCode,
+    ).toBe(410);
   });
 });
 
@@ -174,7 +192,7 @@ describe('sign-in throttling', () => {
     expect((await web.post('/login', { email: c.member.email, password: PASSWORD })).statusCode).toBe(303);
   });
 
-  it('counts failures per address (the peer\'s, not X-Forwarded-For\'s) whatever the email', async () => {
+  it("counts failures per address (the peer's, not X-Forwarded-For's) whatever the email", async () => {
     t += 16 * MIN;
     for (let i = 0; i < 30; i++) {
       const web = new WebClient(ctx.app, { 'x-forwarded-for': `198.51.100.${i + 1}` });

@@ -22,7 +22,7 @@ const eventsOf = async (companyId: string | null) =>
   }));
 
 describe('sign-in audit events', () => {
-  it('records sign-ins, failures, second-factor and password changes, and the company\'s sign-in settings', async () => {
+  it("records sign-ins, failures, second-factor and password changes, and the company's sign-in settings", async () => {
     const c = await companyWithPeople(ctx);
     const member = new WebClient(ctx.app);
     await member.get('/login');
@@ -62,7 +62,7 @@ describe('sign-in audit events', () => {
     for (const secret of [PASSWORD, next, key, 'not the password 1']) expect(raw).not.toContain(secret);
   });
 
-  it('records an admin\'s reset link as a password change by the admin, and its use by the person', async () => {
+  it("records an admin's reset link as a password change by the admin, and its use by the person", async () => {
     const c = await companyWithPeople(ctx);
     const admin = new WebClient(ctx.app);
     await admin.signIn(c.admin.email, PASSWORD, t);
@@ -79,7 +79,7 @@ describe('sign-in audit events', () => {
     ]);
   });
 
-  it('puts a failed sign-in of an email nobody has in the operator\'s trail', async () => {
+  it("puts a failed sign-in of an email nobody has in the operator's trail", async () => {
     const web = new WebClient(ctx.app);
     await web.get('/login');
     const email = `nobody-${Math.random().toString(36).slice(2, 8)}@nowhere.example`;

@@ -39,7 +39,12 @@ describe('single sign-on settings', () => {
     expect(stored).not.toContain(SECRET);
     expect(await ctx.deps.signIn.companySettings(c.id)).toEqual({
       requireSecondFactor: false,
-      sso: { issuer: 'https://login.example.com/realms/staff', clientId: 'claims-registry', ssoOnly: true, domains: ['alpha-sso.example', 'beta-sso.example'] },
+      sso: {
+        issuer: 'https://login.example.com/realms/staff',
+        clientId: 'claims-registry',
+        ssoOnly: true,
+        domains: ['alpha-sso.example', 'beta-sso.example'],
+      },
     });
     // A blank secret keeps the stored one.
     expect((await admin.post('/settings/sign-in/sso', form({ client_secret: '' }))).statusCode).toBe(303);
@@ -58,7 +63,13 @@ describe('single sign-on settings', () => {
     const c = await companyWithPeople(ctx);
     const admin = await signedIn(ctx, c.admin.email);
     await admin.get('/settings/sign-in');
-    for (const issuer of ['http://login.example.com', 'http://10.0.0.5:8080', 'http://localhost.example.com', 'ftp://x.example', 'not a url']) {
+    for (const issuer of [
+      'http://login.example.com',
+      'http://10.0.0.5:8080',
+      'http://localhost.example.com',
+      'ftp://x.example',
+      'not a url',
+    ]) {
       const res = await admin.post('/settings/sign-in/sso', form({ issuer }));
       expect(res.statusCode, issuer).toBe(422);
       expect(res.body, issuer).toMatch(/id="sso-issuer-error">The issuer must/u);
@@ -67,7 +78,12 @@ describe('single sign-on settings', () => {
       expect(typeof checkIssuer(issuer), issuer).toBe('string');
       expect((await admin.post('/settings/sign-in/sso', form({ issuer }))).statusCode, issuer).toBe(303);
     }
-    const missing = await admin.post('/settings/sign-in/sso', { issuer: 'https://login.example.com', client_id: '', client_secret: '', domains: 'not a domain!' });
+    const missing = await admin.post('/settings/sign-in/sso', {
+      issuer: 'https://login.example.com',
+      client_id: '',
+      client_secret: '',
+      domains: 'not a domain!',
+    });
     expect(missing.statusCode).toBe(422);
     expect(missing.body).toContain('id="sso-client_id-error"');
     expect(missing.body).toContain('id="sso-domains-error"');
@@ -76,7 +92,13 @@ describe('single sign-on settings', () => {
   it('give a domain to one company only', async () => {
     const a = await companyWithPeople(ctx);
     const b = await companyWithPeople(ctx);
-    await ctx.deps.signIn.saveSso(a.id, { issuer: 'https://a.example', clientId: 'a', clientSecret: 's', domains: 'shared-domain.example', ssoOnly: false });
+    await ctx.deps.signIn.saveSso(a.id, {
+      issuer: 'https://a.example',
+      clientId: 'a',
+      clientSecret: 's',
+      domains: 'shared-domain.example',
+      ssoOnly: false,
+    });
     const admin = await signedIn(ctx, b.admin.email);
     await admin.get('/settings/sign-in');
     const res = await admin.post('/settings/sign-in/sso', form({ domains: 'shared-domain.example' }));
@@ -92,7 +114,9 @@ describe('single sign-on settings', () => {
     const page = await op.get(`/operator/companies/${c.id}/sign-in`);
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('/login/sso/callback');
-    expect((await op.post(`/operator/companies/${c.id}/sign-in/sso`, form({ domains: `op-${c.id.slice(0, 8)}.example` }))).statusCode).toBe(303);
+    expect((await op.post(`/operator/companies/${c.id}/sign-in/sso`, form({ domains: `op-${c.id.slice(0, 8)}.example` }))).statusCode).toBe(
+      303,
+    );
     expect((await op.post(`/operator/companies/${c.id}/sign-in/second-factor`, { require_second_factor: 'on' })).statusCode).toBe(303);
     expect((await ctx.deps.signIn.companySettings(c.id)).requireSecondFactor).toBe(true);
     // A company's admin cannot use the operator's pages.
@@ -103,7 +127,13 @@ describe('single sign-on settings', () => {
   it('with "SSO only", refuse the password of the company\'s people; the email step sends them to the provider', async () => {
     const c = await companyWithPeople(ctx);
     const domain = c.member.email.split('@')[1]!;
-    await ctx.deps.signIn.saveSso(c.id, { issuer: 'https://idp.invalid', clientId: 'x', clientSecret: 's', domains: domain, ssoOnly: true });
+    await ctx.deps.signIn.saveSso(c.id, {
+      issuer: 'https://idp.invalid',
+      clientId: 'x',
+      clientSecret: 's',
+      domains: domain,
+      ssoOnly: true,
+    });
     const web = new WebClient(ctx.app);
     await web.get('/login');
     const res = await web.post('/login', { email: c.member.email, password: PASSWORD });

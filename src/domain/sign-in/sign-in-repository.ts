@@ -28,7 +28,14 @@ export interface SignInRepository {
   ssoForDomain(domain: string): Promise<SsoSettingsRow | undefined>;
   /** The given domains that another company's provider covers. */
   domainsOfOthers(companyId: string, domains: string[]): Promise<string[]>;
-  saveSso(s: { companyId: string; issuer: string; clientId: string; clientSecretSealed: string | null; ssoOnly: boolean; domains: string[] }): Promise<void>;
+  saveSso(s: {
+    companyId: string;
+    issuer: string;
+    clientId: string;
+    clientSecretSealed: string | null;
+    ssoOnly: boolean;
+    domains: string[];
+  }): Promise<void>;
   deleteSso(companyId: string): Promise<void>;
 
   passwordHash(userId: string): Promise<string | undefined>;

@@ -46,7 +46,9 @@ export type SignInServiceDeps = {
   store: {
     signIn: SignInRepository;
     companies: CompanyRepository;
-    transaction<T>(fn: (tx: { signIn: SignInRepository; companies: CompanyRepository; audit: Pick<AuditRepository, 'record'> }) => Promise<T>): Promise<T>;
+    transaction<T>(
+      fn: (tx: { signIn: SignInRepository; companies: CompanyRepository; audit: Pick<AuditRepository, 'record'> }) => Promise<T>,
+    ): Promise<T>;
   };
   /** The key for sealed secrets, resolved when first needed. */
   sealer: () => Sealer;
@@ -129,7 +131,11 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
   }
 
   /** Turns the second factor off, with a current code; refused while one is required. */
-  async function disable(user: { id: string; role: string; companyId: string | null }, code: string, events: Events = []): Promise<boolean> {
+  async function disable(
+    user: { id: string; role: string; companyId: string | null },
+    code: string,
+    events: Events = [],
+  ): Promise<boolean> {
     if (await secondFactorRequired(user)) {
       throw new AppError('FORBIDDEN', 'A second factor is required for you, so it cannot be turned off.');
     }
@@ -150,7 +156,12 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
   }
 
   /** Changes the person's password (the current one required) and ends their other sessions. */
-  async function changePassword(userId: string, input: { current: string; next: string; confirm: string }, keepSid: string, events: Events = []) {
+  async function changePassword(
+    userId: string,
+    input: { current: string; next: string; confirm: string },
+    keepSid: string,
+    events: Events = [],
+  ) {
     const stored = await store.signIn.passwordHash(userId);
     if (!stored || !(await verifyPassword(input.current.slice(0, 200), stored))) {
       throw validationError({ current_password: ['The current password is not right.'] });
@@ -207,7 +218,10 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
 
   /** The company's sign-in settings as its page shows them (never the client secret). */
   async function companySettings(companyId: string) {
-    const [requireSecondFactor, sso] = await Promise.all([store.signIn.requireSecondFactor(companyId), store.signIn.ssoSettings(companyId)]);
+    const [requireSecondFactor, sso] = await Promise.all([
+      store.signIn.requireSecondFactor(companyId),
+      store.signIn.ssoSettings(companyId),
+    ]);
     return {
       requireSecondFactor,
       sso: sso ? { issuer: sso.issuer, clientId: sso.clientId, ssoOnly: sso.ssoOnly, domains: sso.domains } : null,

@@ -77,7 +77,7 @@ export async function authRoutes(app: FastifyInstance) {
       return renderPage(
         reply,
         'login',
-        { ...page, step: 'email', error: "Your company signs in only through its own sign-in page. Choose Continue to go there." },
+        { ...page, step: 'email', error: 'Your company signs in only through its own sign-in page. Choose Continue to go there.' },
         403,
       );
     }

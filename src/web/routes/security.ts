@@ -31,7 +31,12 @@ export async function securityRoutes(app: FastifyInstance) {
   const { deps } = app;
   const { signIn } = deps;
 
-  async function enrolPage(reply: FastifyReply, user: { id: string; email: string }, opts: { action: string; duringSignIn: boolean; error?: string | null }, status = 200) {
+  async function enrolPage(
+    reply: FastifyReply,
+    user: { id: string; email: string },
+    opts: { action: string; duringSignIn: boolean; error?: string | null },
+    status = 200,
+  ) {
     const enrolment = (await signIn.pendingEnrolment(user)) ?? (await signIn.startEnrolment(user));
     return renderPage(
       reply,
@@ -64,7 +69,12 @@ export async function securityRoutes(app: FastifyInstance) {
     const user = await deps.companies.findUser(pending.userId);
     if (!user) return reply.redirect('/login', 303);
     if (await deps.signInThrottle.blockedFor(user.email, request.ip)) {
-      return enrolPage(reply, user, { action: '/login/enrol', duringSignIn: true, error: 'Too many failed attempts. Wait a few minutes, then try again.' }, 429);
+      return enrolPage(
+        reply,
+        user,
+        { action: '/login/enrol', duringSignIn: true, error: 'Too many failed attempts. Wait a few minutes, then try again.' },
+        429,
+      );
     }
     const codes = await signIn.confirmEnrolment(user.id, text(request.body as FormBody, 'code', 20), [
       personEvent(request, 'person.mfa_enabled', recordPerson(user)),
@@ -72,7 +82,12 @@ export async function securityRoutes(app: FastifyInstance) {
     if (!codes) {
       await deps.signInThrottle.failed(user.email, request.ip);
       await recordSignInEvent(request, 'person.sign_in_failed', recordPerson(user));
-      return enrolPage(reply, user, { action: '/login/enrol', duringSignIn: true, error: 'That code is not right. Enter the 6-digit code your app shows now.' }, 422);
+      return enrolPage(
+        reply,
+        user,
+        { action: '/login/enrol', duringSignIn: true, error: 'That code is not right. Enter the 6-digit code your app shows now.' },
+        422,
+      );
     }
     const next = completeSignIn(request, user, pending.next);
     await recordSignInEvent(request, 'person.signed_in', recordPerson(user));
@@ -124,7 +139,11 @@ export async function securityRoutes(app: FastifyInstance) {
       return enrolPage(
         reply,
         user,
-        { action: '/settings/security/second-factor/confirm', duringSignIn: false, error: 'That code is not right. Enter the 6-digit code your app shows now.' },
+        {
+          action: '/settings/security/second-factor/confirm',
+          duringSignIn: false,
+          error: 'That code is not right. Enter the 6-digit code your app shows now.',
+        },
         422,
       );
     }
@@ -169,7 +188,13 @@ export async function securityRoutes(app: FastifyInstance) {
 
   // --- A company's sign-in settings: its admin, or the operator -------------------------------------
 
-  async function signInSettingsPage(request: FastifyRequest, reply: FastifyReply, companyId: string, extra: Record<string, unknown> = {}, status = 200) {
+  async function signInSettingsPage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    companyId: string,
+    extra: Record<string, unknown> = {},
+    status = 200,
+  ) {
     const company = await deps.companies.getCompany(companyId);
     const settings = await signIn.companySettings(companyId);
     const operator = request.webUser?.companyId === null;
@@ -217,13 +242,17 @@ export async function securityRoutes(app: FastifyInstance) {
       sso_only: text(body, 'sso_only', 5) === 'on',
     };
     try {
-      await signIn.saveSso(companyId, {
-        issuer: form.issuer,
-        clientId: form.client_id,
-        clientSecret: text(body, 'client_secret', 1100),
-        domains: form.domains,
-        ssoOnly: form.sso_only,
-      }, [settingsEvent(request, companyId, 'single sign-on')]);
+      await signIn.saveSso(
+        companyId,
+        {
+          issuer: form.issuer,
+          clientId: form.client_id,
+          clientSecret: text(body, 'client_secret', 1100),
+          domains: form.domains,
+          ssoOnly: form.sso_only,
+        },
+        [settingsEvent(request, companyId, 'single sign-on')],
+      );
     } catch (err) {
       if (err instanceof AppError && err.code === 'VALIDATION_FAILED' && err.fields) {
         return signInSettingsPage(request, reply, companyId, { form, errors: err.fields }, 422);
@@ -272,11 +301,15 @@ export async function securityRoutes(app: FastifyInstance) {
     await signIn.deleteSso(id, [settingsEvent(request, id, 'single sign-on removed')]);
     return reply.redirect(`${operatorBase(id)}?removed=1`, 303);
   });
-  app.post('/operator/companies/:id/sign-in/second-factor', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
-    const { id } = request.params as { id: string };
-    await deps.companies.getCompany(id);
-    return saveSecondFactorRule(request, reply, id, operatorBase(id));
-  });
+  app.post(
+    '/operator/companies/:id/sign-in/second-factor',
+    { preHandler: [requireOperator, app.csrfProtection] },
+    async (request, reply) => {
+      const { id } = request.params as { id: string };
+      await deps.companies.getCompany(id);
+      return saveSecondFactorRule(request, reply, id, operatorBase(id));
+    },
+  );
 
   // --- An admin's password reset: a one-time link, valid 1 hour, shown to the admin -----------------
 
@@ -299,12 +332,20 @@ export async function securityRoutes(app: FastifyInstance) {
   });
 
   const resetPage = (reply: FastifyReply, token: string, extra: Record<string, unknown> = {}, status = 200) =>
-    renderPage(reply, 'reset-password', { title: 'Choose a new password', token, errors: {}, passwordMin: PASSWORD_MIN_LENGTH, ...extra }, status);
+    renderPage(
+      reply,
+      'reset-password',
+      { title: 'Choose a new password', token, errors: {}, passwordMin: PASSWORD_MIN_LENGTH, ...extra },
+      status,
+    );
   const goneLink = (reply: FastifyReply) =>
     renderPage(
       reply,
       'error',
-      { title: 'Link no longer valid', message: 'This reset link was used already or is more than an hour old. Ask an admin of your company for a new one.' },
+      {
+        title: 'Link no longer valid',
+        message: 'This reset link was used already or is more than an hour old. Ask an admin of your company for a new one.',
+      },
       410,
     );
 
@@ -326,7 +367,8 @@ export async function securityRoutes(app: FastifyInstance) {
       if (!person) return goneLink(reply);
       return reply.redirect('/login?reset=1', 303);
     } catch (err) {
-      if (err instanceof AppError && err.code === 'VALIDATION_FAILED' && err.fields) return resetPage(reply, token, { errors: err.fields }, 422);
+      if (err instanceof AppError && err.code === 'VALIDATION_FAILED' && err.fields)
+        return resetPage(reply, token, { errors: err.fields }, 422);
       throw err;
     }
   });

@@ -91,7 +91,13 @@ export async function ssoRoutes(app: FastifyInstance) {
     const pending = request.session.sso;
     delete request.session.sso;
     if (!pending || deps.now() - pending.at > SSO_ROUND_TRIP_MS) {
-      return failed(request, reply, 400, 'This sign-in has expired or was already used. Enter your email to start again.', 'sso_no_pending');
+      return failed(
+        request,
+        reply,
+        400,
+        'This sign-in has expired or was already used. Enter your email to start again.',
+        'sso_no_pending',
+      );
     }
     const provider = await deps.signIn.ssoForCompany(pending.companyId);
     if (!provider) return failed(request, reply, 400, 'Single sign-on is no longer set up for your company.', 'sso_not_configured');
@@ -109,15 +115,25 @@ export async function ssoRoutes(app: FastifyInstance) {
       if (!idToken) throw new Error('no ID token');
       // The email from the ID token, or else (as many providers put it there only) from the
       // userinfo endpoint, for the ID token's subject.
-      const claims = (
-        typeof idToken.email === 'string' ? idToken : await oidc.fetchUserInfo(config, tokens.access_token, idToken.sub)
-      ) as { email?: unknown; email_verified?: unknown };
+      const claims = (typeof idToken.email === 'string' ? idToken : await oidc.fetchUserInfo(config, tokens.access_token, idToken.sub)) as {
+        email?: unknown;
+        email_verified?: unknown;
+      };
       if (typeof claims.email !== 'string' || claims.email_verified === false) {
-        return failed(request, reply, 403, 'Your provider did not give a verified email address, so you cannot be signed in.', 'sso_no_email');
+        return failed(
+          request,
+          reply,
+          403,
+          'Your provider did not give a verified email address, so you cannot be signed in.',
+          'sso_no_email',
+        );
       }
       email = claims.email.toLowerCase();
     } catch (err) {
-      request.log.info({ err: { name: (err as Error).name, code: (err as { code?: string }).code, message: (err as Error).message } }, 'SSO answer refused');
+      request.log.info(
+        { err: { name: (err as Error).name, code: (err as { code?: string }).code, message: (err as Error).message } },
+        'SSO answer refused',
+      );
       return failed(request, reply, 401, 'Single sign-on did not succeed. Enter your email to start again.', 'sso_refused');
     }
     const person = await deps.signIn.ssoPerson(pending.companyId, email, (user) =>
@@ -125,7 +141,14 @@ export async function ssoRoutes(app: FastifyInstance) {
       ({ ...personEvent(request, 'person.created', recordPerson(user)), actor: SYSTEM_ACTOR }),
     );
     if (!person) {
-      return failed(request, reply, 403, 'Your email address is not one your company signs in with here. Ask your admin.', 'sso_not_covered', email);
+      return failed(
+        request,
+        reply,
+        403,
+        'Your email address is not one your company signs in with here. Ask your admin.',
+        'sso_not_covered',
+        email,
+      );
     }
     if (person.created) request.log.info({ userId: person.user.id }, 'person created at first SSO sign-in');
     return afterFirstFactor(request, reply, person.user, pending.next, 'sso');
