@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/domain/principal';
 import { claimBody, createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
-import { signInAs } from './sign-in';
+import { openMenu, signInAs } from './sign-in';
 import { launchChromium, type Browser } from './chromium';
 import { CLEAN, pageReport, WIDTHS } from './page-checks';
 
@@ -58,6 +58,7 @@ describe('the claims list in Chromium', { timeout: 60_000 }, () => {
     it(`filters, sorts, pages and exports at ${size.width} px`, async () => {
       const page = await signedInPage();
       await page.setViewportSize({ width: size.width, height: size.height });
+      await openMenu(page);
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Claims', exact: true }).click();
       await page.getByText('60 claims').waitFor();
       // Newest claim date first.

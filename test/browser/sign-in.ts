@@ -39,3 +39,9 @@ export async function signInAs(page: Page, base: string, email: string, password
   }
   await page.waitForURL((u) => !u.pathname.startsWith('/login'));
 }
+
+/** Opens the navigation's Menu where it is folded (a phone), as a person taps it; nothing elsewhere. */
+export async function openMenu(page: Page): Promise<void> {
+  const toggle = page.getByRole('button', { name: 'Menu' });
+  if ((await toggle.isVisible()) && (await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click();
+}
