@@ -13,13 +13,14 @@ import { compileInput } from './domain/validation';
 import { authPlugin } from './api/plugins/auth';
 import { errorHandlerPlugin } from './api/plugins/error-handler';
 import { claimSchema, clientSchema } from './api/schemas/claims';
-import { addSharedSchemas, errorSchema } from './api/schemas/common';
+import { addSharedSchemas, documentHeaders, errorSchema } from './api/schemas/common';
 import { metricsPlugin } from './api/plugins/metrics';
 import { claimRoutes } from './api/routes/claims';
 import { importRoutes } from './api/routes/imports';
 import { registryRoutes } from './api/routes/registry';
 import { alertRoutes } from './api/routes/alerts';
 import { alertSchema } from './api/schemas/alerts';
+import { incidentSchema, networkSchema } from './api/schemas/registry';
 import { lookupBatchRoutes } from './api/routes/lookup-batches';
 import { lookupBatchSchema } from './api/schemas/lookup-batches';
 import { qualityRoutes } from './api/routes/quality';
@@ -162,13 +163,24 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   });
   await app.register(errorHandlerPlugin);
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
-  addSharedSchemas(app, [errorSchema, clientSchema, claimSchema, alertSchema, lookupBatchSchema, qualityReportSchema]);
+  addSharedSchemas(app, [
+    errorSchema,
+    clientSchema,
+    claimSchema,
+    alertSchema,
+    lookupBatchSchema,
+    qualityReportSchema,
+    incidentSchema,
+    networkSchema,
+  ]);
   await app.register(metricsPlugin);
   await app.register(authPlugin);
 
   await app.register(swagger, {
     // Only tagged routes (the /api/v1 resources) are part of the API reference; dashboard pages are not.
     hideUntagged: true,
+    // Each API answer's headers (request id, WWW-Authenticate, Retry-After, ...) declared in one place.
+    transform: ({ schema, url }) => ({ schema: url.startsWith('/api/v1/') ? documentHeaders(schema) : schema, url }),
     // Component schemas keep the names they were added under (Claim, Client, Error, ...).
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {

@@ -8,7 +8,10 @@ import { buildApp } from '../src/app';
 import { loadConfig, type Config } from '../src/config';
 import { openDb } from '../src/db/db';
 import { todayIn } from '../src/domain/dates';
+import type { Principal } from '../src/domain/principal';
 import { createDeps, type Deps, type DepsOptions } from '../src/deps';
+
+import { checkResponsesAgainstOpenApi } from './openapi-conformance';
 
 export const TEST_HASH_KEY = 'test-document-hash-key-0123456789abcdef';
 /** scrypt N = 2^10 in tests: fast; production's floor is 2^15 (PASSWORD_HASH_COST). */
@@ -76,6 +79,7 @@ export async function createTestContext(
     deps.startWebhookDelivery();
   }
   const app = await buildApp(deps, { logger });
+  const conformance = checkResponsesAgainstOpenApi(app);
   await app.ready();
   let n = 0;
   return {
@@ -95,6 +99,9 @@ export async function createTestContext(
         await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
         await admin.close();
       }
+      // Every answer this file's tests got, against the OpenAPI document (test/openapi-conformance.ts).
+      const { mismatches } = conformance;
+      if (mismatches.length > 0) throw new Error(`Answers the OpenAPI document does not describe:\n${[...new Set(mismatches)].join('\n')}`);
     },
   };
 }
@@ -120,6 +127,14 @@ export function claimBody(overrides: Record<string, unknown> = {}, clientOverrid
 /** The ISO date `days` after the given one (negative: before). */
 export const addDays = (iso: string, days: number): string =>
   new Date(Date.parse(`${iso}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+
+/** A company acting as itself, as the domain services take it (no token, no person). */
+export const companyPrincipal = (c: { id: string; name: string }): Principal => ({
+  companyId: c.id,
+  companyName: c.name,
+  tokenId: null,
+  userId: null,
+});
 
 /** A company as ctx.newCompany() returns it. */
 export type Company = Awaited<ReturnType<TestContext['newCompany']>>;

@@ -3,9 +3,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { Readable } from 'node:stream';
+
 import type { FastifyInstance } from 'fastify';
 
 import { minusYears, todayIn } from '../src/domain/dates';
+
+import { companyPrincipal, type Company, type TestContext } from './harness';
 
 export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
 export const fixture = (name: string): Buffer => fs.readFileSync(path.join(FIXTURES, name));
@@ -114,4 +118,22 @@ export async function waitForImport(app: FastifyInstance, auth: Record<string, s
     if (Date.now() > until) throw new Error(`import ${id} did not finish in ${timeoutMs} ms (status ${data.status})`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Stores the file and records the import (queued) without queueing a job, so that a test runs it itself. */
+export async function recordImport(ctx: TestContext, company: Company, content: string): Promise<string> {
+  const file = await ctx.deps.imports.receive(companyPrincipal(company), {
+    fileName: 'claims.csv',
+    stream: Readable.from([Buffer.from(content)]),
+    truncated: () => false,
+  });
+  await ctx.deps.store.imports.insert({
+    id: file.importId,
+    companyId: company.id,
+    fileName: file.fileName,
+    objectKey: file.objectKey,
+    sizeBytes: file.size,
+    rowsTotal: file.dataRows,
+  });
+  return file.importId;
 }

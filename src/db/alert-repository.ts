@@ -1,6 +1,7 @@
 import type { Alert, AlertRepository } from '../domain/alerts/alerts';
 import { ALERTS_PER_EVENT } from '../domain/alerts/alerts';
 import type { Position } from '../domain/paging';
+import { INCIDENT_DAYS } from '../domain/registry/registry';
 import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
 import { olderThan, positionParams, positionTs } from './keyset';
@@ -30,6 +31,7 @@ const alertJson = (claim: string) => `CASE a.kind
       'id', a.id, 'kind', a.kind, 'claim_id', a.claim_id, 'matched_claim', ${claim},
       'matched_on', CASE WHEN a.on_plate AND a.on_client THEN '["vehicle_registration","client"]'::json
                          WHEN a.on_plate THEN '["vehicle_registration"]'::json ELSE '["client"]'::json END,
+      'same_incident', a.same_incident,
       'created_at', ${isoTime('a.created_at')})
     ELSE json_build_object(
       'id', a.id, 'kind', a.kind, 'claim_id', NULL, 'matched_claim', ${claim},
@@ -82,14 +84,15 @@ const MADE = `
  */
 const AMONG_FRESH = (from: string) => `
     UNION ALL
-    SELECT g.company_id, 'match', g.id, f.id, g.vehicle_registration = f.vehicle_registration, g.client_id = f.client_id
+    SELECT g.company_id, 'match', g.id, f.id, g.vehicle_registration = f.vehicle_registration, g.client_id = f.client_id,
+           abs(g.claim_date - f.claim_date) <= ${INCIDENT_DAYS}
       FROM fresh f
       JOIN fresh g ON g.id < f.id AND g.company_id <> f.company_id AND g.claim_date >= ${from}::date
                   AND (g.vehicle_registration = f.vehicle_registration OR g.client_id = f.client_id)`;
 
 /**
  * The CTEs making match alerts for the claims of `fresh` (a query giving at least id, company_id,
- * client_id, vehicle_registration; and every column of a claim when they are the alerted claims'
+ * client_id, vehicle_registration, claim_date; and every column of a claim when they are the alerted claims'
  * table): the candidates through the plate index and the client index, set-based, each pair once,
  * other companies' visible claims dated on or after `from` (a parameter) only. `submitted`: the
  * claims of `fresh` are submissions this statement writes (AMONG_FRESH), announced claim by claim.
@@ -103,8 +106,9 @@ const matchCtes = (fresh: string, from: string, claims: AlertedClaims, submitted
     SELECT f.id, o.id
       FROM fresh f JOIN claims o ON o.client_id = f.client_id AND o.claim_date >= ${from}::date AND o.company_id <> f.company_id
   ), made AS (
-    INSERT INTO alerts (company_id, kind, claim_id, matched_claim_id, on_plate, on_client)
-    SELECT o.company_id, 'match', o.id, f.id, o.vehicle_registration = f.vehicle_registration, o.client_id = f.client_id
+    INSERT INTO alerts (company_id, kind, claim_id, matched_claim_id, on_plate, on_client, same_incident)
+    SELECT o.company_id, 'match', o.id, f.id, o.vehicle_registration = f.vehicle_registration, o.client_id = f.client_id,
+           abs(o.claim_date - f.claim_date) <= ${INCIDENT_DAYS}
       FROM candidates x
       JOIN fresh f ON f.id = x.new_id
       JOIN claims o ON o.id = x.old_id
@@ -114,14 +118,14 @@ const matchCtes = (fresh: string, from: string, claims: AlertedClaims, submitted
   ),${announce(claims, submitted)}`;
 
 const MATCH_CLAIMS = `WITH ${matchCtes(
-  'SELECT c.id, c.company_id, c.client_id, c.vehicle_registration FROM claims c WHERE c.id = ANY ($1::uuid[])',
+  'SELECT c.id, c.company_id, c.client_id, c.vehicle_registration, c.claim_date FROM claims c WHERE c.id = ANY ($1::uuid[])',
   '$2',
   STORED_CLAIMS,
 )}${MADE}`;
 
 /** An import's claims through the company's newest-first index, from the import's creation on (as its purge finds them). */
 const MATCH_IMPORT = `WITH ${matchCtes(
-  `SELECT c.id, c.company_id, c.client_id, c.vehicle_registration
+  `SELECT c.id, c.company_id, c.client_id, c.vehicle_registration, c.claim_date
      FROM imports i JOIN claims c ON c.company_id = i.company_id AND c.created_at >= i.created_at
     WHERE i.id = $1 AND c.import_id = $1`,
   '$2',

@@ -1,5 +1,15 @@
 import type { Claim } from '../domain/claims/claim';
-import type { ClaimLookup, Lookup, MatchFacts, Position, RegistryRepository, SubjectRecord } from '../domain/registry/registry';
+import type {
+  ClaimLookup,
+  Lookup,
+  Match,
+  MatchFacts,
+  Network,
+  Position,
+  RegistryRepository,
+  SubjectRecord,
+} from '../domain/registry/registry';
+import { INCIDENT_DAYS } from '../domain/registry/registry';
 import { visibleClaim } from './claim-visibility';
 import { arrayLiteral, jsonArray, isoTime } from './columns';
 import type { Db } from './db';
@@ -69,6 +79,18 @@ export const RETURNED_BY = (claim: string, where: string, limit: string) => `
     WHERE l.claim_id = ${claim}.id AND ${where}
     ORDER BY l.created_at DESC, l.id DESC LIMIT ${limit})`;
 
+/** The parsed claim itself gets its matched_on (no copy of it). */
+const withMatchedOn = (m: { claim: Claim; on_plate: boolean; on_client: boolean }): Match =>
+  Object.assign(m.claim, {
+    matched_on: [...(m.on_plate ? (['vehicle_registration'] as const) : []), ...(m.on_client ? (['client'] as const) : [])],
+  });
+
+/** The order of a network's edges (alias e of its CTE edges): the claim itself first, then newest first. */
+const EDGE_ORDER = 'e.own DESC, e.claim_date DESC, e.created_at DESC, e.id DESC';
+
+/** The kinds of look-up asked about one claim: found in the log through that claim's plate and person too. */
+const ABOUT_A_CLAIM = `('matches', 'incident', 'network')`;
+
 export function createRegistryRepository(db: Db): RegistryRepository {
   return {
     async matches(claimId, companyId, fromDate, timeZone) {
@@ -79,6 +101,9 @@ export function createRegistryRepository(db: Db): RegistryRepository {
         person_claims: number;
         plate_companies: number;
         client_since: string;
+        duplicate_companies: number;
+        network_persons: number;
+        network_plates: number;
         matches: { claim: Claim; on_plate: boolean; on_client: boolean }[];
       }>(
         `WITH target AS (
@@ -90,7 +115,7 @@ export function createRegistryRepository(db: Db): RegistryRepository {
            UNION
            SELECT c.id FROM target t JOIN claims c ON c.client_id = t.client_id AND c.claim_date >= $3::date
          ), found AS (
-           SELECT c.id, c.claim_date, c.created_at, ${CLAIM_JSON} AS claim,
+           SELECT c.id, c.claim_date, c.created_at, c.company_id, c.client_id, c.vehicle_registration, ${CLAIM_JSON} AS claim,
                   c.vehicle_registration = t.vehicle_registration AS on_plate, c.client_id = t.client_id AS on_client
              FROM candidates x
              JOIN claims c ON c.id = x.id
@@ -109,6 +134,13 @@ export function createRegistryRepository(db: Db): RegistryRepository {
                     AND c.claim_date BETWEEN (t.claim_date - interval '12 months')::date AND t.claim_date
                     AND ${visibleClaim('c')})::int AS plate_companies,
                 (SELECT to_char((cl.created_at AT TIME ZONE $4)::date, 'YYYY-MM-DD') FROM clients cl WHERE cl.id = t.client_id) AS client_since,
+                -- duplicate_claim: another company's claim of the same person on the same plate, one incident with this one.
+                (SELECT count(DISTINCT f.company_id) FROM found f
+                  WHERE f.on_plate AND f.on_client AND f.company_id <> $2 AND abs(f.claim_date - t.claim_date) <= ${INCIDENT_DAYS})::int
+                  AS duplicate_companies,
+                -- network: the persons and plates of the matches (the claims sharing its plate or person) and its own.
+                (SELECT count(*) FROM (SELECT f.client_id FROM found f UNION SELECT t.client_id) x)::int AS network_persons,
+                (SELECT count(*) FROM (SELECT f.vehicle_registration FROM found f UNION SELECT t.vehicle_registration) x)::int AS network_plates,
                 (SELECT coalesce(json_agg(json_build_object('claim', f.claim, 'on_plate', f.on_plate, 'on_client', f.on_client)
                                           ORDER BY f.claim_date DESC, f.created_at DESC, f.id DESC), '[]'::json)
                    FROM found f) AS matches
@@ -122,14 +154,110 @@ export function createRegistryRepository(db: Db): RegistryRepository {
         personClaims: r.person_claims,
         plateCompanies: r.plate_companies,
         clientSince: r.client_since,
-        // The parsed claim itself gets its matched_on (no copy of it).
-        matches: r.matches.map((m) =>
-          Object.assign(m.claim, {
-            matched_on: [...(m.on_plate ? (['vehicle_registration'] as const) : []), ...(m.on_client ? (['client'] as const) : [])],
-          }),
-        ),
+        duplicateCompanies: r.duplicate_companies,
+        networkPersons: r.network_persons,
+        networkPlates: r.network_plates,
+        matches: r.matches.map(withMatchedOn),
       };
       return facts;
+    },
+
+    async incident(claimId, companyId, fromDate) {
+      // The caller's claim, and the other companies' visible claims within the window dated at most
+      // INCIDENT_DAYS from it on its plate or its person: two ranges of the plate index (plate,
+      // date) and of the client index. No row: not the caller's claim.
+      const rows = await db.query<{ companies: number; claims: { claim: Claim; on_plate: boolean; on_client: boolean }[] }>(
+        `WITH target AS (
+           SELECT c.id, c.company_id, c.client_id, c.vehicle_registration, c.claim_date
+             FROM claims c
+            WHERE c.id = $1 AND c.company_id = $2 AND ${visibleClaim('c')}
+         ), candidates AS (
+           SELECT c.id FROM target t
+             JOIN claims c ON c.vehicle_registration = t.vehicle_registration
+                          AND c.claim_date BETWEEN t.claim_date - ${INCIDENT_DAYS} AND t.claim_date + ${INCIDENT_DAYS}
+           UNION
+           SELECT c.id FROM target t
+             JOIN claims c ON c.client_id = t.client_id
+                          AND c.claim_date BETWEEN t.claim_date - ${INCIDENT_DAYS} AND t.claim_date + ${INCIDENT_DAYS}
+         ), found AS (
+           SELECT c.id, c.claim_date, c.created_at, c.company_id, ${CLAIM_JSON} AS claim,
+                  c.vehicle_registration = t.vehicle_registration AS on_plate, c.client_id = t.client_id AS on_client
+             FROM candidates x
+             JOIN claims c ON c.id = x.id
+             CROSS JOIN target t
+             JOIN clients cl ON cl.id = c.client_id
+             JOIN companies co ON co.id = c.company_id
+            WHERE c.company_id <> t.company_id AND c.claim_date >= $3::date AND ${visibleClaim('c')}
+         )
+         SELECT (SELECT 1 + count(DISTINCT f.company_id) FROM found f)::int AS companies,
+                (SELECT coalesce(json_agg(json_build_object('claim', f.claim, 'on_plate', f.on_plate, 'on_client', f.on_client)
+                                          ORDER BY f.claim_date, f.created_at, f.id), '[]'::json)
+                   FROM found f) AS claims
+           FROM target t`,
+        [claimId, companyId, fromDate],
+      );
+      const r = rows[0];
+      if (!r) return undefined;
+      return { claims: r.claims.map(withMatchedOn), companies: r.companies };
+    },
+
+    async network(claimId, companyId, fromDate, maxEdges) {
+      // Two steps from the caller's claim: its plate and person (step one), then the persons and
+      // plates of every visible claim within the window on that plate or of that person (step two),
+      // through one range of the plate index and one of the client index: those claims are the
+      // edges of the graph, and their ends its nodes. The client branch leaves out the claims on
+      // the claim's plate (the plate branch has them), so no claim is read twice and nothing has
+      // to be deduplicated; the claim itself comes through the plate branch, or on its own when it
+      // is dated before the window. The counts are taken over all of them (each DISTINCT its own
+      // hash); at most maxEdges edges are returned (the claim itself first, then newest first), as
+      // three arrays rather than JSON objects built by the database.
+      const rows = await db.query<{
+        persons: number;
+        plates: number;
+        claims: number;
+        companies: number;
+        edge_ids: string[] | null;
+        edge_plates: string[] | null;
+        edge_clients: string[] | null;
+      }>(
+        `WITH target AS (
+           SELECT c.id, c.company_id, c.client_id, c.vehicle_registration, c.claim_date, c.created_at
+             FROM claims c
+            WHERE c.id = $1 AND c.company_id = $2 AND ${visibleClaim('c')}
+         ), reached AS MATERIALIZED (
+           SELECT c.id, c.company_id, c.client_id, c.vehicle_registration, c.claim_date, c.created_at
+             FROM target t JOIN claims c ON c.vehicle_registration = t.vehicle_registration AND c.claim_date >= $3::date
+            WHERE ${visibleClaim('c')}
+           UNION ALL
+           SELECT c.id, c.company_id, c.client_id, c.vehicle_registration, c.claim_date, c.created_at
+             FROM target t JOIN claims c ON c.client_id = t.client_id AND c.claim_date >= $3::date
+                                        AND c.vehicle_registration <> t.vehicle_registration
+            WHERE ${visibleClaim('c')}
+           UNION ALL
+           SELECT * FROM target WHERE claim_date < $3::date
+         ), edges AS (
+           SELECT r.id, r.vehicle_registration, r.client_id, r.id = $1 AS own, r.claim_date, r.created_at FROM reached r
+            ORDER BY own DESC, r.claim_date DESC, r.created_at DESC, r.id DESC
+            LIMIT $4
+         )
+         SELECT (SELECT count(*) FROM (SELECT DISTINCT client_id FROM reached) x)::int AS persons,
+                (SELECT count(*) FROM (SELECT DISTINCT vehicle_registration FROM reached) x)::int AS plates,
+                (SELECT count(*) FROM reached)::int AS claims,
+                (SELECT count(*) FROM (SELECT DISTINCT company_id FROM reached) x)::int AS companies,
+                (SELECT array_agg(e.id::text ORDER BY ${EDGE_ORDER}) FROM edges e) AS edge_ids,
+                (SELECT array_agg(e.vehicle_registration ORDER BY ${EDGE_ORDER}) FROM edges e) AS edge_plates,
+                (SELECT array_agg(e.client_id::text ORDER BY ${EDGE_ORDER}) FROM edges e) AS edge_clients
+           FROM target`,
+        [claimId, companyId, fromDate, maxEdges],
+      );
+      const r = rows[0];
+      if (!r) return undefined;
+      const ids = r.edge_ids ?? [];
+      const plates = r.edge_plates ?? [];
+      const clients = r.edge_clients ?? [];
+      const edges: Network['edges'] = new Array<Network['edges'][number]>(ids.length);
+      for (let i = 0; i < ids.length; i++) edges[i] = { claim_id: ids[i]!, vehicle_registration: plates[i]!, client_id: clients[i]! };
+      return { persons: r.persons, plates: r.plates, claims: r.claims, companies: r.companies, edges };
     },
 
     async searchByPerson(documents, dateOfBirth, fromDate) {
@@ -173,18 +301,18 @@ export function createRegistryRepository(db: Db): RegistryRepository {
                   unnest($1::text::uuid[]), unnest($2::text::uuid[]), unnest($3::text::uuid[]), unnest($4::text::uuid[]),
                   json_array_elements_text($5::text::json), unnest($6::text::text[]), json_array_elements_text($7::text::json),
                   unnest($8::text::uuid[]), unnest($9::text::uuid[]), unnest($10::text::bigint[]),
-                  json_array_elements_text($11::text::json))
-             AS t(id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id, at, claim_ids)
+                  json_array_elements_text($11::text::json), unnest($12::text::int[]))
+             AS t(id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id, at, claim_ids, result_count)
             WHERE EXISTS (SELECT 1 FROM companies co WHERE co.id = t.company_id)
          )
          INSERT INTO lookups (id, company_id, token_id, user_id, purpose, kind, vehicle_registration, client_id, claim_id,
                               result_count, created_at, claim_ids, plate_key, client_key)
          SELECT e.id, e.company_id, e.token_id, e.user_id, e.purpose, e.kind, e.vehicle_registration, e.client_id, e.claim_id,
-                cardinality(e.claim_ids::uuid[]), to_timestamp(e.at / 1000.0), e.claim_ids::uuid[],
-                CASE e.kind WHEN 'matches' THEN asked.vehicle_registration ELSE e.vehicle_registration END,
-                CASE e.kind WHEN 'matches' THEN asked.client_id ELSE e.client_id END
+                coalesce(e.result_count, cardinality(e.claim_ids::uuid[])), to_timestamp(e.at / 1000.0), e.claim_ids::uuid[],
+                CASE WHEN e.kind IN ${ABOUT_A_CLAIM} THEN asked.vehicle_registration ELSE e.vehicle_registration END,
+                CASE WHEN e.kind IN ${ABOUT_A_CLAIM} THEN asked.client_id ELSE e.client_id END
            FROM entry e
-           LEFT JOIN claims asked ON e.kind = 'matches' AND asked.id = e.claim_id`,
+           LEFT JOIN claims asked ON e.kind IN ${ABOUT_A_CLAIM} AND asked.id = e.claim_id`,
         [
           arrayLiteral(entries, (e) => e.id),
           arrayLiteral(entries, (e) => e.companyId),
@@ -197,6 +325,7 @@ export function createRegistryRepository(db: Db): RegistryRepository {
           arrayLiteral(entries, (e) => e.claimId),
           arrayLiteral(entries, (e) => String(e.at)),
           jsonArray(entries, (e) => arrayLiteral(e.claimIds, (claimId) => claimId)),
+          arrayLiteral(entries, (e) => (e.resultCount === null || e.resultCount === undefined ? null : String(e.resultCount))),
         ],
       );
     },

@@ -5,7 +5,7 @@ import { createClaimRepository } from './claim-repository';
 import { isDatabaseUnavailable, pgErrorCode, type Db } from './db';
 import { createRegistryRepository } from './registry-repository';
 
-/** The three cross-company reads, on one database (the primary's pool, or the replica's). */
+/** The cross-company reads, on one database (the primary's pool, or the replica's). */
 export function createSearchRepository(db: Db): SearchRepository {
   const claims = createClaimRepository(db);
   const registry = createRegistryRepository(db);
@@ -13,6 +13,8 @@ export function createSearchRepository(db: Db): SearchRepository {
     searchByPlate: (plate, fromDate) => claims.searchByPlate(plate, fromDate),
     matches: (claimId, companyId, fromDate, timeZone) => registry.matches(claimId, companyId, fromDate, timeZone),
     searchByPerson: (documents, dateOfBirth, fromDate) => registry.searchByPerson(documents, dateOfBirth, fromDate),
+    incident: (claimId, companyId, fromDate) => registry.incident(claimId, companyId, fromDate),
+    network: (claimId, companyId, fromDate, maxEdges) => registry.network(claimId, companyId, fromDate, maxEdges),
   };
 }
 
@@ -108,6 +110,17 @@ export function routeSearches({
     async matches(claimId, companyId, fromDate, timeZone) {
       const { value, fromReplica } = await read((r) => r.matches(claimId, companyId, fromDate, timeZone));
       if (value === undefined && fromReplica) return primary.matches(claimId, companyId, fromDate, timeZone);
+      return value;
+    },
+    // Asked about a claim of the caller's, like matches: one the replica does not have yet is looked for on the primary.
+    async incident(claimId, companyId, fromDate) {
+      const { value, fromReplica } = await read((r) => r.incident(claimId, companyId, fromDate));
+      if (value === undefined && fromReplica) return primary.incident(claimId, companyId, fromDate);
+      return value;
+    },
+    async network(claimId, companyId, fromDate, maxEdges) {
+      const { value, fromReplica } = await read((r) => r.network(claimId, companyId, fromDate, maxEdges));
+      if (value === undefined && fromReplica) return primary.network(claimId, companyId, fromDate, maxEdges);
       return value;
     },
   };

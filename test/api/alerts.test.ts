@@ -81,6 +81,8 @@ describe('match alerts for a claim stored through the API', () => {
       claim_id: onPlate.id,
       matched_claim: fresh,
       matched_on: ['vehicle_registration'],
+      // Dated 10 and 30 days ago: two incidents.
+      same_incident: false,
       created_at: expect.stringMatching(RFC3339),
     });
     expect((await alertsOf(second)).data).toEqual([

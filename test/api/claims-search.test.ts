@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears } from '../../src/domain/dates';
 import { apiError, claimBody, createTestContext, type TestContext, addDays, type Company, submitClaim } from '../harness';
+import { plate as newPlate } from '../import-helpers';
 
 /** A plate no other test uses: letters and digits only, 8 characters. */
-const newPlate = () => `S${randomBytes(4).toString('hex').toUpperCase().slice(0, 7)}`;
 
 const search = (ctx: TestContext, company: Company, payload: unknown) =>
   ctx.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload: payload as object });

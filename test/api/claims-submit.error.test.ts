@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears } from '../../src/domain/dates';
 import { apiError, claimBody, createTestContext, type TestContext, addDays } from '../harness';
+import { docNumber } from '../import-helpers';
 
 let ctx: TestContext;
 let company: Awaited<ReturnType<TestContext['newCompany']>>;
@@ -14,7 +13,6 @@ beforeAll(async () => {
 afterAll(async () => ctx.close());
 
 const today = () => ctx.deps.today();
-const docNo = () => `N${randomBytes(6).toString('hex').toUpperCase()}`;
 const body = (overrides: Record<string, unknown> = {}, client: Record<string, unknown> = {}) =>
   claimBody({ claim_date: addDays(today(), -30), ...overrides }, client);
 
@@ -222,7 +220,11 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
         body(
           {},
           {
-            id_documents: [{ type: 'passport', number: docNo() }, { type: 'driving_licence', number: docNo() }, { type: 'passport' }],
+            id_documents: [
+              { type: 'passport', number: docNumber('N') },
+              { type: 'driving_licence', number: docNumber('N') },
+              { type: 'passport' },
+            ],
           },
         ),
       );
@@ -245,7 +247,7 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
             {},
             {
               id_documents: [
-                { type: 'passport', number: docNo() },
+                { type: 'passport', number: docNumber('N') },
                 { type: 'national_id', number: 'LT-' },
               ],
             },
@@ -260,7 +262,7 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
 
 describe('POST /api/v1/claims: identity data-quality errors', () => {
   it('rejects a known document with another date of birth on client.date_of_birth and writes nothing', async () => {
-    const [passport, nationalId] = [docNo(), docNo()];
+    const [passport, nationalId] = [docNumber('N'), docNumber('N')];
     const first = await submitted(body({}, { date_of_birth: '1980-01-01', id_documents: [{ type: 'passport', number: passport }] }));
 
     const mismatch = body(
@@ -290,7 +292,7 @@ describe('POST /api/v1/claims: identity data-quality errors', () => {
   });
 
   it('rejects documents that belong to two different clients on client.id_documents and merges nothing', async () => {
-    const [passport, nationalId] = [docNo(), docNo()];
+    const [passport, nationalId] = [docNumber('N'), docNumber('N')];
     const a = await submitted(body({}, { id_documents: [{ type: 'passport', number: passport }] }));
     const b = await submitted(body({}, { id_documents: [{ type: 'national_id', number: nationalId }] }));
     expect(a.client.id).not.toBe(b.client.id);
@@ -318,7 +320,7 @@ describe('POST /api/v1/claims: identity data-quality errors', () => {
 
 describe('POST /api/v1/claims: document numbers never appear in error bodies', () => {
   it('does not echo a number in validation or data-quality errors', async () => {
-    const secret = docNo();
+    const secret = docNumber('N');
     const bodies = [
       body({ claim_date: '2025-02-30' }, { id_documents: [{ type: 'passport', number: `LT-${secret}` }] }),
       body({}, { id_documents: [{ type: 'visa', number: secret }] }),

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears, todayIn } from '../../src/domain/dates';
 import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
+import { docNumber } from '../import-helpers';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -13,7 +14,6 @@ afterAll(async () => ctx.close());
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const today = () => ctx.deps.today();
-const docNo = () => `N${randomBytes(6).toString('hex').toUpperCase()}`;
 
 /** A valid body with a claim date a month ago (claimBody's fixed date would age out of the 3-year window). */
 const body = (overrides: Record<string, unknown> = {}, client: Record<string, unknown> = {}) =>
@@ -232,7 +232,7 @@ describe('POST /api/v1/claims', () => {
 describe('POST /api/v1/claims: client identity', () => {
   it('resolves the same document to the same client, across companies', async () => {
     const [a, b] = [await ctx.newCompany(), await ctx.newCompany()];
-    const number = docNo();
+    const number = docNumber('N');
     const first = await submit(a, body({}, { id_documents: [{ type: 'passport', number }] }));
     const second = await submit(b, body({}, { id_documents: [{ type: 'passport', number }] }));
     expect(second.data.client.id).toBe(first.data.client.id);
@@ -260,7 +260,7 @@ describe('POST /api/v1/claims: client identity', () => {
 
   it('tells documents apart by type: the same number as another type is another document', async () => {
     const company = await ctx.newCompany();
-    const number = docNo();
+    const number = docNumber('N');
     const asPassport = await submit(company, body({}, { id_documents: [{ type: 'passport', number }] }));
     const asNationalId = await submit(company, body({}, { id_documents: [{ type: 'national_id', number }] }));
     expect(asNationalId.data.client.id).not.toBe(asPassport.data.client.id);
@@ -268,7 +268,7 @@ describe('POST /api/v1/claims: client identity', () => {
 
   it('adds a new document type to the same client, and the client then lists both types', async () => {
     const company = await ctx.newCompany();
-    const [passport, nationalId] = [docNo(), docNo()];
+    const [passport, nationalId] = [docNumber('N'), docNumber('N')];
     const first = await submit(company, body({}, { id_documents: [{ type: 'passport', number: passport }] }));
     const both = await submit(
       company,
@@ -295,7 +295,7 @@ describe('POST /api/v1/claims: client identity', () => {
 
   it('keeps the names on record when the person is submitted with other names', async () => {
     const company = await ctx.newCompany();
-    const number = docNo();
+    const number = docNumber('N');
     const first = await submit(
       company,
       body({}, { first_name: 'Ona', last_name: 'Petraitė', id_documents: [{ type: 'passport', number }] }),
@@ -311,7 +311,7 @@ describe('POST /api/v1/claims: client identity', () => {
 
   it('counts the same type and number twice in one request once', async () => {
     const company = await ctx.newCompany();
-    const number = docNo();
+    const number = docNumber('N');
     const { data } = await submit(
       company,
       body(
@@ -331,7 +331,7 @@ describe('POST /api/v1/claims: client identity', () => {
 
   it('never returns a document number, in any form', async () => {
     const company = await ctx.newCompany();
-    const [passport, nationalId] = [docNo(), docNo()];
+    const [passport, nationalId] = [docNumber('N'), docNumber('N')];
     const { raw } = await submit(
       company,
       body(

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears } from '../../src/domain/dates';
 import { addDays, claimBody, createTestContext, type Company, type TestContext } from '../harness';
+import { plate as newPlate } from '../import-helpers';
 
-const newPlate = () => `M${randomBytes(4).toString('hex').toUpperCase().slice(0, 7)}`;
 const newPerson = () => ({
   first_name: 'Rūta',
   last_name: 'Kazlauskienė',

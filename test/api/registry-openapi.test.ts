@@ -39,4 +39,28 @@ describe('OpenAPI: the registry routes', () => {
     expect(personBody).toContain('"date_of_birth"');
     expect(JSON.stringify(op('/api/v1/claims/{id}/matches', 'get')!.responses!['200'])).toContain('matched_on');
   });
+
+  it('lists the incident and network routes with operationIds, named Incident and Network schemas, the 404s and purpose', async () => {
+    const spec = (await ctx.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{
+      paths: Record<string, Record<string, Operation>>;
+      components: { schemas: Record<string, unknown> };
+    }>();
+    const op = (path: string) => spec.paths[path]?.get;
+    expect(op('/api/v1/claims/{id}/incident')?.operationId).toBe('getClaimIncident');
+    expect(op('/api/v1/claims/{id}/network')?.operationId).toBe('getClaimNetwork');
+    for (const [path, schema] of [
+      ['/api/v1/claims/{id}/incident', 'Incident'],
+      ['/api/v1/claims/{id}/network', 'Network'],
+    ] as const) {
+      expect(Object.keys(op(path)!.responses!)).toEqual(expect.arrayContaining(['200', '401', '404', '422']));
+      expect(op(path)!.parameters!.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['query:purpose', 'path:id']));
+      expect(JSON.stringify(op(path)!.responses!['200'])).toContain(`#/components/schemas/${schema}`);
+      expect(JSON.stringify(spec.components.schemas[schema]), schema).toContain('"examples"');
+    }
+    const indicators = JSON.stringify(op('/api/v1/claims/{id}/matches')!.responses!['200']);
+    expect(indicators).toContain('duplicate_claim');
+    expect(indicators).toContain('"network"');
+    expect(JSON.stringify(spec.components.schemas.Alert)).toContain('same_incident');
+    expect(JSON.stringify(op('/api/v1/lookups')!.responses!['200'])).toContain('"incident"');
+  });
 });

@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { addDays, claimBody, createTestContext, type Company, type TestContext } from '../harness';
+import { plate } from '../import-helpers';
 
-const newPlate = () => `P${randomBytes(4).toString('hex').toUpperCase().slice(0, 7)}`;
 const newNumber = () => `${randomBytes(6).toString('hex').toUpperCase()}`;
 
 const byPerson = (ctx: TestContext, company: Company, payload: unknown) =>
@@ -38,9 +38,9 @@ describe('POST /api/v1/claims/search-by-person', () => {
   it("finds the person's claims of all companies, newest first, in the plate search's shape and meta", async () => {
     const [a, b, searcher] = [await ctx.newCompany('A'), await ctx.newCompany('B'), await ctx.newCompany('Searcher')];
     const number = newNumber();
-    const older = await submit(ctx, a, person(number), { vehicle_registration: newPlate(), claim_date: addDays(today(), -50) });
-    const newer = await submit(ctx, b, person(number), { vehicle_registration: newPlate(), claim_date: addDays(today(), -5) });
-    await submit(ctx, b, person(newNumber()), { vehicle_registration: newPlate() }); // someone else
+    const older = await submit(ctx, a, person(number), { vehicle_registration: plate(), claim_date: addDays(today(), -50) });
+    const newer = await submit(ctx, b, person(number), { vehicle_registration: plate(), claim_date: addDays(today(), -5) });
+    await submit(ctx, b, person(newNumber()), { vehicle_registration: plate() }); // someone else
     const res = await byPerson(ctx, searcher, { date_of_birth: '1990-02-03', id_documents: [{ type: 'passport', number }] });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toEqual({ data: [newer, older], meta: { total_claims: 2, query_period: '3 years' } });

@@ -49,7 +49,10 @@ beforeAll(async () => {
     );
     first ||= claim.id;
   }
+  // The claim page's incident (the same person and plate at Beta, the same day: a duplicate claim)
+  // and its network (two more persons on the plate at Beta, ten plates of the person at Alpha).
   await ctx.deps.claims.submit(principal(b), claimBody({ client: long, vehicle_registration: 'LONG1000' }));
+  for (let i = 0; i < 2; i++) await ctx.deps.claims.submit(principal(b), claimBody({ vehicle_registration: 'LONG1000' }));
   urls.claim = `/claims/${first}`;
   await ctx.deps.tokens.create(a.id, 'Claims system (production) with a long name', a.admin.id);
   await ctx.deps.webhooks.createEndpoint(a.id, 'https://hooks.alpha-mutual-insurance.example.net/registry/claims/imports');
@@ -134,6 +137,32 @@ describe('every page at 1366 and 390 px', { timeout: 120_000 }, () => {
       await op.close();
     });
   }
+
+  it("draws a claim's network whole on a phone, beside its table, and shows the incident and the duplicate flag", async () => {
+    const page = await signedInPage(a.member.email);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${base}${urls.claim}`);
+    expect(await page.getByText('Possible duplicate claim:').count()).toBe(1);
+    expect(await page.getByRole('region', { name: 'Claims of the same incident' }).count()).toBe(1);
+    const drawn = await page.evaluate<{ clipped: string[]; edges: number; rows: number; width: number }>(`(() => {
+      const svg = document.querySelector('.graph svg').getBoundingClientRect();
+      const clipped = [...document.querySelectorAll('.graph text')].filter((t) => {
+        const r = t.getBoundingClientRect();
+        return r.left < svg.left - 0.5 || r.right > svg.right + 0.5 || r.right > window.innerWidth;
+      }).map((t) => t.textContent);
+      return {
+        clipped,
+        edges: document.querySelectorAll('.graph line.edge').length,
+        rows: document.querySelectorAll('.network table tbody tr').length,
+        width: svg.width,
+      };
+    })()`);
+    expect(drawn.clipped).toEqual([]);
+    expect(drawn.edges).toBeGreaterThanOrEqual(12);
+    expect(drawn.rows).toBe(drawn.edges);
+    expect(drawn.width).toBeGreaterThan(300);
+    await page.close();
+  });
 
   it('shows the overview chart whole on a phone: every axis label inside the picture', async () => {
     const page = await signedInPage(a.member.email);

@@ -1,10 +1,8 @@
-import { Readable } from 'node:stream';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { ImportProgress } from '../../src/domain/imports/import-service';
 import { claimBody, createTestContext, type TestContext } from '../harness';
-import { csv, docNumber, futureDate, plate, postImport, validRow, waitForImport, type CsvRow } from '../import-helpers';
+import { csv, docNumber, futureDate, plate, postImport, validRow, waitForImport, type CsvRow, recordImport } from '../import-helpers';
 
 /**
  * The import pipeline, chunk by chunk (chunks of 2 rows here, one written at a time, so that a
@@ -19,25 +17,6 @@ beforeAll(async () => {
 afterAll(async () => ctx?.close());
 
 type Company = Awaited<ReturnType<TestContext['newCompany']>>;
-
-/** Stores the file and records the import (queued) without queueing a job. */
-async function recordImport(company: Company, content: string): Promise<string> {
-  const principal = { companyId: company.id, companyName: company.name, tokenId: null, userId: null };
-  const file = await ctx.deps.imports.receive(principal, {
-    fileName: 'claims.csv',
-    stream: Readable.from([Buffer.from(content)]),
-    truncated: () => false,
-  });
-  await ctx.deps.store.imports.insert({
-    id: file.importId,
-    companyId: company.id,
-    fileName: file.fileName,
-    objectKey: file.objectKey,
-    sizeBytes: file.size,
-    rowsTotal: file.dataRows,
-  });
-  return file.importId;
-}
 
 const getImport = async (company: Company, id: string) =>
   (await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: company.auth })).json().data;
@@ -60,7 +39,7 @@ describe('chunk commits with a ledger', () => {
   it('keeps the claims invisible to every read until the import completes, while its persons exist at once', async () => {
     const company = await ctx.newCompany('Visibility');
     const rows = sixRows();
-    const id = await recordImport(company, csv(rows));
+    const id = await recordImport(ctx, company, csv(rows));
     const seen: { search: number; list: number; personClaim: string | undefined }[] = [];
     const onProgress = async (p: ImportProgress) => {
       if (p.rows_done !== 2) return;
@@ -104,7 +83,7 @@ describe('chunk commits with a ledger', () => {
   it('resumes after the last committed chunk: every row once, the summary from the ledger, each change in the history', async () => {
     const company = await ctx.newCompany('Resume');
     const rows = sixRows();
-    const id = await recordImport(company, csv(rows));
+    const id = await recordImport(ctx, company, csv(rows));
     // The first run dies after its second chunk (rows 2–5) committed.
     const dying = async (p: ImportProgress) => {
       if (p.rows_done === 4) throw new Error('the worker died');
@@ -143,7 +122,7 @@ describe('chunk commits with a ledger', () => {
     const b = { id_number: docNumber(), date_of_birth: '1967-01-01' };
     // Chunks of 2: [A, B], [A, A with another date of birth], [B, A].
     const rows = [validRow(a), validRow(b), validRow(a), validRow({ ...a, date_of_birth: '1966-01-02' }), validRow(b), validRow(a)];
-    const id = await recordImport(company, csv(rows));
+    const id = await recordImport(ctx, company, csv(rows));
     const outcome = await ctx.deps.imports.process(id);
     expect(outcome).toMatchObject({ status: 'completed', imported: 5, failed: 1 });
     expect((await getImport(company, id)).summary.errors).toEqual([
@@ -162,7 +141,7 @@ describe('chunk commits with a ledger', () => {
     // Chunks of 2: the person of rows 4 and 5 is created through the API once the first chunk has
     // committed, when the second chunk's documents may already have been looked up.
     const rows = [validRow(), validRow(), validRow(late), validRow(late)];
-    const id = await recordImport(company, csv(rows));
+    const id = await recordImport(ctx, company, csv(rows));
     let submitted = false;
     const outcome = await ctx.deps.imports.process(id, {
       onProgress: async () => {
@@ -189,7 +168,7 @@ describe('chunk commits with a ledger', () => {
   it('removes the claims of an import that failed for good, and shows none of them', async () => {
     const company = await ctx.newCompany('Failed');
     const rows = sixRows();
-    const id = await recordImport(company, csv(rows));
+    const id = await recordImport(ctx, company, csv(rows));
     await expect(
       ctx.deps.imports.process(id, {
         onProgress: async () => {
@@ -225,7 +204,7 @@ describe('POST /api/v1/imports/{id}/cancel', () => {
 
   it('cancels a queued import at once (200), which then never starts; a second cancel is 200 again', async () => {
     const company = await ctx.newCompany('Cancel queued');
-    const id = await recordImport(company, csv([validRow()]));
+    const id = await recordImport(ctx, company, csv([validRow()]));
     const res = await cancel(company, id);
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json().data).toMatchObject({ status: 'cancelled', message: 'The import was cancelled; nothing was imported.' });
@@ -238,7 +217,7 @@ describe('POST /api/v1/imports/{id}/cancel', () => {
   it('stops a processing import after the current chunk (202), leaving no claim', async () => {
     const company = await ctx.newCompany('Cancel processing');
     const rows = sixRows();
-    const id = await recordImport(company, csv(rows));
+    const id = await recordImport(ctx, company, csv(rows));
     let answered: number | undefined;
     const outcome = await ctx.deps.imports.process(id, {
       onProgress: async (p) => {

@@ -1,9 +1,7 @@
-import { Readable } from 'node:stream';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestContext, type TestContext } from '../harness';
-import { csv, docNumber, futureDate, postImport, validRow, type CsvRow } from '../import-helpers';
+import { csv, docNumber, futureDate, postImport, validRow, type CsvRow, recordImport } from '../import-helpers';
 
 /**
  * Chunks written side by side (IMPORT_WRITERS = 2 on PostgreSQL; embedded, one at a time whatever
@@ -12,7 +10,6 @@ import { csv, docNumber, futureDate, postImport, validRow, type CsvRow } from '.
  * first two and the fourth, not the third) writes exactly the missing ones, and a cancel stops
  * every chunk in flight.
  */
-type Company = Awaited<ReturnType<TestContext['newCompany']>>;
 
 const query = <T>(ctx: TestContext, sql: string, params: unknown[]) => ctx.deps.db.query<T>(sql, params);
 
@@ -94,23 +91,6 @@ describe('a run stopped with any set of chunks committed (chunks of 2 rows)', ()
       (r) => r.n,
     );
 
-  async function recordImport(company: Company, content: string): Promise<string> {
-    const principal = { companyId: company.id, companyName: company.name, tokenId: null, userId: null };
-    const file = await ctx.deps.imports.receive(principal, {
-      fileName: 'c.csv',
-      stream: Readable.from([Buffer.from(content)]),
-      truncated: () => false,
-    });
-    await ctx.deps.store.imports.insert({
-      ...file,
-      id: file.importId,
-      companyId: company.id,
-      sizeBytes: file.size,
-      rowsTotal: file.dataRows,
-    });
-    return file.importId;
-  }
-
   it('writes exactly the chunks the ledger lacks: the third alone when the first, second and fourth committed', async () => {
     const company = await ctx.newCompany('Out of order');
     const person = validRow();
@@ -118,7 +98,7 @@ describe('a run stopped with any set of chunks committed (chunks of 2 rows)', ()
     // back in every chunk but the third (the fourth would otherwise wait for it).
     const rows = [person, validRow(), { ...person, vehicle_registration: 'XY1' }, validRow({ claim_date: futureDate() }), validRow()];
     rows.push(validRow(), { ...validRow(), amount: '-1' }, { ...person, vehicle_registration: 'XY2' }, validRow(), person);
-    const id = await recordImport(company, csv(rows));
+    const id = await recordImport(ctx, company, csv(rows));
     hooks.set(2, async () => {
       throw new Error('the worker died');
     });
@@ -146,7 +126,7 @@ describe('a run stopped with any set of chunks committed (chunks of 2 rows)', ()
 
   it('stops every chunk in flight on a cancel, leaving no claim', async () => {
     const company = await ctx.newCompany('Cancel in flight');
-    const id = await recordImport(company, csv(Array.from({ length: 12 }, () => validRow())));
+    const id = await recordImport(ctx, company, csv(Array.from({ length: 12 }, () => validRow())));
     // Asked while the third chunk's transaction is open, and the fourth's beside it on PostgreSQL
     // (embedded, the answer would wait for that very transaction on the one session: it comes
     // before the next chunk's).

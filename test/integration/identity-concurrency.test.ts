@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { claimBody, createTestContext, type TestContext, addDays, type Company } from '../harness';
-import { csv, postImport, validRow } from '../import-helpers';
+import { csv, postImport, validRow, docNumber } from '../import-helpers';
 
 // Meaningful mainly on PostgreSQL, where the submissions really run in parallel on a pool of
 // connections; on PGlite the same tests pin the result of one connection taking them in turn.
@@ -14,7 +14,6 @@ beforeAll(async () => {
 afterAll(async () => ctx.close());
 
 type Doc = { type: string; number: string };
-const docNo = () => `C${randomBytes(6).toString('hex').toUpperCase()}`;
 
 const post = (company: Company, client: { date_of_birth: string; id_documents: Doc[] }, plate?: string) =>
   ctx.app.inject({
@@ -37,7 +36,7 @@ async function claimsWithPlate(company: Company, plate: string) {
 describe('identity resolution under concurrent submissions', () => {
   it('creates exactly one client for 50 parallel submissions of the same new person', async () => {
     const companies = await Promise.all([ctx.newCompany(), ctx.newCompany(), ctx.newCompany()]);
-    const number = docNo();
+    const number = docNumber('C');
     const plate = `K${randomBytes(4).toString('hex').toUpperCase()}`;
     const responses = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
@@ -55,8 +54,8 @@ describe('identity resolution under concurrent submissions', () => {
 
   it('creates one client when parallel submissions of a new person carry different document sets', async () => {
     const company = await ctx.newCompany();
-    const passport = docNo();
-    const extras = Array.from({ length: 12 }, () => ({ type: 'national_id', number: docNo() }));
+    const passport = docNumber('C');
+    const extras = Array.from({ length: 12 }, () => ({ type: 'national_id', number: docNumber('C') }));
     const responses = await Promise.all(
       extras.map((extra, i) =>
         post(company, {
@@ -71,14 +70,14 @@ describe('identity resolution under concurrent submissions', () => {
 
   it('never loses a document when parallel submissions add different new documents to one existing person', async () => {
     const company = await ctx.newCompany();
-    const passport = docNo();
+    const passport = docNumber('C');
     const first = await post(company, { date_of_birth: '1990-09-09', id_documents: [{ type: 'passport', number: passport }] });
     expect(first.statusCode).toBe(201);
     const clientId = first.json().data.client.id;
 
     const added: Doc[] = Array.from({ length: 20 }, (_, i) => ({
       type: i % 2 === 0 ? 'national_id' : 'alien_registration',
-      number: docNo(),
+      number: docNumber('C'),
     }));
     const responses = await Promise.all(
       added.map((doc) => post(company, { date_of_birth: '1990-09-09', id_documents: [{ type: 'passport', number: passport }, doc] })),
@@ -98,7 +97,7 @@ describe('identity resolution under concurrent submissions', () => {
 
   it('creates one client when parallel submissions race with different dates of birth, and rejects the mismatching ones', async () => {
     const company = await ctx.newCompany();
-    const number = docNo();
+    const number = docNumber('C');
     const plate = `D${randomBytes(4).toString('hex').toUpperCase()}`;
     const dobs = Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? '1960-01-01' : '1961-01-01'));
     const responses = await Promise.all(
@@ -127,7 +126,7 @@ describe('identity resolution under concurrent submissions', () => {
 describe('an import racing API submissions of the same new persons', () => {
   it('imports every row and leaves one client per person, whoever creates the person first', async () => {
     const company = await ctx.newCompany('Import race');
-    const persons = Array.from({ length: 400 }, () => ({ number: docNo(), dob: '1980-02-03' }));
+    const persons = Array.from({ length: 400 }, () => ({ number: docNumber('C'), dob: '1980-02-03' }));
     const file = csv(persons.map((p) => validRow({ id_number: p.number, date_of_birth: p.dob })));
     // The API submissions go on while the import runs; whichever creates a person first, the
     // other finds it. (This checks the end state; it does not force the narrow race in which a

@@ -20,6 +20,7 @@ const entry = (n: number): Omit<LookupEntry, 'at'> => ({
   clientId: null,
   claimId: null,
   claimIds: [],
+  resultCount: null,
 });
 const ids = (batches: LookupEntry[][]) => batches.map((b) => b.map((e) => e.id));
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestContext, type TestContext } from '../harness';
+import { createTestContext, type TestContext, companyPrincipal } from '../harness';
 import { csv, futureDate, postImport, validRow } from '../import-helpers';
 import { companyWithPeople, signedIn, type WebClient } from './web-client';
 
@@ -196,7 +196,7 @@ describe('imports at scale', () => {
     const ask = await web.get('/imports/confirm');
     expect(ask.body).toContain('Import this file again?');
     expect(ask.body).toContain(`<a href="/imports/${firstId}">november.csv</a> (2 claims imported)`);
-    const principal = { companyId: c.id, companyName: c.name, tokenId: null, userId: null };
+    const principal = companyPrincipal(c);
     expect((await ctx.deps.imports.list(principal, { limit: 10 })).data).toHaveLength(1);
 
     // "Do not import it": nothing more; the page script's upload gets a 409 with the page to go to.
@@ -228,7 +228,7 @@ describe('imports at scale', () => {
     const c = await companyWithPeople(ctx);
     const rows = Array.from({ length: 130 }, (_, i) => validRow(i % 2 ? { claim_date: futureDate() } : { first_name: '' }));
     await postImport(ctx.app, c.auth, csv(rows));
-    const principal = { companyId: c.id, companyName: c.name, tokenId: null, userId: null };
+    const principal = companyPrincipal(c);
     const [run] = (await ctx.deps.imports.list(principal, { limit: 1 })).data;
     const web = await signedIn(ctx, c.member.email);
     const page = await web.get(`/imports/${run!.id}`);

@@ -31,14 +31,14 @@ describe('dashboard: alerts', () => {
     expect(claimPage.body).toContain('Alerts of this claim');
     expect(claimPage.body).toContain(`${other.name} stored a claim of ${mine.claim_date} on the same plate`);
     // The alert is in the look-up log, under its own kind and no other, made by nobody of the
-    // company (the claim page the member opened is a matches look-up of theirs).
+    // company (the claim page the member opened is three look-ups of theirs: matches, incident, network).
     const entries = (body: string) => [...body.matchAll(/<tr>\s*<td class="nowrap" data-label="When">[\s\S]*?<\/tr>/gu)].map((m) => m[0]);
     const [alert, ...others] = entries((await web.get('/lookups?kind=alert')).body);
     expect(others).toEqual([]);
     expect(alert).toContain('Alert received');
     expect(alert).toContain('The registry, unasked');
     expect(alert).toContain(p);
-    expect(entries((await web.get('/lookups')).body)).toHaveLength(2);
+    expect(entries((await web.get('/lookups')).body)).toHaveLength(4);
     expect(entries((await web.get(`/lookups?who=user:${c.member.id}`)).body).join('')).not.toContain('Alert received');
     // The other company sees none of it.
     const theirs = await companyWithPeople(ctx, 'Web third');

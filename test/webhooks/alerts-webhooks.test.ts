@@ -1,10 +1,8 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
-
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestContext, submitClaim, type TestContext } from '../harness';
 import { csv, plate, postImport, validRow } from '../import-helpers';
-import { startReceiver } from './receiver';
+import { startReceiver, verifySignature } from './receiver';
 
 /**
  * The `alerts.created` webhook event, through the outbox and the deliverer to a real receiver that
@@ -27,13 +25,6 @@ async function receiver() {
   return r;
 }
 
-function verify(secret: string, header: string | undefined, body: string): boolean {
-  const m = /^t=(\d+),v1=([0-9a-f]{64})$/u.exec(header ?? '');
-  if (!m) return false;
-  const expected = createHmac('sha256', secret).update(`${m[1]}.${body}`).digest();
-  return timingSafeEqual(expected, Buffer.from(m[2]!, 'hex'));
-}
-
 describe('alerts.created', () => {
   it('delivers a stored claim’s alerts to the told company, signed, in the import events’ envelope', async () => {
     const [told, owner] = [await ctx.newCompany('Hooked'), await ctx.newCompany('Hook owner')];
@@ -46,7 +37,7 @@ describe('alerts.created', () => {
     const fresh = await submitClaim(ctx, owner, { vehicle_registration: p });
 
     const [got] = await r.waitFor(1);
-    expect(verify(endpoint.secret, got!.headers['claims-signature'] as string, got!.body)).toBe(true);
+    expect(verifySignature(endpoint.secret, got!.headers['claims-signature'] as string, got!.body)).toBe(true);
     expect(got!.headers['claims-event']).toBe('alerts.created');
     const event = JSON.parse(got!.body);
     const listed = (await ctx.app.inject({ method: 'GET', url: '/api/v1/alerts', headers: told.auth })).json().data;
@@ -99,7 +90,7 @@ describe('alerts.created', () => {
     const got = (await r.waitFor(3)).filter((g) => g.headers['claims-event'] === 'alerts.created');
     const events = got.map((g) => JSON.parse(g.body));
     expect(events).toHaveLength(2);
-    for (const g of got) expect(verify(endpoint.secret, g.headers['claims-signature'] as string, g.body)).toBe(true);
+    for (const g of got) expect(verifySignature(endpoint.secret, g.headers['claims-signature'] as string, g.body)).toBe(true);
     expect(events.map((e) => e.data.count).sort()).toEqual([1, 100]);
     expect(events.map((e) => e.data.alerts.length).sort()).toEqual([1, 100]);
     const ids = new Set(events.flatMap((e) => e.data.alerts.map((a: { id: string }) => a.id)));
@@ -131,7 +122,7 @@ describe('alerts.created', () => {
     });
     expect(res.statusCode).toBe(200);
     const [got] = await r.waitFor(1);
-    expect(verify(endpoint.secret, got!.headers['claims-signature'] as string, got!.body)).toBe(true);
+    expect(verifySignature(endpoint.secret, got!.headers['claims-signature'] as string, got!.body)).toBe(true);
     expect(JSON.parse(got!.body).data).toEqual({
       alerts: [
         expect.objectContaining({

@@ -1,3 +1,4 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -48,4 +49,12 @@ export async function startReceiver(answer: (n: number) => number | 'hang' = () 
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** What a receiver does with the README's recipe: recompute the HMAC of "<t>.<body>" and compare. */
+export function verifySignature(secret: string, header: string | undefined, body: string): boolean {
+  const m = /^t=(\d+),v1=([0-9a-f]{64})$/u.exec(header ?? '');
+  if (!m) return false;
+  const expected = createHmac('sha256', secret).update(`${m[1]}.${body}`).digest();
+  return timingSafeEqual(expected, Buffer.from(m[2]!, 'hex'));
 }

@@ -1,4 +1,3 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import os from 'node:os';
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -6,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { checkWebhookUrl, enqueueWebhookEvent } from '../../src/domain/webhooks/webhook-service';
 import { createTestContext, type TestContext } from '../harness';
 import { csv, futureDate, postImport, validRow } from '../import-helpers';
-import { startReceiver } from './receiver';
+import { startReceiver, verifySignature } from './receiver';
 
 /**
  * Signed webhooks with a real HTTP receiver. The server delivers them here (no REDIS_URL), with a
@@ -29,14 +28,6 @@ async function receiver(answer?: (n: number) => number | 'hang') {
   return r;
 }
 
-/** What a receiver does with the README's recipe: recompute the HMAC of "<t>.<body>" and compare. */
-function verify(secret: string, header: string | undefined, body: string): boolean {
-  const m = /^t=(\d+),v1=([0-9a-f]{64})$/u.exec(header ?? '');
-  if (!m) return false;
-  const expected = createHmac('sha256', secret).update(`${m[1]}.${body}`).digest();
-  return timingSafeEqual(expected, Buffer.from(m[2]!, 'hex'));
-}
-
 describe('webhooks', () => {
   it('delivers import.completed, signed with the endpoint secret, with the import as payload', async () => {
     const company = await ctx.newCompany();
@@ -50,8 +41,8 @@ describe('webhooks', () => {
     const [got] = await r.waitFor(1);
     const receivedBy = Math.ceil(Date.now() / 1000);
     expect(got!.headers['content-type']).toBe('application/json');
-    expect(verify(endpoint.secret, got!.headers['claims-signature'] as string, got!.body)).toBe(true);
-    expect(verify('whsec_another', got!.headers['claims-signature'] as string, got!.body)).toBe(false);
+    expect(verifySignature(endpoint.secret, got!.headers['claims-signature'] as string, got!.body)).toBe(true);
+    expect(verifySignature('whsec_another', got!.headers['claims-signature'] as string, got!.body)).toBe(false);
     const t = Number(/^t=(\d+)/u.exec(got!.headers['claims-signature'] as string)![1]);
     // Stamped when it was sent: between the upload and its receipt.
     expect(t).toBeGreaterThanOrEqual(sentFrom);

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 
 import { idempotentRoute } from '../plugins/idempotency';
-import { commonErrors, errorBody, idempotencyKeyHeader } from '../schemas/common';
+import { bodyErrors, commonErrors, errorBody, idempotencyKeyHeader, locationHeader } from '../schemas/common';
 import type { ApiTypeProvider } from '../schemas/type-provider';
 import {
   claimEnvelope,
@@ -39,8 +39,13 @@ export async function claimRoutes(fastify: FastifyInstance) {
         headers: idempotencyKeyHeader,
         body: submitClaimBody,
         response: {
-          201: { description: 'The claim, with `Location: /api/v1/claims/{id}`', ...claimEnvelope },
+          201: {
+            description: 'The claim, with `Location: /api/v1/claims/{id}`',
+            ...claimEnvelope,
+            headers: locationHeader,
+          },
           ...commonErrors,
+          ...bodyErrors,
           409: { description: 'A request with the same Idempotency-Key is still running (idempotency_in_progress)', ...errorBody },
         },
       },
@@ -94,6 +99,7 @@ export async function claimRoutes(fastify: FastifyInstance) {
         response: {
           200: claimEnvelope,
           ...commonErrors,
+          ...bodyErrors,
           ...notFound,
           403: { description: 'The claim belongs to another company (forbidden)', ...errorBody },
         },
@@ -113,7 +119,7 @@ export async function claimRoutes(fastify: FastifyInstance) {
         tags: ['claims'],
         security,
         body: searchByPlateBody,
-        response: { 200: searchResult, ...commonErrors },
+        response: { 200: searchResult, ...commonErrors, ...bodyErrors },
       },
     },
     async (request) => app.deps.claims.searchByPlate(request.principal, request.body.vehicle_registration, request.body.purpose),

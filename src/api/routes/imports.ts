@@ -8,7 +8,15 @@ import { fileMessages } from '../../domain/imports/csv-file';
 import { importMessages, importResource, summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
 import { failedRowsFile } from '../../domain/imports/failed-rows-file';
 import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/idempotency';
-import { commonErrors, errorBody, idempotencyKeyHeader, preferHeader, validationErrorBody } from '../schemas/common';
+import {
+  bodyErrors,
+  commonErrors,
+  errorBody,
+  idempotencyKeyHeader,
+  locationHeader,
+  preferHeader,
+  validationErrorBody,
+} from '../schemas/common';
 import type { ApiTypeProvider } from '../schemas/type-provider';
 import { importBodyDoc, importEnvelope, importIdParams, importPage, importSummary, listImportsQuery } from '../schemas/imports';
 import { filePart } from './file-part';
@@ -142,8 +150,9 @@ export async function importRoutes(fastify: FastifyInstance) {
             ...importSummary,
             properties: { ...importSummary.properties, dry_run: { type: 'boolean', description: 'Present and true for a dry run' } },
           },
-          202: { description: 'The import is queued or running; poll the Location', ...importEnvelope },
+          202: { description: 'The import is queued or running; poll the Location', ...importEnvelope, headers: locationHeader },
           ...commonErrors,
+          ...bodyErrors,
           409: { description: 'A request with the same Idempotency-Key is still running', ...errorBody },
           422: {
             description: 'The file is invalid (nothing was imported), or the Idempotency-Key was used for another request',
@@ -203,8 +212,11 @@ export async function importRoutes(fastify: FastifyInstance) {
         tags: ['imports'],
         security,
         params: importIdParams,
-        produces: ['text/csv'],
-        response: { 200: { description: 'CSV (UTF-8 with a BOM)', type: 'string' }, ...commonErrors, ...notFound },
+        response: {
+          200: { description: 'CSV (UTF-8 with a BOM)', content: { 'text/csv': { schema: { type: 'string' } } } },
+          ...commonErrors,
+          ...notFound,
+        },
       },
     },
     async (request, reply) => {
@@ -229,8 +241,12 @@ export async function importRoutes(fastify: FastifyInstance) {
         security,
         params: importIdParams,
         response: {
-          200: { description: 'Cancelled', ...importEnvelope },
-          202: { description: 'Cancelling: the chunks in flight finish or roll back, then it stops', ...importEnvelope },
+          200: { description: 'Cancelled', ...importEnvelope, headers: locationHeader },
+          202: {
+            description: 'Cancelling: the chunks in flight finish or roll back, then it stops',
+            ...importEnvelope,
+            headers: locationHeader,
+          },
           409: { description: 'The import has already finished', ...errorBody },
           ...commonErrors,
           ...notFound,

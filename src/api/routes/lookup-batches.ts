@@ -1,7 +1,7 @@
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
-import { commonErrors, errorBody } from '../schemas/common';
+import { bodyErrors, commonErrors, errorBody, locationHeader } from '../schemas/common';
 import { lookupBatchBodyDoc, lookupBatchEnvelope, lookupBatchParams } from '../schemas/lookup-batches';
 import { filePart } from './file-part';
 
@@ -45,9 +45,14 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
         consumes: ['multipart/form-data'],
         body: lookupBatchBodyDoc,
         response: {
-          202: { description: 'The batch, queued, with `Location: /api/v1/lookups/batch/{id}`', ...lookupBatchEnvelope },
+          202: {
+            description: 'The batch, queued, with `Location: /api/v1/lookups/batch/{id}`',
+            ...lookupBatchEnvelope,
+            headers: locationHeader,
+          },
           ...commonErrors,
-          503: { description: 'The queue is unavailable (service_unavailable)', ...errorBody },
+          ...bodyErrors,
+          503: { description: 'The queue or the database is unavailable (service_unavailable), with Retry-After', ...errorBody },
         },
       },
       // The body is a stream read by the handler (as the import's); the schema documents it.
@@ -91,7 +96,6 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
         tags: ['registry'],
         security,
         params: lookupBatchParams,
-        produces: ['text/csv'],
         response: {
           200: {
             description: 'CSV (UTF-8, CRLF)',

@@ -1,9 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 
 import { claimIdParams } from '../schemas/claims';
-import { commonErrors, errorBody, pageQuery } from '../schemas/common';
+import { bodyErrors, commonErrors, errorBody, pageQuery } from '../schemas/common';
 import type { ApiTypeProvider } from '../schemas/type-provider';
-import { claimLookupPage, lookupPage, matchesQuery, matchesResult, searchByPersonBody, searchByPersonResult } from '../schemas/registry';
+import {
+  claimLookupPage,
+  incidentEnvelope,
+  lookupPage,
+  matchesQuery,
+  matchesResult,
+  networkEnvelope,
+  searchByPersonBody,
+  searchByPersonResult,
+} from '../schemas/registry';
 
 const notFound = { 404: { description: "Unknown claim id, not a UUID, or another company's claim", ...errorBody } } as const;
 const security = [{ bearerAuth: [] }];
@@ -28,7 +37,9 @@ export async function registryRoutes(fastify: FastifyInstance) {
           'this claim excluded, newest first, each with `matched_on`. `indicators` are advisory flags, never a rejection, ' +
           "counted over all companies on claim dates in the period ending on this claim's date: `repeat_claimant` (3 or more " +
           'claims of the person in 24 months), `plate_multi_company` (claims on the plate from 2 or more companies in 12 months), ' +
-          '`early_claim` (dated within 30 days after the person was first recorded). Recorded in the look-up log.',
+          '`early_claim` (dated within 30 days after the person was first recorded), `duplicate_claim` (another company has a claim of ' +
+          'the same person on the same plate dated at most 1 day apart), `network` (more than 10 persons or more than 10 plates ' +
+          'within two steps, as GET /claims/{id}/network counts them). Recorded in the look-up log.',
         tags: ['registry'],
         security,
         params: claimIdParams,
@@ -37,6 +48,48 @@ export async function registryRoutes(fastify: FastifyInstance) {
       },
     },
     async (request) => ({ data: await registry.matches(request.principal, request.params.id, request.query.purpose) }),
+  );
+
+  app.get(
+    '/claims/:id/incident',
+    {
+      schema: {
+        operationId: 'getClaimIncident',
+        summary: "Other companies' claims of the same incident as one of your claims",
+        description:
+          'Two claims are one incident when they are of different companies, their claim dates are at most 1 day apart, and they ' +
+          'share the plate or the person. Only claims that pair with this one count (no chains through a third claim), within the ' +
+          'search window, as a plate search shows them, oldest claim date first; `companies` counts yours too. ' +
+          'Recorded in the look-up log (kind `incident`).',
+        tags: ['registry'],
+        security,
+        params: claimIdParams,
+        querystring: matchesQuery,
+        response: { 200: incidentEnvelope, ...commonErrors, ...notFound },
+      },
+    },
+    async (request) => ({ data: await registry.incident(request.principal, request.params.id, request.query.purpose) }),
+  );
+
+  app.get(
+    '/claims/:id/network',
+    {
+      schema: {
+        operationId: 'getClaimNetwork',
+        summary: 'The persons and vehicles within two steps of one of your claims, and the claims joining them',
+        description:
+          "From the claim to its person and plate, then to the persons and plates of every claim (any company's, within the " +
+          'search window) on that plate or of that person. Counts include the claim itself and your company and are never cut; ' +
+          'at most 500 edges, the claim itself first, then newest first. Recorded in the look-up log (kind `network`, its ' +
+          'result count the claims).',
+        tags: ['registry'],
+        security,
+        params: claimIdParams,
+        querystring: matchesQuery,
+        response: { 200: networkEnvelope, ...commonErrors, ...notFound },
+      },
+    },
+    async (request) => ({ data: await registry.network(request.principal, request.params.id, request.query.purpose) }),
   );
 
   app.post(
@@ -52,7 +105,7 @@ export async function registryRoutes(fastify: FastifyInstance) {
         tags: ['registry'],
         security,
         body: searchByPersonBody,
-        response: { 200: searchByPersonResult, ...commonErrors },
+        response: { 200: searchByPersonResult, ...commonErrors, ...bodyErrors },
       },
     },
     async (request) => registry.searchByPerson(request.principal, request.body),
@@ -63,7 +116,7 @@ export async function registryRoutes(fastify: FastifyInstance) {
     {
       schema: {
         operationId: 'listLookups',
-        summary: "Your company's look-ups (plate searches, person searches, matches), newest first",
+        summary: "Your company's look-ups (plate searches, person searches, matches, incidents, networks, alerts), newest first",
         tags: ['registry'],
         security,
         querystring: pageQuery,

@@ -3,7 +3,8 @@ import { CLAIM_STATUSES } from '../../domain/claims/claim';
 import { pageMeta, pageQuery } from './common';
 
 /**
- * An alert (named `Alert` in the OpenAPI document): a match (`claim_id` your claim, `matched_on`)
+ * An alert (named `Alert` in the OpenAPI document): a match (`claim_id` your claim, `matched_on`,
+ * `same_incident`)
  * or a status change (`claim_id` null, `from`, `to`); `matched_claim` is the other company's claim
  * as a plate search shows it.
  */
@@ -24,6 +25,12 @@ export const alertSchema = {
       description: 'Match only: what the two claims share',
       items: { type: 'string', enum: ['vehicle_registration', 'client'] },
       examples: [['vehicle_registration']],
+    },
+    same_incident: {
+      type: 'boolean',
+      description:
+        'Match only: true when the two claims are of one incident (claim dates at most 1 day apart), as GET /claims/{id}/incident shows it',
+      examples: [true],
     },
     from: { type: 'string', enum: CLAIM_STATUSES, description: 'Status change only: the status before', examples: ['filed'] },
     to: { type: 'string', enum: CLAIM_STATUSES, description: 'Status change only: the new status', examples: ['disputed'] },
@@ -56,6 +63,7 @@ export const alertSchema = {
         created_at: '2026-11-21T10:15:30+00:00',
       },
       matched_on: ['vehicle_registration'],
+      same_incident: true,
       created_at: '2026-11-21T10:15:30+00:00',
     },
   ],

@@ -41,7 +41,58 @@ export const commonErrors = {
   422: { description: 'Validation failed (validation_failed): `errors` names each field', ...errorBody },
   429: { description: 'Too many requests (rate_limited), with Retry-After', ...errorBody },
   500: { description: 'Unexpected server error (server_error)', ...errorBody },
+  503: {
+    description: 'The database or another service the request needs cannot be reached (service_unavailable), with Retry-After',
+    ...errorBody,
+  },
 } as const;
+
+/** The error answers of a route that takes a body, besides commonErrors. */
+export const bodyErrors = {
+  413: { description: 'The body is larger than the route accepts (payload_too_large)', ...errorBody },
+} as const;
+
+/** A response header as an OpenAPI response documents it (see documentHeaders). */
+type HeaderDoc = { type: 'string' | 'integer'; description: string };
+
+/** `Location` of an answer that names a resource: where to read it. */
+export const locationHeader = { location: { type: 'string', description: 'The path of the resource to read (GET).' } } as const;
+
+/** `Idempotent-Replayed` of every answer of a route that takes an Idempotency-Key. */
+const replayedHeader: Record<string, HeaderDoc> = {
+  'idempotent-replayed': {
+    type: 'string',
+    description: '`true` when this answer is the replay of an earlier request with the same Idempotency-Key (nothing was written again).',
+  },
+};
+
+/** The headers the API sends on every answer, or on every answer of one status. */
+const EVERY_ANSWER: Record<string, HeaderDoc> = {
+  'x-request-id': { type: 'string', description: "The request's id, also `request_id` in error bodies and on the server's log lines." },
+};
+const BY_STATUS: Record<string, Record<string, HeaderDoc>> = {
+  '401': { 'www-authenticate': { type: 'string', description: 'How to authenticate: `Bearer`, with `error` when a token was refused.' } },
+  '429': { 'retry-after': { type: 'integer', description: 'Seconds to wait before trying again.' } },
+  '503': { 'retry-after': { type: 'integer', description: 'Seconds to wait before trying again.' } },
+};
+
+/**
+ * The response headers of every documented answer of an API route: the request id on all, the
+ * status's own (WWW-Authenticate on 401, Retry-After on 429 and 503), Idempotent-Replayed on
+ * every answer of a route that takes an Idempotency-Key, and those a route declares in its
+ * response (`headers`, e.g. Location). Used as @fastify/swagger's `transform`, so that each header
+ * is declared once here rather than on every route.
+ */
+export function documentHeaders<S extends { response?: unknown; headers?: unknown }>(schema: S): S {
+  if (!schema.response) return schema;
+  const idempotent = Boolean((schema.headers as { properties?: Record<string, unknown> } | undefined)?.properties?.['idempotency-key']);
+  const response: Record<string, unknown> = {};
+  for (const [status, answer] of Object.entries(schema.response as Record<string, object>)) {
+    const own = (answer as { headers?: Record<string, HeaderDoc> }).headers ?? {};
+    response[status] = { ...answer, headers: { ...EVERY_ANSWER, ...BY_STATUS[status], ...(idempotent ? replayedHeader : {}), ...own } };
+  }
+  return { ...schema, response };
+}
 
 /** The Idempotency-Key request header of the POST routes, as an OpenAPI parameter. */
 export const idempotencyKeyHeader = {

@@ -22,6 +22,8 @@ export type MatchAlert = {
   claim_id: string;
   matched_claim: Claim;
   matched_on: MatchedOn[];
+  /** The two claims are of one incident (claim dates at most INCIDENT_DAYS apart). */
+  same_incident: boolean;
   created_at: string;
 };
 export type StatusAlert = {

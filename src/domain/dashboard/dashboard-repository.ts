@@ -1,3 +1,4 @@
+import type { LookupKind } from '../registry/registry';
 import type { ClaimSource, ClaimStatus, DocumentType } from '../claims/claim';
 import type { UserRole } from '../companies/company-repository';
 
@@ -63,7 +64,7 @@ export type StatusHistoryEntry = {
 
 /** What the look-up log page is narrowed to. `from`/`to` are days in the service's time zone. */
 export type LookupLogFilter = {
-  kind?: 'plate_search' | 'person_search' | 'matches' | 'alert' | undefined;
+  kind?: LookupKind | undefined;
   userId?: string | undefined;
   tokenId?: string | undefined;
   from?: string | undefined;
@@ -72,7 +73,7 @@ export type LookupLogFilter = {
 /** A look-up with who made it and how many of the claims it returned were other companies'. */
 export type LookupLogRow = {
   id: string;
-  kind: 'plate_search' | 'person_search' | 'matches' | 'alert';
+  kind: LookupKind;
   vehicle_registration: string | null;
   claim_id: string | null;
   result_count: number;

@@ -11,11 +11,14 @@ import {
   parsePurpose,
   validatePersonQuery,
   type ClaimLookup,
+  MAX_NETWORK_EDGES,
+  type Incident,
   type Indicator,
   type Lookup,
   type LookupEntry,
   type LookupKind,
   type Match,
+  type Network,
   type Position,
   type PurgeCounts,
   type RegistryRepository,
@@ -26,7 +29,7 @@ import type { LookupJournal } from './lookup-journal';
 export type RegistryServiceDeps = {
   registry: RegistryRepository;
   /** Where the matches and person searches read (a replica's, see SearchRepository); default: `registry`. */
-  searches?: Pick<SearchRepository, 'matches' | 'searchByPerson'>;
+  searches?: Pick<SearchRepository, 'matches' | 'searchByPerson' | 'incident' | 'network'>;
   /** Where look-ups are noted; the same journal as the plate search's. */
   journal: LookupJournal;
   hashDocument: DocumentHasher;
@@ -56,6 +59,7 @@ export function lookupOf(
   kind: LookupKind,
   subject: { vehicleRegistration?: string; clientId?: string | null; claimId?: string },
   claimIds: string[],
+  resultCount: number | null = null,
 ): Omit<LookupEntry, 'at'> {
   return {
     id: newId(),
@@ -68,6 +72,7 @@ export function lookupOf(
     clientId: subject.clientId ?? null,
     claimId: subject.claimId ?? null,
     claimIds,
+    resultCount,
   };
 }
 
@@ -106,6 +111,43 @@ export function createRegistryService(deps: RegistryServiceDeps) {
       ),
     );
     return { matches: facts.matches, indicators: indicatorsOf(facts) };
+  }
+
+  /**
+   * The other companies' claims of one incident with one of the caller's claims: dated at most
+   * INCIDENT_DAYS apart, sharing its plate or person, within the search window. A look-up (kind
+   * `incident`), durable before it is answered.
+   */
+  async function incident(principal: Principal, id: string, purposeRaw?: unknown): Promise<Incident> {
+    const purpose = purposeOrThrow(purposeRaw);
+    if (!isUuid(id)) throw notFound();
+    const found = await searches.incident(id, principal.companyId, windowStart());
+    if (!found) throw notFound();
+    await deps.journal.record(
+      lookupOf(
+        principal,
+        purpose,
+        'incident',
+        { claimId: id },
+        found.claims.map((c) => c.id),
+      ),
+    );
+    return found;
+  }
+
+  /**
+   * The network around one of the caller's claims (Network). A look-up (kind `network`) whose
+   * result count is the network's claims, durable before it is answered.
+   */
+  async function network(principal: Principal, id: string, purposeRaw?: unknown): Promise<Network> {
+    const purpose = purposeOrThrow(purposeRaw);
+    if (!isUuid(id)) throw notFound();
+    const found = await searches.network(id, principal.companyId, windowStart(), MAX_NETWORK_EDGES);
+    if (!found) throw notFound();
+    const returned: string[] = [];
+    for (const e of found.edges) if (e.claim_id !== id) returned.push(e.claim_id);
+    await deps.journal.record(lookupOf(principal, purpose, 'network', { claimId: id }, returned, found.claims));
+    return found;
   }
 
   /**
@@ -208,6 +250,6 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     return found ?? { person: null, claims: [], lookups: [] };
   }
 
-  return { matches, searchByPerson, listLookups, claimLookups, purge, purgeIfDue, subjectExport };
+  return { matches, incident, network, searchByPerson, listLookups, claimLookups, purge, purgeIfDue, subjectExport };
 }
 export type RegistryService = ReturnType<typeof createRegistryService>;

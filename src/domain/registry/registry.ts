@@ -5,7 +5,7 @@ import { addFieldError, type FieldErrors } from '../errors';
 import type { PageRequest, Position } from '../paging';
 import { compileInput, fieldErrorsOf, inSchemaOrder } from '../validation';
 
-export const LOOKUP_KINDS = ['plate_search', 'person_search', 'matches', 'alert'] as const;
+export const LOOKUP_KINDS = ['plate_search', 'person_search', 'matches', 'incident', 'network', 'alert'] as const;
 export type LookupKind = (typeof LOOKUP_KINDS)[number];
 export const PURPOSE_MAX_LENGTH = LIMITS.purposeMaxLength;
 
@@ -24,8 +24,10 @@ export type LookupEntry = LookupRecord & {
   vehicleRegistration: string | null;
   clientId: string | null;
   claimId: string | null;
-  /** The claims the look-up returned (their count is the entry's result count). */
+  /** The claims the look-up returned (their count is the entry's result count, unless `resultCount` says otherwise). */
   claimIds: string[];
+  /** The result count when it is not the number of claimIds (a network: its claims, of which at most 500 edges are returned). */
+  resultCount: number | null;
   /** When the look-up read (milliseconds since the epoch). */
   at: number;
 };
@@ -46,7 +48,29 @@ export type ClaimLookup = { company_name: string; kind: LookupKind; created_at: 
 
 export type MatchedOn = 'vehicle_registration' | 'client';
 export type Match = Claim & { matched_on: MatchedOn[] };
-export type Indicator = { name: 'repeat_claimant' | 'plate_multi_company' | 'early_claim'; reason: string };
+export const INDICATOR_NAMES = ['repeat_claimant', 'plate_multi_company', 'early_claim', 'duplicate_claim', 'network'] as const;
+export type Indicator = { name: (typeof INDICATOR_NAMES)[number]; reason: string };
+
+/** Two claims of two companies are one incident when their claim dates are at most this many days apart (and they share the plate or the person). */
+export const INCIDENT_DAYS = 1;
+/** The `network` indicator: more than this many persons or plates within two steps of the claim. */
+export const NETWORK_THRESHOLD = 10;
+/** At most this many edges in a network answer (its counts are never cut). */
+export const MAX_NETWORK_EDGES = 500;
+
+/** The other companies' claims of one incident with a claim of the caller's, and the companies involved (the caller's included). */
+export type Incident = { claims: Match[]; companies: number };
+
+/** A claim of a network: its id and both its ends, the plate and the person (an id, never a name). */
+export type NetworkEdge = { claim_id: string; vehicle_registration: string; client_id: string };
+
+/**
+ * The network around a claim: the persons and plates reachable in at most two steps (the claim's
+ * person and plate, then the persons and plates of their claims within the search window, any
+ * company), the claims that join them (the claim itself included), their companies, and at most
+ * MAX_NETWORK_EDGES of those claims as edges (the claim itself first).
+ */
+export type Network = { persons: number; plates: number; claims: number; companies: number; edges: NetworkEdge[] };
 
 export type { Position } from '../paging';
 
@@ -59,6 +83,11 @@ export type MatchFacts = {
   plateCompanies: number;
   /** The date (in APP_TIMEZONE) the person's client record was created. */
   clientSince: string;
+  /** Other companies with a claim of the same person on the same plate, dated at most INCIDENT_DAYS apart (within the window). */
+  duplicateCompanies: number;
+  /** The persons and plates of the claim's network (Network), the claim's own included. */
+  networkPersons: number;
+  networkPlates: number;
   matches: Match[];
 };
 
@@ -80,12 +109,18 @@ export interface SearchRepository {
   searchByPlate(plate: string, fromDate: string): Promise<Claim[]>;
   matches: RegistryRepository['matches'];
   searchByPerson: RegistryRepository['searchByPerson'];
+  incident: RegistryRepository['incident'];
+  network: RegistryRepository['network'];
 }
 
 /** The reads and writes of the registry features; src/db implements it. */
 export interface RegistryRepository {
   /** undefined: no visible claim with this id belongs to the company (nothing is logged then). */
   matches(claimId: string, companyId: string, fromDate: string, timeZone: string): Promise<MatchFacts | undefined>;
+  /** The incident of the company's claim (undefined: not a visible claim of the company). Claims dated on or after `fromDate`. */
+  incident(claimId: string, companyId: string, fromDate: string): Promise<Incident | undefined>;
+  /** The network of the company's claim, through claims dated on or after `fromDate`, at most `maxEdges` edges (undefined: not theirs). */
+  network(claimId: string, companyId: string, fromDate: string, maxEdges: number): Promise<Network | undefined>;
   /**
    * Runs the same statement whether or not the documents and date of birth match anyone;
    * `personId` is the client they resolved to (for the look-up log), or null.
@@ -139,7 +174,12 @@ export type SubjectRecord = {
  * claim's own date (both ends inclusive), over all companies, the claim itself included.
  * They never reject anything; each carries its reason in words.
  */
-export function indicatorsOf(f: Pick<MatchFacts, 'claimDate' | 'personClaims' | 'plateCompanies' | 'clientSince'>): Indicator[] {
+export function indicatorsOf(
+  f: Pick<
+    MatchFacts,
+    'claimDate' | 'personClaims' | 'plateCompanies' | 'clientSince' | 'duplicateCompanies' | 'networkPersons' | 'networkPlates'
+  >,
+): Indicator[] {
   const out: Indicator[] = [];
   if (f.personClaims >= 3) {
     out.push({
@@ -158,6 +198,19 @@ export function indicatorsOf(f: Pick<MatchFacts, 'claimDate' | 'personClaims' | 
     out.push({
       name: 'early_claim',
       reason: `The claim is dated ${days} day${days === 1 ? '' : 's'} after the person was first recorded in the registry on ${f.clientSince} (within 30 days).`,
+    });
+  }
+  if (f.duplicateCompanies > 0) {
+    const n = f.duplicateCompanies;
+    out.push({
+      name: 'duplicate_claim',
+      reason: `${n} other compan${n === 1 ? 'y has a claim' : 'ies have claims'} of the same person on the same vehicle dated at most ${INCIDENT_DAYS} day from this one.`,
+    });
+  }
+  if (f.networkPersons > NETWORK_THRESHOLD || f.networkPlates > NETWORK_THRESHOLD) {
+    out.push({
+      name: 'network',
+      reason: `Within two steps of this claim there are ${f.networkPersons} person${f.networkPersons === 1 ? '' : 's'} and ${f.networkPlates} vehicle${f.networkPlates === 1 ? '' : 's'} (more than ${NETWORK_THRESHOLD} persons or vehicles).`,
     });
   }
   return out;

@@ -5,36 +5,59 @@ import type { LookupLogFilter } from '../../domain/dashboard/dashboard-repositor
 import { isIsoDate } from '../../domain/dates';
 import { isUuid } from '../../domain/ids';
 import type { Principal } from '../../domain/principal';
+import { LOOKUP_KINDS, type Indicator, type LookupKind } from '../../domain/registry/registry';
 import { companyUser, requireCompanyUser } from '../context';
 import { text, type FormBody } from '../forms';
+import { networkGraph } from '../network-graph';
 import { renderPage } from '../render';
 
 const PAGE_SIZE = 25;
 const WHO_LOOKED_SHOWN = 25;
 
-/** The registry sections of a claim's page: matches with indicators, and who looked at the claim. */
+/**
+ * The registry sections of a claim's page: matches with indicators, the incident, the network, and
+ * who looked at the claim. Matches, incident and network are three look-ups of the log.
+ */
 export async function claimPageRegistry(app: FastifyInstance, principal: Principal, claimId: string) {
-  const [found, lookedAt, alerts] = await Promise.all([
+  const [found, incident, network, lookedAt, alerts] = await Promise.all([
     app.deps.registry.matches(principal, claimId),
+    app.deps.registry.incident(principal, claimId),
+    app.deps.registry.network(principal, claimId),
     app.deps.registry.claimLookups(principal, claimId, { limit: WHO_LOOKED_SHOWN }),
     app.deps.alerts.list(principal, { claim_id: claimId, limit: WHO_LOOKED_SHOWN }),
   ]);
   return {
     matches: found.matches,
     indicators: found.indicators,
+    duplicate: found.indicators.find((i) => i.name === 'duplicate_claim') ?? null,
+    incident,
+    network,
+    graph: networkGraph(network, claimId),
     lookedAt: lookedAt.data,
     moreLookedAt: lookedAt.meta.next_cursor !== null,
     searchYears: app.deps.config.searchHistoryYears,
+    indicatorNames: INDICATOR_LABELS,
+    kindNames: KIND_NAMES,
     claimAlerts: alerts.data,
   };
 }
 
-const KINDS = ['plate_search', 'person_search', 'matches', 'alert'] as const;
-type Kind = (typeof KINDS)[number];
+const INDICATOR_LABELS: Record<Indicator['name'], string> = {
+  repeat_claimant: 'Repeat claimant',
+  plate_multi_company: 'Plate with several companies',
+  early_claim: 'Early claim',
+  duplicate_claim: 'Possible duplicate claim',
+  network: 'Wide network',
+};
+
+const KINDS = LOOKUP_KINDS;
+type Kind = LookupKind;
 export const KIND_NAMES: Record<Kind, string> = {
   plate_search: 'Plate search',
   person_search: 'Person search',
   matches: 'Matches of a claim',
+  incident: 'Incident of a claim',
+  network: 'Network of a claim',
   alert: 'Alert received',
 };
 
