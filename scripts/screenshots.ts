@@ -20,6 +20,7 @@ import { CLAIM_STATUSES, CLAIM_TYPES } from '../src/domain/claims/claim';
 import { lastMonths } from '../src/domain/dashboard/dashboard-service';
 import type { Principal } from '../src/domain/principal';
 import { launchChromium } from '../test/browser/chromium';
+import { signInAs } from '../test/browser/sign-in';
 
 const OUT = path.resolve('docs/screenshots');
 const PASSWORD = 'demo-password-for-screenshots';
@@ -156,8 +157,7 @@ async function main() {
     await page.goto(`${base}/login`);
     await page.getByLabel('Email').fill(email);
     await shot(page, 'sign-in', false);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInAs(page, base, email, PASSWORD);
     await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
     await shot(page, 'overview');
     await page.goto(`${base}/claims`);
@@ -206,9 +206,8 @@ async function main() {
     const op = await browser.context.newPage();
     await browser.context.clearCookies();
     await op.goto(`${base}/login`);
-    await op.getByLabel('Email').fill('operator@registry.example');
-    await op.getByLabel('Password').fill(PASSWORD);
-    await op.getByRole('button', { name: 'Sign in' }).click();
+    // The operator sets up the second factor operators must have, at this first sign-in.
+    await signInAs(op, base, 'operator@registry.example', PASSWORD);
     await op.getByRole('heading', { name: 'Companies', level: 1 }).waitFor();
     for (const [width, height, prefix] of [
       [1366, 900, ''],

@@ -29,7 +29,21 @@ import { qualityRoutes } from './api/routes/quality';
 import { auditRoutes } from './api/routes/audit';
 import { auditEventSchema } from './api/schemas/audit';
 import { qualityReportSchema } from './api/schemas/quality';
-import { dashboardPlugin } from './web/index';
+import { dashboardPlugin, SECURITY_HEADERS } from './web/index';
+import { HSTS } from './web/session-rules';
+
+/**
+ * The dashboard's security headers on the pages served by libraries beside it: the API docs
+ * (/docs, Swagger UI) and Bull Board. Both draw with inline style attributes, so their policy
+ * allows inline style; scripts only from this server, never framed, HSTS over TLS.
+ */
+const LIBRARY_PAGE_HEADERS = {
+  ...SECURITY_HEADERS,
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; " +
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'; object-src 'none'",
+} as const;
+const LIBRARY_PAGES = /^\/(docs|admin\/queues)(\/|\?|$)/u;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -132,12 +146,21 @@ function scopeRefusal(scope: string | undefined, own: unknown) {
   return { description: text, ...errorBody, headers: { 'www-authenticate': header } };
 }
 
+/**
+ * TRUST_PROXY as Fastify takes it. A hop count trusts that many proxies in front of the server,
+ * as Express counts them (Fastify 5 itself trusts nothing for a number); addresses go as they are.
+ */
+export function trustProxyOption(trust: Deps['config']['trustProxy']): false | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust === 'number') return trust === 0 ? false : (_address: string, hop: number) => hop < trust;
+  return trust;
+}
+
 export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     childLoggerFactory,
     genReqId: () => randomUUID(),
-    trustProxy: deps.config.trustProxy,
+    trustProxy: trustProxyOption(deps.config.trustProxy),
     connectionTimeout: 30_000,
     // Receiving a request may take as long as storing a large upload is allowed to.
     requestTimeout: Math.max(120, deps.config.importUploadTimeoutSeconds + 30) * 1000,
@@ -151,6 +174,9 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   // A plain callback hook: no promise per request for one header.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // HSTS on every answer that came over TLS (directly, or as a trusted proxy says).
+    if (request.protocol === 'https') reply.header('strict-transport-security', HSTS);
+    if (LIBRARY_PAGES.test(request.url)) reply.headers(LIBRARY_PAGE_HEADERS);
     done();
   });
   await app.register(errorHandlerPlugin);

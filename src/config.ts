@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { isIP } from 'node:net';
 
 import { Ajv } from 'ajv';
 import type { FromSchema } from 'json-schema-to-ts';
@@ -51,7 +52,11 @@ const envSchema = {
     UPLOAD_MIN_RATE_WINDOW_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 30 },
     QUEUE_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'bull' },
     SESSION_SECRET: { type: 'string', minLength: 32 },
-    TRUST_PROXY: { type: 'boolean', default: false },
+    // A hop count or a comma-separated list of addresses/CIDR ranges (Fastify's trustProxy forms); never "true".
+    TRUST_PROXY: { type: 'string', maxLength: 2000 },
+    // The key that seals secrets stored in the database (TOTP keys, SSO client secrets).
+    ENCRYPTION_KEY: { type: 'string', minLength: 32 },
+    SESSION_IDLE_MINUTES: { type: 'integer', minimum: 1, maximum: 480, default: 30 },
     // Requests per minute per API token on /api/v1 (0: off); a company's own by `admin company:limits`.
     RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 6000 },
     // Requests with a missing, malformed or unknown token per client address and minute (0: off).
@@ -120,7 +125,12 @@ export type Config = Readonly<{
   uploadMinRateWindowSeconds: number;
   queuePrefix: string;
   sessionSecret: string | undefined;
-  trustProxy: boolean;
+  /** Whom X-Forwarded-* is believed from: false, a hop count, or addresses and CIDR ranges (TRUST_PROXY). */
+  trustProxy: false | number | string[];
+  /** The key sealing secrets kept in the database (ENCRYPTION_KEY); embedded mode generates one. */
+  encryptionKey: string | undefined;
+  /** A dashboard session ends after this many minutes without a request (SESSION_IDLE_MINUTES). */
+  sessionIdleMinutes: number;
   /** Requests per minute per API token on /api/v1 (0: off); a company's own limit replaces it. */
   rateLimitPerMinute: number;
   /** Requests with a missing, malformed or unknown token per client address and minute (0: off). */
@@ -194,6 +204,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `RETENTION_YEARS (${v.RETENTION_YEARS}) must be at least SEARCH_HISTORY_YEARS (${v.SEARCH_HISTORY_YEARS}): a claim is found by searches and alerts for SEARCH_HISTORY_YEARS, so it is kept at least that long`,
     );
   }
+  const trustProxy = parseTrustProxy(input.TRUST_PROXY);
+  if (typeof trustProxy === 'object' && !Array.isArray(trustProxy)) problems.push(trustProxy.error);
   if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
 
   let s3: Config['s3'];
@@ -244,7 +256,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uploadMinRateWindowSeconds: v.UPLOAD_MIN_RATE_WINDOW_SECONDS,
     queuePrefix: v.QUEUE_PREFIX,
     sessionSecret: v.SESSION_SECRET,
-    trustProxy: v.TRUST_PROXY,
+    trustProxy: trustProxy as Config['trustProxy'],
+    encryptionKey: v.ENCRYPTION_KEY,
+    sessionIdleMinutes: v.SESSION_IDLE_MINUTES,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,
     authFailuresPerMinute: v.AUTH_FAILURES_PER_MINUTE,
     identityMismatchesPerHour: v.IDENTITY_MISMATCHES_PER_HOUR,
@@ -271,6 +285,42 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  */
 export function defaultMaxConcurrentUploads(totalMemory = os.totalmem()): number {
   return Math.min(64, Math.max(4, Math.floor(totalMemory / (64 * 1024 * 1024))));
+}
+
+/** An address or a CIDR range of one (`10.0.0.0/8`, `::1`, `fd00::/8`). */
+function isAddressOrRange(text: string): boolean {
+  const [address = '', bits, ...rest] = text.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  return bits === undefined || (/^\d{1,3}$/u.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+}
+
+/**
+ * TRUST_PROXY: unset, empty or "false" trusts no proxy; a whole number trusts that many hops in
+ * front of the server; otherwise a comma-separated list of the proxies' addresses or CIDR ranges.
+ * "true" (every address) is refused: any client could then write its own address.
+ */
+function parseTrustProxy(raw: unknown): false | number | string[] | { error: string } {
+  if (typeof raw !== 'string' || raw === '' || raw === 'false' || raw === '0') return false;
+  const text = raw.trim();
+  if (/^\d{1,2}$/u.test(text)) return Number(text);
+  if (text === 'true' || text === '*') {
+    return {
+      error:
+        'TRUST_PROXY must be a hop count or the proxies\' addresses, never "true" (every address: a client could write its own address in X-Forwarded-For)',
+    };
+  }
+  const parts = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+  const bad = parts.filter((p) => !isAddressOrRange(p));
+  if (parts.length === 0 || bad.length > 0) {
+    return {
+      error: `TRUST_PROXY must be a hop count or a comma-separated list of addresses or CIDR ranges (not: ${bad.join(', ') || text})`,
+    };
+  }
+  return parts;
 }
 
 function hasHost(url: string): boolean {

@@ -33,7 +33,11 @@ import { createTokenService } from './domain/tokens/token-service';
 import { createWebhookService } from './domain/webhooks/webhook-service';
 import { createLogger } from './logger';
 import { createMetrics } from './metrics';
-import { resolveDocumentHashKey, resolveSessionSecret, StartupError } from './secrets';
+import { resolveDocumentHashKey, resolveEncryptionKey, resolveSessionSecret, StartupError } from './secrets';
+import { createDatabaseFailureCounter } from './db/failure-counter';
+import { createSealer, type Sealer } from './domain/sign-in/sealed';
+import { createSignInService } from './domain/sign-in/sign-in-service';
+import { createSignInThrottle } from './domain/sign-in/throttle';
 import { createObjectStore, type ObjectStore } from './storage/object-store';
 import { sweepFiles } from './domain/storage';
 import { importCsvProcessor } from './workers/import-csv.processor';
@@ -61,7 +65,8 @@ export type DepsOptions = {
   /**
    * Tests only: the clock's time (milliseconds since the epoch) for what counts hours and days
    * (the identity-check budget, the retention of look-ups, delivery bodies, uploads and audit
-   * events) and for token expiry, instead of Date.now.
+   * events), for token expiry and for sign-in (sessions, codes, reset links, throttling), instead
+   * of Date.now.
    */
   now?: () => number;
   /** A long-running server: the embedded database's code is compiled optimized once, at start. */
@@ -272,6 +277,18 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       maxLifetimeDays: config.tokenMaxLifetimeDays,
       ...(options.now ? { now: options.now } : {}),
     });
+    let sealer: Sealer | undefined;
+    const signIn = createSignInService({
+      store,
+      sealer: () => (sealer ??= createSealer(resolveEncryptionKey(config))),
+      now,
+      passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost,
+    });
+    // Failed sign-ins counted where every server process sees them: Redis, else the database.
+    const failureCounter = config.redisUrl
+      ? (await import('./workers/redis-failure-counter')).createRedisFailureCounter(config.redisUrl, config.queuePrefix)
+      : undefined;
+    const signInThrottle = createSignInThrottle({ counter: failureCounter ?? createDatabaseFailureCounter(store.signIn, now), now });
     const metrics = createMetrics(
       {
         poolStats: () => db.poolStats(),
@@ -357,10 +374,14 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         };
       },
       dashboard: createDashboardService({ store, today, timeZone: config.timezone, lookupRetentionDays: config.lookupRetentionDays }),
-      sessions: createSessionService({ store }),
+      sessions: createSessionService({ store, now }),
+      now,
+      signIn,
+      signInThrottle,
       sessionSecret: () => resolveSessionSecret(config),
       async close() {
         await tokens.close();
+        await failureCounter?.close();
         await importQueue.close();
         await batchQueue.close();
         await importThread?.close();

@@ -36,3 +36,11 @@ export const resolveDocumentHashKey = (config: Config) =>
  */
 export const resolveSessionSecret = (config: Config) =>
   resolveSecret(config, config.sessionSecret, 'SESSION_SECRET', 'session-secret.key', 'server process');
+
+/**
+ * The key that seals secrets kept in the database (ENCRYPTION_KEY): TOTP keys and SSO client
+ * secrets. Resolved when a secret is first sealed or opened, so processes that never do (the
+ * worker, most admin commands) do not need it.
+ */
+export const resolveEncryptionKey = (config: Config) =>
+  resolveSecret(config, config.encryptionKey, 'ENCRYPTION_KEY', 'encryption.key', 'server process');

@@ -43,7 +43,7 @@ export async function createTestContext(
     logger?: Logger;
     /** The service's "today" (YYYY-MM-DD); default: the real date in APP_TIMEZONE. */
     today?: () => string;
-    /** The service's time (ms since the epoch) for hours and days (budgets, retention) and token expiry; default: the real time. */
+    /** The service's clock (ms since the epoch): hours and days (budgets, retention), token expiry, and sign-in (sessions, codes, reset links, throttling); default: the real time. */
     now?: () => number;
     /** Called right after each import chunk commits (0-based), before its progress is reported. */
     afterChunkCommit?: DepsOptions['afterChunkCommit'];
@@ -65,6 +65,7 @@ export async function createTestContext(
   const config = loadConfig({
     DOCUMENT_HASH_KEY: TEST_HASH_KEY,
     SESSION_SECRET: 'test-session-secret-0123456789abcdef0123',
+    ENCRYPTION_KEY: 'test-encryption-key-0123456789abcdef01234',
     LOG_LEVEL: 'silent',
     DATA_DIR: `/tmp/claims-test-${schema}`,
     ...(kind === 'postgres' ? { DATABASE_URL: url! } : {}),

@@ -54,14 +54,34 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
   return {
     /** A person and their company's name in one round trip (the per-request "who is signed in"). */
     async findSignedInUser(userId: string): Promise<SignedInUser | undefined> {
-      const rows = await db.query<{ id: string; email: string; role: UserRole; company_id: string | null; company_name: string | null }>(
-        `SELECT u.id, u.email, u.role, u.company_id, co.name AS company_name
+      const rows = await db.query<{
+        id: string;
+        email: string;
+        role: UserRole;
+        company_id: string | null;
+        company_name: string | null;
+        second_factor: boolean;
+        second_factor_required: boolean;
+      }>(
+        `SELECT u.id, u.email, u.role, u.company_id, co.name AS company_name,
+                u.totp_enabled_at IS NOT NULL AS second_factor,
+                (u.company_id IS NULL OR COALESCE(co.require_second_factor, false)) AS second_factor_required
            FROM users u LEFT JOIN companies co ON co.id = u.company_id
           WHERE u.id = $1 AND co.suspended_at IS NULL`,
         [userId],
       );
       const r = rows[0];
-      return r && { id: r.id, email: r.email, role: r.role, companyId: r.company_id, companyName: r.company_name };
+      return (
+        r && {
+          id: r.id,
+          email: r.email,
+          role: r.role,
+          companyId: r.company_id,
+          companyName: r.company_name,
+          secondFactor: r.second_factor,
+          secondFactorRequired: r.second_factor_required,
+        }
+      );
     },
 
     /** Claims of a company per calendar month of claim_date, from fromDate (a month's first day) to toDate. */

@@ -10,6 +10,7 @@ import { createImportLedgerRepository } from './import-ledger-repository';
 import { createIdempotencyRepository, createImportRepository } from './import-repository';
 import { createSessionRepository } from './session-repository';
 import { createPendingUploadRepository } from './upload-repository';
+import { createSignInRepository } from './sign-in-repository';
 import { createTokenRepository } from './token-repository';
 import { createWebhookRepository } from './webhook-repository';
 
@@ -23,6 +24,7 @@ function repositories(q: Queryable, soleSession = false) {
     ledger: createImportLedgerRepository(q),
     idempotency: createIdempotencyRepository(q),
     sessions: createSessionRepository(q),
+    signIn: createSignInRepository(q),
     dashboard: createDashboardRepository(q),
     webhooks: createWebhookRepository(q),
     alerts: createAlertRepository(q),

@@ -7,6 +7,15 @@ import type { Principal } from '../domain/principal';
 declare module 'fastify' {
   interface Session {
     userId?: string;
+    /** When the person signed in (the 8-hour limit) and last made a request (the idle limit), ms since 1970. */
+    signedInAt?: number;
+    lastSeen?: number;
+    /** Why the last sign-in ended by itself ('idle' or 'expired'): the sign-in page says so once. */
+    ended?: 'idle' | 'expired';
+    /** A sign-in half done: the password (or SSO) was right, a code or an enrolment is still due. */
+    pending?: { userId: string; step: 'code' | 'enrol'; at: number; next: string; method: 'password' | 'sso' };
+    /** An SSO sign-in under way at the company's provider: what its answer must match. */
+    sso?: { companyId: string; state: string; nonce: string; verifier: string; at: number; next: string };
     /** A received file waiting for "import it again?" (the same file was imported recently). */
     pendingImport?: ReceivedFile;
   }
@@ -18,9 +27,35 @@ declare module 'fastify' {
   }
 }
 
-export const SESSION_COOKIE = 'claims_session';
-/** A sign-in lasts 8 hours from the moment it was made (not extended by activity). */
+/**
+ * The session cookie: `__Host-claims_session` over TLS (Secure, Path=/, no Domain: no other host
+ * or subdomain can plant or read it); `claims_session` over plain HTTP (development, tests), where
+ * browsers refuse a `__Host-` cookie. Inside the server it always has the first name.
+ */
+export const SESSION_COOKIE = '__Host-claims_session';
+export const PLAIN_SESSION_COOKIE = 'claims_session';
+/** A sign-in lasts 8 hours from the moment it was made, however active. */
 export const SESSION_MAX_AGE_MS = 8 * 60 * 60 * 1000;
+/** A half-done sign-in (a code or an enrolment due) must be finished within this time. */
+export const PENDING_SIGN_IN_MS = 10 * 60 * 1000;
+
+/**
+ * The Cookie header as the session plugin should read it: over TLS only the `__Host-` cookie
+ * counts; over plain HTTP the plain one, under the `__Host-` name.
+ */
+export function sessionCookieHeader(header: string, tls: boolean): string {
+  const pairs = header.split(';').map((p) => p.trim());
+  const out: string[] = [];
+  for (const pair of pairs) {
+    const name = pair.slice(0, pair.indexOf('=')).trim();
+    if (name === SESSION_COOKIE) {
+      if (tls) out.push(pair);
+    } else if (name === PLAIN_SESSION_COOKIE) {
+      if (!tls) out.push(`${SESSION_COOKIE}=${pair.slice(pair.indexOf('=') + 1)}`);
+    } else if (pair) out.push(pair);
+  }
+  return out.join('; ');
+}
 
 export type CompanyUser = SignedInUser & { companyId: string; companyName: string };
 

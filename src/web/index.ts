@@ -13,7 +13,10 @@ import fastifyView from '@fastify/view';
 import { Eta } from 'eta';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
-import { SESSION_COOKIE, SESSION_MAX_AGE_MS } from './context';
+import { PLAIN_SESSION_COOKIE, SESSION_COOKIE, SESSION_MAX_AGE_MS, sessionCookieHeader } from './context';
+import { HSTS, sessionEnded, signOutOf } from './session-rules';
+import { securityRoutes } from './routes/security';
+import { ssoRoutes } from './routes/sso';
 import { webErrorHandler } from './errors';
 import { createFormatters, escapeHtml, fieldId } from './format';
 import { auditRoutes } from './routes/audit';
@@ -41,7 +44,7 @@ function assetVersion(dir: string): string {
 }
 
 /** Security headers for every dashboard response. No inline script or style is used anywhere. */
-const SECURITY_HEADERS = {
+export const SECURITY_HEADERS = {
   'content-security-policy':
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'",
@@ -86,12 +89,18 @@ export async function dashboardPlugin(app: FastifyInstance) {
     assets.get('/favicon.ico', async (_request, reply) => reply.redirect(`/assets/favicon.svg?v=${version}`, 301));
   });
 
+  const idleMs = deps.config.sessionIdleMinutes * 60_000;
   await app.register(async (pages) => {
+    // Before the cookie plugin parses it: over TLS only the __Host- cookie counts (context.ts).
+    pages.addHook('onRequest', async (request) => {
+      const header = request.headers.cookie;
+      if (header) request.headers.cookie = sessionCookieHeader(header, request.protocol === 'https');
+    });
     await pages.register(fastifyCookie);
     await pages.register(fastifySession, {
       secret,
       cookieName: SESSION_COOKIE,
-      store: createSessionStore(deps.sessions),
+      store: createSessionStore(deps.sessions, idleMs),
       saveUninitialized: false,
       rolling: false,
       // 'auto': Secure when the request came over HTTPS (X-Forwarded-Proto counts when TRUST_PROXY is on).
@@ -124,14 +133,50 @@ export async function dashboardPlugin(app: FastifyInstance) {
 
     pages.decorateRequest('webUser', null);
     pages.decorateRequest('alertCount', 0);
-    pages.addHook('onSend', async (_request, reply) => {
+    pages.addHook('onSend', async (request, reply) => {
+      // A page may only be stricter (the reset link's page sends no Referer at all).
+      const referrer = reply.getHeader('referrer-policy');
       reply.headers(SECURITY_HEADERS);
+      if (referrer === 'no-referrer') reply.header('referrer-policy', referrer);
       if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+      if (request.protocol === 'https') {
+        reply.header('strict-transport-security', HSTS);
+      } else {
+        // Over plain HTTP browsers refuse a __Host- cookie (it must be Secure): the plain name.
+        const set = reply.getHeader('set-cookie');
+        if (set !== undefined) {
+          const rename = (c: string) => (c.startsWith(`${SESSION_COOKIE}=`) ? PLAIN_SESSION_COOKIE + c.slice(SESSION_COOKIE.length) : c);
+          // reply.header() adds to Set-Cookie: remove the original first.
+          reply.removeHeader('set-cookie');
+          reply.header('set-cookie', Array.isArray(set) ? set.map((c) => rename(String(c))) : rename(String(set)));
+        }
+      }
     });
-    // Who is signed in: looked up again on every request, so a removed person is out at once.
+    // Who is signed in: looked up again on every request, so a removed person is out at once. A
+    // session idle for SESSION_IDLE_MINUTES, or 8 hours old, is signed out; a person who must
+    // have a second factor and has none is sent to set one up before anything else.
     pages.addHook('preHandler', async (request) => {
-      const userId = request.session?.userId;
-      request.webUser = userId ? ((await deps.dashboard.currentUser(userId)) ?? null) : null;
+      request.webUser = null;
+      const session = request.session;
+      const userId = session?.userId;
+      if (!userId) return;
+      const now = deps.now();
+      const ended = sessionEnded(session, now, idleMs);
+      if (ended) {
+        signOutOf(session);
+        session.ended = ended;
+        request.log.info({ userId, ended }, 'session ended');
+        return;
+      }
+      const user = await deps.dashboard.currentUser(userId);
+      if (user && user.secondFactorRequired && !user.secondFactor) {
+        signOutOf(session);
+        session.pending = { userId, step: 'enrol', at: now, next: '/', method: 'password' };
+        return;
+      }
+      request.webUser = user ?? null;
+      // Activity is written at most every 15 seconds (each write is a database round trip).
+      if (user && now - (session.lastSeen ?? 0) >= 15_000) session.lastSeen = now;
       // The navigation's count of alerts received in the last 7 days.
       const companyId = request.webUser?.companyId;
       if (companyId) request.alertCount = await deps.alerts.recentCount({ companyId });
@@ -144,6 +189,8 @@ export async function dashboardPlugin(app: FastifyInstance) {
     pages.setErrorHandler(webErrorHandler);
 
     await pages.register(authRoutes);
+    await pages.register(securityRoutes);
+    await pages.register(ssoRoutes);
     await pages.register(overviewRoutes);
     await pages.register(claimRoutes);
     await pages.register(tokenRoutes);

@@ -2,9 +2,10 @@ import fastifyCookie from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import type { Deps } from '../deps';
-import { SESSION_COOKIE, wantsJson } from './context';
+import { SESSION_COOKIE, sessionCookieHeader, wantsJson } from './context';
+import { sessionEnded } from './session-rules';
 
-type GuardDeps = Pick<Deps, 'sessions' | 'dashboard' | 'sessionSecret'>;
+type GuardDeps = Pick<Deps, 'sessions' | 'dashboard' | 'sessionSecret' | 'now' | 'config'>;
 
 /**
  * Who is signed in to the dashboard, for pages outside the dashboard's own plugin scope (Bull
@@ -21,17 +22,24 @@ export function createOperatorSessionCheck(deps: GuardDeps) {
   return async function signedIn(request: FastifyRequest): Promise<'operator' | 'company' | null> {
     const raw = request.headers.cookie;
     if (!raw) return null;
-    const signed = fastifyCookie.parse(raw)[SESSION_COOKIE];
+    const signed = fastifyCookie.parse(sessionCookieHeader(raw, request.protocol === 'https'))[SESSION_COOKIE];
     if (!signed) return null;
     const unsigned = fastifyCookie.unsign(signed, secret, 'sha256');
     if (!unsigned.valid || !unsigned.value) return null;
     const session = await deps.sessions.get(unsigned.value);
     const userId = session?.userId;
     if (typeof userId !== 'string') return null;
+    // The dashboard's rules: idle or 8 hours old is signed out.
+    const times = session as { signedInAt?: number; lastSeen?: number };
+    if (sessionEnded(times, deps.now(), deps.config.sessionIdleMinutes * 60_000)) return null;
     const user = await deps.dashboard.currentUser(userId);
     if (!user) return null;
-    if (user.role === 'operator') operators.set(request, { id: user.id, email: user.email });
-    return user.role === 'operator' ? 'operator' : 'company';
+    if (user.role !== 'operator') return 'company';
+    // An operator always needs a second factor: without one (a session from before it was
+    // required), the dashboard sends them to set it up first.
+    if (!user.secondFactor) return null;
+    operators.set(request, { id: user.id, email: user.email });
+    return 'operator';
   };
 }
 

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/domain/principal';
 import { claimBody, createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
+import { openMenu, signInAs } from './sign-in';
 import { launchChromium, type Browser } from './chromium';
 import { CLEAN, pageReport, WIDTHS } from './page-checks';
 
@@ -45,10 +46,7 @@ afterAll(async () => {
 async function signedInPage(): Promise<Page> {
   await browser.context.clearCookies();
   const page = await browser.context.newPage();
-  await page.goto(`${base}/login`);
-  await page.getByLabel('Email').fill(a.member.email);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signInAs(page, base, a.member.email, PASSWORD);
   await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
   return page;
 }
@@ -60,6 +58,7 @@ describe('the claims list in Chromium', { timeout: 60_000 }, () => {
     it(`filters, sorts, pages and exports at ${size.width} px`, async () => {
       const page = await signedInPage();
       await page.setViewportSize({ width: size.width, height: size.height });
+      await openMenu(page);
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Claims', exact: true }).click();
       await page.getByText('60 claims').waitFor();
       // Newest claim date first.

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/domain/principal';
 import { claimBody, createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
+import { signInAs } from './sign-in';
 import { launchChromium, type Browser } from './chromium';
 
 // Browser tests drive the pages end to end; they run once, in the pglite project (the security
@@ -35,9 +36,7 @@ afterAll(async () => {
 async function signIn(page: Page, email: string) {
   await page.goto(`${base}/`);
   await expect.poll(() => page.url()).toContain('/login');
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signInAs(page, base, email, PASSWORD);
   await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
 }
 

@@ -8,6 +8,7 @@ import { enqueueWebhookEvent } from '../../src/domain/webhooks/webhook-service';
 import { claimBody, createTestContext, type TestContext } from '../harness';
 import { csv, docNumber, futureDate, postImport, validRow } from '../import-helpers';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
+import { signInAs } from './sign-in';
 import { launchChromium, type Browser } from './chromium';
 import { CLEAN, headerHeight, pageReport, rowActions, WIDTHS } from './page-checks';
 
@@ -69,10 +70,7 @@ afterAll(async () => {
 async function signedInPage(email: string): Promise<Page> {
   await browser.context.clearCookies();
   const page = await browser.context.newPage();
-  await page.goto(`${base}/login`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signInAs(page, base, email, PASSWORD);
   await page.waitForURL((u) => !u.pathname.startsWith('/login'));
   return page;
 }

@@ -8,6 +8,7 @@ import { claimBody, createTestContext, type TestContext } from '../harness';
 import { csv, validRow } from '../import-helpers';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
 import { startReceiver } from '../webhooks/receiver';
+import { openMenu, signInAs } from './sign-in';
 import { launchChromium, type Browser } from './chromium';
 import { CLEAN, pageReport, WIDTHS } from './page-checks';
 
@@ -37,10 +38,7 @@ async function signedInPage(email: string, size: { width: number; height: number
   await browser.context.clearCookies();
   const page = await browser.context.newPage();
   await page.setViewportSize(size);
-  await page.goto(`${base}/login`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signInAs(page, base, email, PASSWORD);
   await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
   return page;
 }
@@ -63,6 +61,7 @@ describe('workflows in Chromium', { timeout: 90_000 }, () => {
       Object.assign(body.client, { date_of_birth: '1979-04-12', id_documents: [{ type: 'national_id', number }] });
       await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: other.auth, payload: body });
       const page = await signedInPage(own.member.email, size);
+      await openMenu(page);
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Search' }).click();
       const person = page.locator('section[aria-labelledby="person-h"]');
       await person.getByLabel('Date of birth').fill('1979-04-12');
@@ -73,6 +72,7 @@ describe('workflows in Chromium', { timeout: 90_000 }, () => {
       await page.getByRole('heading', { name: '1 claim for the person born 1979-04-12' }).waitFor();
       expect(await page.content()).not.toContain(number);
       await expectClean(page, phone);
+      await openMenu(page);
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Look-ups' }).click();
       const row = page.getByRole('region', { name: 'Look-ups' }).getByRole('row').nth(1);
       await row.getByText(`Case ${size.width}`).waitFor();

@@ -66,7 +66,7 @@ describe('docker-compose.yml', () => {
 
   it('has no default for a secret, pins every image, and builds on a supported Node LTS', () => {
     const text = fs.readFileSync(path.join(root, 'docker-compose.yml'), 'utf8');
-    for (const secret of ['POSTGRES_PASSWORD', 'MINIO_ROOT_PASSWORD', 'DOCUMENT_HASH_KEY', 'SESSION_SECRET']) {
+    for (const secret of ['POSTGRES_PASSWORD', 'MINIO_ROOT_PASSWORD', 'DOCUMENT_HASH_KEY', 'SESSION_SECRET', 'ENCRYPTION_KEY']) {
       const uses = [...text.matchAll(new RegExp(`\\$\\{${secret}(:?[-?=+])?([^}]*)\\}`, 'gu'))];
       expect(uses.length, secret).toBeGreaterThan(0);
       for (const use of uses) expect(use[1], `${secret} must be required (\${${secret}:?message}), not defaulted`).toBe(':?');

@@ -54,6 +54,7 @@ describe('loadConfig', () => {
       s3: undefined,
       importMaxBytes: 10_485_760,
       trustProxy: false,
+      sessionIdleMinutes: 30,
       rateLimitPerMinute: 6000,
       authFailuresPerMinute: 60,
       identityMismatchesPerHour: 100,
@@ -67,7 +68,7 @@ describe('loadConfig', () => {
       DATABASE_URL: 'postgres://app@db:5432/claims',
       APP_TIMEZONE: 'Europe/Vilnius',
       SEARCH_HISTORY_YEARS: '5',
-      TRUST_PROXY: 'true',
+      TRUST_PROXY: '10.0.0.5, 10.1.0.0/16',
       DOCUMENT_HASH_KEY: 'x'.repeat(32),
     });
     expect(config).toMatchObject({
@@ -75,7 +76,7 @@ describe('loadConfig', () => {
       databaseUrl: 'postgres://app@db:5432/claims',
       timezone: 'Europe/Vilnius',
       searchHistoryYears: 5,
-      trustProxy: true,
+      trustProxy: ['10.0.0.5', '10.1.0.0/16'],
       documentHashKey: 'x'.repeat(32),
     });
   });
@@ -99,6 +100,16 @@ describe('loadConfig', () => {
     expect(configError({ LOG_LEVEL: 'loud' })).toMatch(/LOG_LEVEL/);
     expect(configError({ DOCUMENT_HASH_KEY: 'short' })).toMatch(/DOCUMENT_HASH_KEY/);
     expect(configError({ TRUST_PROXY: 'maybe' })).toMatch(/TRUST_PROXY/);
+    // Never "everything": a client could then write its own address.
+    expect(configError({ TRUST_PROXY: 'true' })).toMatch(/TRUST_PROXY must be a hop count or the proxies' addresses, never "true"/u);
+    expect(configError({ TRUST_PROXY: '10.0.0.0/33' })).toMatch(/TRUST_PROXY/);
+    expect(configError({ SESSION_IDLE_MINUTES: '0' })).toMatch(/SESSION_IDLE_MINUTES/);
+  });
+
+  it('takes TRUST_PROXY as a hop count or a list of addresses', () => {
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
+    expect(loadConfig({ TRUST_PROXY: '::1,fd00::/8' }).trustProxy).toEqual(['::1', 'fd00::/8']);
+    expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
   });
 
   it('names every bad variable at once', () => {

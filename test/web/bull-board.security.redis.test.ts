@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestContext, type TestContext } from '../harness';
-import { companyWithPeople, PASSWORD, signedIn } from './web-client';
+import { companyWithPeople, PASSWORD, signedIn, WebClient } from './web-client';
 
 // Bull Board is mounted when imports run on BullMQ (REDIS_URL), which needs PostgreSQL.
 let ctx: TestContext;
@@ -51,6 +51,23 @@ describe('Bull Board at /admin/queues behind the operator sign-in', () => {
       headers: { accept: 'application/json', cookie: `claims_session=${cookie}` },
     });
     expect(after.statusCode).toBe(401);
+  });
+
+  it('keeps out an operator without a second factor: one half-way through setting it up, or one whose factor was removed', async () => {
+    const email = `operator-${randomBytes(3).toString('hex')}@registry.example`;
+    await ctx.deps.companies.createUser({ companyId: null, email, password: PASSWORD, role: 'operator' });
+    // The password was right, the set-up is due: Bull Board is not open yet.
+    const half = new WebClient(ctx.app);
+    await half.get('/login');
+    expect((await half.post('/login', { email, password: PASSWORD })).headers.location).toBe('/login/enrol');
+    expect((await half.get('/admin/queues')).statusCode).toBe(303);
+    expect((await half.get('/admin/queues/api/queues', { accept: 'application/json' })).statusCode).toBe(401);
+    // Signed in with a second factor, then the factor is gone (a session from before it was required).
+    const op = await signedIn(ctx, email);
+    expect((await op.get('/admin/queues/api/queues', { accept: 'application/json' })).statusCode).toBe(200);
+    await ctx.deps.db.query('UPDATE users SET totp_enabled_at = NULL WHERE lower(email) = lower($1)', [email]);
+    expect((await op.get('/admin/queues/api/queues', { accept: 'application/json' })).statusCode).toBe(401);
+    expect((await op.get('/operator')).headers.location).toBe('/login?next=%2Foperator');
   });
 
   it('keeps company people out: a browser is sent to the dashboard, which explains', async () => {

@@ -8,6 +8,10 @@ export type SignedInUser = {
   role: UserRole;
   companyId: string | null;
   companyName: string | null;
+  /** A second factor (TOTP) is set up and confirmed. */
+  secondFactor: boolean;
+  /** One is required: operators always, a company's people when the company requires it. */
+  secondFactorRequired: boolean;
 };
 
 /** What the claims list is narrowed to; every part optional, all of them combined. */

@@ -22,11 +22,26 @@ document.addEventListener('DOMContentLoaded', () => {
   for (const input of document.querySelectorAll('[data-select-on-focus]')) {
     input.addEventListener('focus', () => input.select());
   }
-  // On a phone the navigation is one scrolling strip: the current page's link is brought into view.
-  const current = document.querySelector('.main-nav [aria-current="page"]');
-  const strip = current && current.closest('.main-nav');
-  if (strip && strip.scrollWidth > strip.clientWidth) {
-    current.scrollIntoView({ block: 'nearest', inline: 'center' });
+  // On a phone the navigation folds behind a Menu button (a disclosure: aria-expanded on the
+  // button, the list shown or hidden). Without this script the list simply wraps, all of it shown.
+  const toggle = document.querySelector('.menu-toggle');
+  const nav = toggle && document.getElementById(toggle.getAttribute('aria-controls'));
+  if (toggle && nav) {
+    document.documentElement.classList.add('js-menu');
+    const setOpen = (open) => {
+      toggle.setAttribute('aria-expanded', String(open));
+      nav.classList.toggle('open', open);
+    };
+    toggle.addEventListener('click', () => setOpen(toggle.getAttribute('aria-expanded') !== 'true'));
+    nav.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape') {
+        setOpen(false);
+        toggle.focus();
+      }
+    });
+    toggle.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape') setOpen(false);
+    });
   }
   // After a failed form, move focus to the error summary (or the first invalid field).
   const focusTarget = document.querySelector('[data-focus]');

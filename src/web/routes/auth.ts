@@ -1,83 +1,131 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { safeNext, SESSION_COOKIE } from '../context';
+import { text, type FormBody } from '../forms';
+import { signOutOf } from '../session-rules';
 import { renderPage } from '../render';
+import { afterFirstFactor, completeSignIn, pendingSignIn, recordPerson, recordSignInEvent } from '../sign-in-flow';
+import { startSso } from './sso';
 
-/** Sign-in attempts per minute: per address and email, and per address whatever the email. */
-export const SIGN_IN_LIMITS = { perAddressAndEmail: 10, perAddress: 30, windowMs: 60_000 } as const;
+const emailOf = (body: unknown) => text(body as FormBody, 'email', 254).toLowerCase();
 
-type LoginBody = { email?: unknown; password?: unknown; next?: unknown };
-const emailOf = (body: unknown) => {
-  const email = (body as LoginBody | undefined)?.email;
-  return typeof email === 'string' ? email.trim().toLowerCase().slice(0, 254) : '';
+const ENDED = {
+  idle: (minutes: number) => `You were signed out after ${minutes} minutes without activity. Sign in again to go on.`,
+  expired: () => 'You were signed out: a sign-in lasts 8 hours. Sign in again to go on.',
 };
 
 export async function authRoutes(app: FastifyInstance) {
-  const perAddressAndEmail = app.createRateLimit({
-    max: SIGN_IN_LIMITS.perAddressAndEmail,
-    timeWindow: SIGN_IN_LIMITS.windowMs,
-    keyGenerator: (request) => `sign-in:${request.ip}:${emailOf(request.body)}`,
-  });
-  const perAddress = app.createRateLimit({
-    max: SIGN_IN_LIMITS.perAddress,
-    timeWindow: SIGN_IN_LIMITS.windowMs,
-    keyGenerator: (request) => `sign-in:${request.ip}`,
-  });
+  const { deps } = app;
 
-  /** Counts the attempt before the password is checked; over the limit, a friendly 429 page with Retry-After. */
-  async function limitSignIn(request: FastifyRequest, reply: FastifyReply) {
-    for (const limiter of [perAddressAndEmail, perAddress]) {
-      const result = await limiter(request);
-      if (!result.isAllowed && result.isExceeded) {
-        reply.header('retry-after', String(Math.max(1, result.ttlInSeconds)));
-        request.log.info('sign-in rate limit reached');
-        return renderPage(
-          reply,
-          'login',
-          {
-            email: emailOf(request.body),
-            next: safeNext((request.body as LoginBody | undefined)?.next),
-            error: `Too many sign-in attempts. Wait ${Math.max(1, result.ttlInSeconds)} seconds, then try again.`,
-          },
-          429,
-        );
-      }
-    }
+  /** Over the failure budget for this email or this address: a friendly 429 page with Retry-After. */
+  async function throttled(request: FastifyRequest, reply: FastifyReply, email: string, template: string, data: object) {
+    const wait = await deps.signInThrottle.blockedFor(email, request.ip);
+    if (wait === 0) return false;
+    reply.header('retry-after', String(wait));
+    request.log.info('sign-in throttled');
+    const minutes = Math.ceil(wait / 60);
+    await renderPage(
+      reply,
+      template,
+      { ...data, error: `Too many sign-in attempts. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again.` },
+      429,
+    );
+    return true;
   }
 
   app.get('/login', async (request, reply) => {
-    const next = safeNext((request.query as { next?: unknown }).next);
+    const q = request.query as FormBody;
+    const next = safeNext(q.next);
     if (request.webUser) return reply.redirect(next, 303);
-    const signedOut = (request.query as { signed_out?: unknown }).signed_out === '1';
-    return renderPage(reply, 'login', { email: '', next, error: null, notice: signedOut ? 'You have signed out.' : null });
+    const pending = pendingSignIn(request);
+    if (pending) return reply.redirect(pending.step === 'code' ? '/login/code' : '/login/enrol', 303);
+    const ended = request.session?.ended;
+    if (ended) delete request.session.ended;
+    const notice =
+      text(q, 'signed_out') === '1'
+        ? 'You have signed out.'
+        : text(q, 'reset') === '1'
+          ? 'Your new password is set. Sign in with it.'
+          : ended
+            ? ENDED[ended](deps.config.sessionIdleMinutes)
+            : null;
+    return renderPage(reply, 'login', { step: 'email', email: text(q, 'email', 254), next, error: null, notice });
   });
 
-  app.post('/login', { preHandler: [limitSignIn, app.csrfProtection] }, async (request, reply) => {
-    const body = (request.body ?? {}) as LoginBody;
-    const email = typeof body.email === 'string' ? body.email.slice(0, 254) : '';
-    const password = typeof body.password === 'string' ? body.password.slice(0, 200) : '';
+  /**
+   * The sign-in form. Its first step asks only for the email: an email of a domain with single
+   * sign-on goes to the company's provider, any other gets the password step. A form with both
+   * (the second step, or a script) signs in with the password, unless the company allows only SSO.
+   */
+  app.post('/login', { preHandler: app.csrfProtection }, async (request, reply) => {
+    const body = (request.body ?? {}) as FormBody;
+    const email = emailOf(body);
     const next = safeNext(body.next);
-    const user = email && password ? await app.deps.companies.signIn(email, password) : undefined;
+    const hasPassword = typeof body.password === 'string';
+    const password = hasPassword ? String(body.password).slice(0, 200) : '';
+    const page = { step: hasPassword ? 'password' : 'email', email, next };
+    if (!email) return renderPage(reply, 'login', { ...page, step: 'email', error: 'Enter your email address.' }, 422);
+    if (await throttled(request, reply, email, 'login', page)) return reply;
+    const sso = await deps.signIn.ssoForEmail(email);
+    if (!hasPassword) {
+      if (sso) return startSso(request, reply, sso, email, next);
+      return renderPage(reply, 'login', { ...page, step: 'password', error: null });
+    }
+    if (sso?.ssoOnly) {
+      await deps.signInThrottle.failed(email, request.ip);
+      await recordSignInEvent(request, 'person.sign_in_failed', { email });
+      return renderPage(
+        reply,
+        'login',
+        { ...page, step: 'email', error: 'Your company signs in only through its own sign-in page. Choose Continue to go there.' },
+        403,
+      );
+    }
+    const user = password ? await deps.companies.signIn(email, password) : undefined;
     if (!user) {
-      request.log.info('sign-in failed');
-      return renderPage(reply, 'login', { email, next, error: 'The email or password is not right. Check them and try again.' }, 401);
+      await deps.signInThrottle.failed(email, request.ip);
+      await recordSignInEvent(request, 'person.sign_in_failed', { email });
+      return renderPage(reply, 'login', { ...page, error: 'The email or password is not right. Check them and try again.' }, 401);
     }
-    if (user.company_id !== null && (await app.deps.companies.getCompany(user.company_id)).suspended_at !== null) {
-      request.log.info({ userId: user.id }, 'sign-in refused: company suspended');
-      const suspended =
-        "Your company's access to the registry is suspended by its operator, so nobody of your company can sign in. Its claims stay in the registry; ask the operator for the reason and to resume it.";
-      return renderPage(reply, 'login', { email, next, error: suspended }, 403);
+    return afterFirstFactor(request, reply, user, next, 'password');
+  });
+
+  /** The second step for a person with a second factor: a code from their app, or a recovery code. */
+  app.get('/login/code', async (request, reply) => {
+    const pending = pendingSignIn(request);
+    if (!pending || pending.step !== 'code') return reply.redirect('/login', 303);
+    return renderPage(reply, 'login-code', { title: 'Second factor', error: null });
+  });
+
+  app.post('/login/code', { preHandler: app.csrfProtection }, async (request, reply) => {
+    const pending = pendingSignIn(request);
+    if (!pending || pending.step !== 'code') return reply.redirect('/login', 303);
+    const user = await deps.companies.findUser(pending.userId);
+    if (!user) return reply.redirect('/login', 303);
+    if (await throttled(request, reply, user.email, 'login-code', { title: 'Second factor' })) return reply;
+    const code = text(request.body as FormBody, 'code', 64);
+    const used = code ? await deps.signIn.checkCode(user.id, code) : null;
+    if (!used) {
+      await deps.signInThrottle.failed(user.email, request.ip);
+      await recordSignInEvent(request, 'person.sign_in_failed', recordPerson(user));
+      return renderPage(
+        reply,
+        'login-code',
+        { title: 'Second factor', error: 'That code is not right, or was used already. Try the newest code from your app.' },
+        401,
+      );
     }
-    // A new session id at sign-in: an id planted before sign-in is worth nothing afterwards.
-    await request.session.regenerate();
-    request.session.userId = user.id;
-    request.log.info({ userId: user.id }, 'signed in');
-    return reply.redirect(user.role === 'operator' && next === '/' ? '/operator' : next, 303);
+    const target = completeSignIn(request, user, pending.next);
+    await recordSignInEvent(request, 'person.signed_in', recordPerson(user));
+    return reply.redirect(target, 303);
   });
 
   app.post('/logout', { preHandler: app.csrfProtection }, async (request, reply) => {
-    if (request.session && 'destroy' in request.session) await request.session.destroy();
-    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    if (request.session && 'destroy' in request.session) {
+      signOutOf(request.session);
+      await request.session.destroy();
+    }
+    reply.clearCookie(SESSION_COOKIE, { path: '/', secure: request.protocol === 'https' });
     return reply.redirect('/login?signed_out=1', 303);
   });
 }

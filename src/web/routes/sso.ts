@@ -1,0 +1,156 @@
+import { createHash } from 'node:crypto';
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import * as oidc from 'openid-client';
+
+import { renderPage } from '../render';
+import { SYSTEM_ACTOR } from '../../domain/audit/audit';
+import { afterFirstFactor, personEvent, recordPerson, recordSignInEvent } from '../sign-in-flow';
+
+/** An SSO sign-in must come back from the provider within this time. */
+const SSO_ROUND_TRIP_MS = 10 * 60 * 1000;
+/** A provider's discovered configuration is reused this long. */
+const DISCOVERY_TTL_MS = 5 * 60 * 1000;
+
+type Provider = { companyId: string; issuer: string; clientId: string; clientSecretSealed: string; clientSecret: () => string };
+
+const discovered = new Map<string, { at: number; config: Promise<oidc.Configuration> }>();
+
+/**
+ * The provider's configuration (openid-client's discovery: the issuer in its document must be
+ * the one configured). Plain http is allowed only where the settings allowed it: loopback issuers.
+ */
+function configurationOf(p: Provider, now: number): Promise<oidc.Configuration> {
+  const key = createHash('sha256').update(`${p.issuer}\0${p.clientId}\0${p.clientSecretSealed}`).digest('hex');
+  const hit = discovered.get(key);
+  if (hit && now - hit.at < DISCOVERY_TTL_MS) return hit.config;
+  const config = oidc.discovery(
+    new URL(p.issuer),
+    p.clientId,
+    undefined,
+    oidc.ClientSecretBasic(p.clientSecret()),
+    new URL(p.issuer).protocol === 'http:' ? { execute: [oidc.allowInsecureRequests], timeout: 10 } : { timeout: 10 },
+  );
+  discovered.set(key, { at: now, config });
+  config.catch(() => discovered.delete(key));
+  return config;
+}
+
+/** The address the provider sends people back to; the settings page shows it for registering at the provider. */
+export const redirectUriOf = (request: FastifyRequest) => `${request.protocol}://${request.host}/login/sso/callback`;
+
+async function failed(request: FastifyRequest, reply: FastifyReply, status: number, message: string, reason: string, email = '') {
+  request.log.info({ reason }, 'SSO sign-in refused');
+  await recordSignInEvent(request, 'person.sign_in_failed', { email: email || 'unknown (single sign-on)' });
+  if (email) await request.server.deps.signInThrottle.failed(email, request.ip);
+  return renderPage(reply, 'login', { step: 'email', email, next: '/', error: message, notice: null }, status);
+}
+
+/** Sends the person to their company's provider: authorization code with PKCE (S256), state and nonce kept in the session. */
+export async function startSso(request: FastifyRequest, reply: FastifyReply, provider: Provider, email: string, next: string) {
+  const now = request.server.deps.now();
+  let config: oidc.Configuration;
+  try {
+    config = await configurationOf(provider, now);
+  } catch (err) {
+    request.log.warn({ err, issuer: provider.issuer }, 'SSO provider discovery failed');
+    return renderPage(
+      reply,
+      'login',
+      { step: 'email', email, next, error: "Your company's sign-in page cannot be reached just now. Try again in a minute.", notice: null },
+      502,
+    );
+  }
+  const verifier = oidc.randomPKCECodeVerifier();
+  const state = oidc.randomState();
+  const nonce = oidc.randomNonce();
+  request.session.sso = { companyId: provider.companyId, state, nonce, verifier, at: now, next };
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: redirectUriOf(request),
+    scope: 'openid email',
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+    login_hint: email,
+  });
+  // A page that moves on at once, not a redirect: the sign-in form's Content-Security-Policy
+  // (form-action 'self') would stop a form submission redirected to another site.
+  return renderPage(reply, 'sso-redirect', { title: 'Signing in', url: url.href, host: new URL(provider.issuer).host });
+}
+
+export async function ssoRoutes(app: FastifyInstance) {
+  const { deps } = app;
+
+  /**
+   * The provider's answer. The state, the PKCE verifier and the nonce of this session's sign-in
+   * are used once (removed before anything else); openid-client checks the state, exchanges the
+   * code and checks the ID token's signature, issuer, audience, expiry and nonce.
+   */
+  app.get('/login/sso/callback', async (request, reply) => {
+    const pending = request.session.sso;
+    delete request.session.sso;
+    if (!pending || deps.now() - pending.at > SSO_ROUND_TRIP_MS) {
+      return failed(
+        request,
+        reply,
+        400,
+        'This sign-in has expired or was already used. Enter your email to start again.',
+        'sso_no_pending',
+      );
+    }
+    const provider = await deps.signIn.ssoForCompany(pending.companyId);
+    if (!provider) return failed(request, reply, 400, 'Single sign-on is no longer set up for your company.', 'sso_not_configured');
+    let email: string;
+    try {
+      const config = await configurationOf(provider, deps.now());
+      const current = new URL(request.url, redirectUriOf(request));
+      const tokens = await oidc.authorizationCodeGrant(config, current, {
+        pkceCodeVerifier: pending.verifier,
+        expectedState: pending.state,
+        expectedNonce: pending.nonce,
+        idTokenExpected: true,
+      });
+      const idToken = tokens.claims();
+      if (!idToken) throw new Error('no ID token');
+      // The email from the ID token, or else (as many providers put it there only) from the
+      // userinfo endpoint, for the ID token's subject.
+      const claims = (typeof idToken.email === 'string' ? idToken : await oidc.fetchUserInfo(config, tokens.access_token, idToken.sub)) as {
+        email?: unknown;
+        email_verified?: unknown;
+      };
+      if (typeof claims.email !== 'string' || claims.email_verified === false) {
+        return failed(
+          request,
+          reply,
+          403,
+          'Your provider did not give a verified email address, so you cannot be signed in.',
+          'sso_no_email',
+        );
+      }
+      email = claims.email.toLowerCase();
+    } catch (err) {
+      request.log.info(
+        { err: { name: (err as Error).name, code: (err as { code?: string }).code, message: (err as Error).message } },
+        'SSO answer refused',
+      );
+      return failed(request, reply, 401, 'Single sign-on did not succeed. Enter your email to start again.', 'sso_refused');
+    }
+    const person = await deps.signIn.ssoPerson(pending.companyId, email, (user) =>
+      // The first SSO sign-in of a person of a covered domain creates them: by the service itself.
+      ({ ...personEvent(request, 'person.created', recordPerson(user)), actor: SYSTEM_ACTOR }),
+    );
+    if (!person) {
+      return failed(
+        request,
+        reply,
+        403,
+        'Your email address is not one your company signs in with here. Ask your admin.',
+        'sso_not_covered',
+        email,
+      );
+    }
+    if (person.created) request.log.info({ userId: person.user.id }, 'person created at first SSO sign-in');
+    return afterFirstFactor(request, reply, person.user, pending.next, 'sso');
+  });
+}
