@@ -4,9 +4,12 @@ import { isoTime } from './columns';
 import type { Queryable } from './db';
 import { olderThan, positionParams, positionTs } from './keyset';
 
-const INSERT = `INSERT INTO audit_events
+const COLUMNS = 11;
+/** One INSERT of `n` events (one statement, whatever their number). */
+const insertOf = (n: number) => `INSERT INTO audit_events
   (id, company_id, action, actor_type, actor_id, actor_name, target_type, target_id, target_name, ip, request_id)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
+  VALUES ${Array.from({ length: n }, (_, i) => `(${Array.from({ length: COLUMNS }, (_c, j) => `$${i * COLUMNS + j + 1}`).join(', ')})`).join(', ')}`;
+const INSERT = insertOf(1);
 
 /**
  * One statement per filter combination (company or all, action or not), each keeping its own
@@ -65,8 +68,10 @@ const toEvent = (r: Row): AuditEvent & { position: AuditPosition } => ({
 /** The audit trail's table. Made on a transaction's connection, `record` writes in that transaction. */
 export function createAuditRepository(db: Queryable): AuditRepository {
   return {
-    async record(e: AuditEventInput): Promise<void> {
-      await db.query(INSERT, [
+    async record(events: AuditEventInput | readonly AuditEventInput[]): Promise<void> {
+      const list = Array.isArray(events) ? (events as readonly AuditEventInput[]) : [events as AuditEventInput];
+      if (list.length === 0) return;
+      const params = list.flatMap((e) => [
         newId(),
         e.companyId,
         e.action,
@@ -79,6 +84,7 @@ export function createAuditRepository(db: Queryable): AuditRepository {
         e.ip,
         e.requestId,
       ]);
+      await db.query(list.length === 1 ? INSERT : insertOf(list.length), params);
     },
 
     async list({ companyId, action, after, since, limit }) {

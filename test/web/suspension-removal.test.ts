@@ -74,6 +74,14 @@ describe('removing a person', () => {
     const removed = await admin.post(`/settings/people/${c.member.id}/remove`);
     expect(removed.headers.location).toBe('/settings/people?removed=1&revoked=1');
     expect((await claims(made.token)).statusCode).toBe(401);
+    // The token revoked with the person is on record as revoked, by the admin who removed them.
+    const revokedEvents = await ctx.deps.store.audit.list({ companyId: c.id, action: 'token.revoked', limit: 10 });
+    expect(revokedEvents).toEqual([
+      expect.objectContaining({
+        actor: expect.objectContaining({ type: 'person', id: c.admin.id }),
+        target: { type: 'token', id: made.id, name: 'member pipeline' },
+      }),
+    ]);
     // The company's other token goes on; the webhook stays, now the admin's.
     expect((await claims(c.token)).statusCode).toBe(200);
     expect(await ctx.deps.companies.madeBy(c.admin.id, c.id)).toMatchObject({ webhooks: [{ url: 'https://hooks.example.com/member' }] });

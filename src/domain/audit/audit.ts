@@ -115,11 +115,11 @@ export type AuditPosition = Position;
 /** What the audit trail needs from storage (src/db/audit-repository.ts implements it). */
 export interface AuditRepository {
   /**
-   * Records one event: one INSERT on the connection this repository was made with. Inside
+   * Records one event, or several in one statement: one INSERT on the connection this repository was made with. Inside
    * `store.transaction(async (tx) => ...)` that is the act's own transaction (`tx.audit.record`),
    * so the act and its event commit together or not at all.
    */
-  record(event: AuditEventInput): Promise<void>;
+  record(event: AuditEventInput | readonly AuditEventInput[]): Promise<void>;
   /**
    * Events newest first after `after`, at most `limit`: one company's (companyId a uuid) or every
    * company's and the operator's (companyId null, the operator's view), optionally one action.

@@ -1,4 +1,4 @@
-import { CLI_ACTOR, NO_ORIGIN, type AuditActor, type AuditOrigin, type AuditRepository } from '../audit/audit';
+import { CLI_ACTOR, NO_ORIGIN, type AuditAction, type AuditActor, type AuditOrigin, type AuditRepository } from '../audit/audit';
 import { isCompanyRole, type CompanyRepository, type UserRecord, type UserRole } from './company-repository';
 import { isUuid } from '../ids';
 import { AppError, validationError } from '../errors';
@@ -25,7 +25,7 @@ export function createCompanyService({ store, passwordHashCost, onTokensChanged 
   const record = (
     tx: CompanyTx,
     companyId: string | null,
-    action: Parameters<AuditRepository['record']>[0]['action'],
+    action: AuditAction,
     target: { type: string; id: string | null; name: string | null },
     by: ActBy,
   ) => {
@@ -129,6 +129,18 @@ export function createCompanyService({ store, passwordHashCost, onTokensChanged 
         person.company_id === null ? [] : await tx.companies.handOver(id, person.company_id, opts.heirId ?? null, opts.keepTokens ?? false);
       if (!(await tx.companies.deleteUser(id, companyId))) return undefined;
       await record(tx, person.company_id, 'person.removed', { type: 'person', id: person.id, name: person.email }, opts);
+      // Each token revoked with the person is an act of its own (one statement for all of them).
+      const origin = opts.origin ?? NO_ORIGIN;
+      await tx.audit.record(
+        gone.map((t) => ({
+          companyId: person.company_id,
+          action: 'token.revoked' as const,
+          actor: opts.actor ?? CLI_ACTOR,
+          target: { type: 'token', id: t.id, name: t.name },
+          ip: origin.ip,
+          requestId: origin.requestId,
+        })),
+      );
       return gone;
     });
     if (!revoked) throw new AppError('NOT_FOUND', 'Person not found.');
