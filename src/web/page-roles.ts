@@ -17,6 +17,14 @@ export const PAGE_ROLES: Readonly<Record<string, PageAccess>> = {
   'POST /login': 'public',
   'POST /logout': 'public',
   'GET /*': 'public',
+  // The steps of a sign-in: each checks the half-finished sign-in its session holds.
+  'GET /login/code': 'public',
+  'POST /login/code': 'public',
+  'GET /login/enrol': 'public',
+  'POST /login/enrol': 'public',
+  'GET /login/sso/callback': 'public',
+  'GET /reset/:token': 'public',
+  'POST /reset/:token': 'public',
 
   // A viewer reads: claims, claim pages, searches, look-ups, alerts, quality, who has access.
   'GET /': 'viewer',
@@ -24,6 +32,7 @@ export const PAGE_ROLES: Readonly<Record<string, PageAccess>> = {
   'GET /claims/export.csv': 'viewer',
   'GET /claims/:id': 'viewer',
   'GET /search': 'viewer',
+  'POST /search': 'viewer',
   'POST /search/person': 'viewer',
   'GET /lookups': 'viewer',
   'GET /alerts': 'viewer',
@@ -36,6 +45,12 @@ export const PAGE_ROLES: Readonly<Record<string, PageAccess>> = {
   'GET /lookups/batch/:id/results.csv': 'viewer',
   'GET /settings': 'viewer',
   'GET /settings/people': 'viewer',
+  // One's own sign-in: everyone (the operator too).
+  'GET /settings/security': 'viewer',
+  'POST /settings/security/password': 'viewer',
+  'POST /settings/security/second-factor': 'viewer',
+  'POST /settings/security/second-factor/confirm': 'viewer',
+  'POST /settings/security/second-factor/disable': 'viewer',
 
   // A member also enters claims, changes statuses, uploads imports and batch look-ups.
   'GET /claims/new': 'member',
@@ -62,6 +77,11 @@ export const PAGE_ROLES: Readonly<Record<string, PageAccess>> = {
   'POST /settings/webhooks/:id/test': 'admin',
   'GET /settings/webhooks/:id/delete': 'admin',
   'POST /settings/webhooks/:id/delete': 'admin',
+  'POST /settings/people/:id/reset': 'admin',
+  'GET /settings/sign-in': 'admin',
+  'POST /settings/sign-in/second-factor': 'admin',
+  'POST /settings/sign-in/sso': 'admin',
+  'POST /settings/sign-in/sso/remove': 'admin',
   'GET /settings/audit': 'admin',
   'GET /settings/audit/export.csv': 'admin',
 
@@ -74,6 +94,10 @@ export const PAGE_ROLES: Readonly<Record<string, PageAccess>> = {
   'POST /operator/companies/:id/people/:personId/remove': 'operator',
   'POST /operator/companies/:id/suspend': 'operator',
   'POST /operator/companies/:id/resume': 'operator',
+  'GET /operator/companies/:id/sign-in': 'operator',
+  'POST /operator/companies/:id/sign-in/second-factor': 'operator',
+  'POST /operator/companies/:id/sign-in/sso': 'operator',
+  'POST /operator/companies/:id/sign-in/sso/remove': 'operator',
   'GET /operator/audit': 'operator',
   'GET /operator/quality': 'operator',
 };
