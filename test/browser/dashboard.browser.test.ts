@@ -145,7 +145,7 @@ describe('dashboard in Chromium', { timeout: 60_000 }, () => {
       ),
     ).toBe('Skip to main content');
     let reached = false;
-    for (let i = 0; i < 30 && !reached; i++) {
+    for (let i = 0; i < 60 && !reached; i++) {
       await page.keyboard.press('Tab');
       reached = await page.getByRole('button', { name: 'Create Token' }).evaluate((el: unknown) => {
         const doc = (globalThis as unknown as { document: { activeElement: unknown } }).document;

@@ -138,7 +138,8 @@ describe('the navigation on a phone (390 px)', { timeout: 120_000 }, () => {
       ['Plate file', '/lookups/batch'],
       ['Quality', '/quality'],
       ['Import', '/imports'],
-      ['Settings', '/settings/tokens'],
+      // A member's Settings opens People (API tokens are for admins).
+      ['Settings', '/settings/people'],
     ];
     for (const [name, path] of pages) {
       // By keyboard: focus the button, Enter opens, Tab to the link, Enter follows it.
@@ -171,7 +172,7 @@ describe('the navigation on a phone (390 px)', { timeout: 120_000 }, () => {
     expect(await toggle.getAttribute('aria-expanded')).toBe('false');
     expect(await toggle.evaluate((el) => el === (el.ownerDocument as unknown as { activeElement: unknown }).activeElement)).toBe(true);
     // The settings pages (Security among them) are one step further, in the settings menu.
-    await page.goto(`${base}/settings/tokens`);
+    await page.goto(`${base}/settings/people`);
     await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Security' }).click();
     await page.waitForURL((u) => u.pathname === '/settings/security');
     // Without the page script, the whole list is shown, wrapped, and still no sideways scrolling.
