@@ -1,10 +1,8 @@
-import { Readable } from 'node:stream';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears } from '../../src/domain/dates';
 import { addDays, claimBody, createTestContext, submitClaim, type Company, type TestContext } from '../harness';
-import { csv, docNumber, plate, postImport, validRow } from '../import-helpers';
+import { csv, docNumber, plate, postImport, validRow, recordImport } from '../import-helpers';
 import { companyWithPeople, signedIn } from '../web/web-client';
 
 /**
@@ -29,25 +27,6 @@ const alertsOf = async (company: Company, query = '') => {
   return res.json<{ data: Record<string, unknown>[]; meta: { next_cursor: string | null } }>();
 };
 const fromDate = () => minusYears(today(), ctx.deps.config.searchHistoryYears);
-
-/** Stores the file and records the import (queued) without a job, so a test runs it itself. */
-async function recordImport(company: Company, content: string): Promise<string> {
-  const principal = { companyId: company.id, companyName: company.name, tokenId: null, userId: null };
-  const file = await ctx.deps.imports.receive(principal, {
-    fileName: 'claims.csv',
-    stream: Readable.from([Buffer.from(content)]),
-    truncated: () => false,
-  });
-  await ctx.deps.store.imports.insert({
-    id: file.importId,
-    companyId: company.id,
-    fileName: file.fileName,
-    objectKey: file.objectKey,
-    sizeBytes: file.size,
-    rowsTotal: file.dataRows,
-  });
-  return file.importId;
-}
 
 describe('match alerts for a claim stored through the API', () => {
   it('tells each other company whose claim shares the plate or the person, with the new claim as a plate search shows it', async () => {
@@ -252,7 +231,7 @@ describe('match alerts for an import', () => {
     const mine = [];
     for (const p of plates) mine.push(await submitClaim(ctx, told, { vehicle_registration: p }));
     const rows = [...plates.map((p) => validRow({ vehicle_registration: p })), validRow(), validRow({ vehicle_registration: plates[0] })];
-    const id = await recordImport(importer, csv(rows));
+    const id = await recordImport(ctx, importer, csv(rows));
     let seenWhileRunning: number | undefined;
     const outcome = await ctx.deps.imports.process(id, {
       onProgress: async (p) => {
@@ -290,7 +269,7 @@ describe('match alerts for an import', () => {
     await submitClaim(ctx, told, { vehicle_registration: p });
     const rows = [validRow({ vehicle_registration: p }), validRow({ vehicle_registration: p }), validRow({ vehicle_registration: p })];
 
-    const cancelled = await recordImport(importer, csv(rows));
+    const cancelled = await recordImport(ctx, importer, csv(rows));
     const outcome = await ctx.deps.imports.process(cancelled, {
       onProgress: async (pr) => {
         if (pr.rows_done === 2) {
@@ -300,7 +279,7 @@ describe('match alerts for an import', () => {
     });
     expect(outcome.status).toBe('cancelled');
 
-    const failed = await recordImport(importer, csv(rows));
+    const failed = await recordImport(ctx, importer, csv(rows));
     await expect(
       ctx.deps.imports.process(failed, {
         onProgress: async () => {
