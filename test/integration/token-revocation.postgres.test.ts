@@ -4,7 +4,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestContext, TEST_HASH_KEY, type TestContext } from '../harness';
+import { createTestContext, TEST_HASH_KEY, TEST_LIMITS, type TestContext } from '../harness';
 import { answering, freePort, kill, ROOT, startScript, until, type Child } from '../processes';
 import { companyWithPeople, httpApp, PASSWORD, WebClient } from '../web/web-client';
 
@@ -37,6 +37,8 @@ describe('a revoked token, with two server processes on one database', () => {
         HOST: '127.0.0.1',
         PORT: String(port),
         LOG_LEVEL: 'warn',
+        // Revoked tokens are failed authentications: the limits stay on, out of this test's reach.
+        ...TEST_LIMITS,
       },
       { logFile },
     );
