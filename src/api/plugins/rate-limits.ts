@@ -114,7 +114,8 @@ export const rateLimitsPlugin = fp(
     let redis: Redis | undefined;
     if (config.redisUrl) {
       const { Redis: RedisClient } = await import('ioredis');
-      redis = new RedisClient(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+      // No offline queue: while Redis is unreachable a count fails at once and is skipped (skipOnError below).
+      redis = new RedisClient(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false, lazyConnect: false });
       redis.on('error', (err) => app.log.warn({ err }, 'rate limit counters: Redis error'));
       app.addHook('onClose', async () => {
         await redis!.quit().catch(() => redis!.disconnect());
@@ -123,6 +124,9 @@ export const rateLimitsPlugin = fp(
     const counters = countingStore(redis, `${config.queuePrefix}:rate-limit:`);
     await app.register(rateLimit, {
       global: false,
+      // Redis unreachable: the counters are skipped (logged by the client) rather than every
+      // request answered 500; the limits hold again as soon as it answers.
+      skipOnError: true,
       store: class {
         constructor() {
           return counters;
@@ -191,7 +195,14 @@ export const rateLimitsPlugin = fp(
         const max = limitOf(request.principal.companyId);
         if (max === 0) return;
         const key = `token:${request.principal.tokenId ?? request.principal.userId}`;
-        const r = await counters.takeMany(key, n, max);
+        let r: Counted & { taken: boolean };
+        try {
+          r = await counters.takeMany(key, n, max);
+        } catch (err) {
+          // As the other limiters (skipOnError): an unreachable Redis does not refuse the batch.
+          request.log.warn({ err }, 'rate limit counters unavailable; the batch is not counted');
+          return;
+        }
         const reset = Math.ceil(r.ttl / 1000);
         setHeaders(reply, max, max - r.current, reset);
         if (r.taken) return;
