@@ -100,7 +100,18 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
       if (raw !== 'default' && !/^\d{1,9}$/u.test(raw))
         throw new UsageError('--per-minute must be a whole number (0: no limit) or "default".');
       const perMinute = raw === 'default' ? null : Number(raw);
-      await deps.store.companies.setRateLimit(companyId, perMinute);
+      // An administrative act: the limit and its audit event commit together.
+      await deps.store.transaction(async (tx) => {
+        await tx.companies.setRateLimit(companyId, perMinute);
+        await tx.audit.record({
+          companyId,
+          action: 'company.settings_changed',
+          actor: CLI_ACTOR,
+          target: { type: 'company', id: companyId, name: `rate limit: ${perMinute === null ? 'default' : `${perMinute} a minute`}` },
+          ip: null,
+          requestId: null,
+        });
+      });
       const effective = perMinute ?? deps.config.rateLimitPerMinute;
       return {
         json: { company_id: companyId, per_minute: perMinute, effective_per_minute: effective },

@@ -57,6 +57,12 @@ describe('admin CLI (embedded database)', () => {
         expect(await db.query('SELECT per_minute FROM company_rate_limits WHERE company_id = $1', [company().id])).toEqual([
           { per_minute: 120 },
         ]);
+        // An administrative act: on record, by the command line.
+        expect(
+          await db.query("SELECT actor_name, target_name FROM audit_events WHERE company_id = $1 AND action = 'company.settings_changed'", [
+            company().id,
+          ]),
+        ).toEqual([{ actor_name: 'command line', target_name: 'rate limit: 120 a minute' }]);
       } finally {
         await db.close();
       }
