@@ -1,6 +1,6 @@
 /**
  * What the HTTP benchmarks on an existing, seeded database share (bench/alerts-quality.ts,
- * bench/plate-batch.ts): starting the service's own processes on 127.0.0.1, their memory, a
+ * bench/lookup-batch.ts): starting the service's own processes on 127.0.0.1, their memory, a
  * throw-away API token, and keeping the daily retention run out of the measured window.
  */
 import { spawn, type ChildProcess } from 'node:child_process';

@@ -261,9 +261,9 @@ async function largeFileWorkerMemory() {
         while (status === 'queued' || status === 'processing') {
           await new Promise((r) => setTimeout(r, 500));
           sampled = Math.max(sampled, peakRss(worker.pid!));
-          status = (await s.deps.store.imports.findById(id))!.status;
+          status = (await s.deps.repos.imports.findById(id))!.status;
         }
-        const run = (await s.deps.store.imports.findById(id))!;
+        const run = (await s.deps.repos.imports.findById(id))!;
         const seconds = (performance.now() - started) / 1000;
         console.log(
           `   upload ${((uploaded - started) / 1000).toFixed(1)} s; import ${run.status} after ${seconds.toFixed(1)} s: ` +

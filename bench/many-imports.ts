@@ -168,7 +168,7 @@ async function withStack<T>(companies: number, storageEnv: Record<string, string
       await printed(worker, 'import worker ready');
     }
     const status = async (id: string) => {
-      const run = (await deps.store.imports.findById(id))!;
+      const run = (await deps.repos.imports.findById(id))!;
       const at = (s: string) => run.history.find((h) => h.status === s)?.at;
       return { status: run.status, imported: run.imported, queued: at('queued')!, started: at('processing'), done: at(run.status) };
     };

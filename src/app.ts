@@ -259,7 +259,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     try {
-      await deps.store.ping();
+      await deps.repos.ping();
     } catch {
       return reply.status(503).send({ status: 'unavailable', message: 'The database is not reachable.' });
     }

@@ -7,11 +7,11 @@ import { isDatabaseUnavailable, isDiskFull, openDb, type Db } from './db/db';
 import { createDiskFullReporter } from './disk-full';
 import { importJobCounts } from './db/metrics-repository';
 import { migrate } from './db/migrate';
-import { createPlateBatchRepository } from './db/plate-batch-repository';
+import { createLookupBatchRepository } from './db/lookup-batch-repository';
 import { createQualityRepository } from './db/quality-repository';
 import { createRegistryRepository } from './db/registry-repository';
 import { createSearchRepository, hostOf, routeSearches } from './db/search-repository';
-import { createStore, type StoreTx } from './db/store';
+import { createRepositories, type RepositoriesTx } from './db/repositories';
 import { createAlertService } from './domain/alerts/alert-service';
 import { createAuditService } from './domain/audit/audit-service';
 import { createClaimService } from './domain/claims/claim-service';
@@ -25,7 +25,7 @@ import { createIdempotencyService } from './domain/idempotency/idempotency-servi
 import { createImportClaimWriter } from './domain/imports/claim-writer';
 import { announceImportOutcome } from './domain/imports/import-events';
 import { createImportService, type ImportQueue } from './domain/imports/import-service';
-import { createPlateBatchService } from './domain/lookups/plate-batch';
+import { createLookupBatchService } from './domain/lookups/lookup-batch';
 import { createQualityService } from './domain/quality/quality';
 import { createLookupJournal } from './domain/registry/lookup-journal';
 import { createRegistryService } from './domain/registry/registry-service';
@@ -43,7 +43,7 @@ import { sweepFiles } from './domain/storage';
 import { importCsvProcessor } from './workers/import-csv.processor';
 import { startImportThread } from './workers/import-thread';
 import { createInProcessImportQueue } from './workers/in-process-runner';
-import { createInProcessBatchQueue } from './workers/plate-batch-runner';
+import { createInProcessBatchQueue } from './workers/lookup-batch-runner';
 import type { BullImportQueue } from './workers/queues';
 import { sendOnce, startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
 
@@ -105,9 +105,9 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
   let searchDb: Db | undefined;
   try {
     await migrate(db);
-    const store = createStore(db);
+    const repos = createRepositories(db);
     // A process started with another key would silently stop matching anyone: refuse instead.
-    const stored = await store.meta.setOnce('document_hash_key_fingerprint', keyFingerprint(key));
+    const stored = await repos.meta.setOnce('document_hash_key_fingerprint', keyFingerprint(key));
     if (stored !== keyFingerprint(key)) {
       throw new StartupError('DOCUMENT_HASH_KEY does not match the key this database was created with; refusing to start.');
     }
@@ -161,14 +161,14 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       ? undefined
       : createLoggedPlateSearches({
           lanes: 1,
-          run: (batch) => store.claims.searchByPlateLogged(batch),
+          run: (batch) => repos.claims.searchByPlateLogged(batch),
           passThrough: isDatabaseUnavailable,
           onError: (err) => {
             if (!isDatabaseUnavailable(err)) log.error({ err }, 'could not run a batch of plate searches; they were answered 503');
           },
         });
     const claims = createClaimService({
-      store,
+      repos,
       hashDocument,
       today,
       searchHistoryYears: config.searchHistoryYears,
@@ -183,16 +183,16 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     const configuredStorage = createObjectStore(config);
     const storage = options.storage ? options.storage(configuredStorage) : configuredStorage;
     const audit = createAuditService({
-      audit: store.audit,
+      audit: repos.audit,
       retentionDays: config.auditRetentionDays,
       ...(options.now ? { now: options.now } : {}),
     });
     const registry = createRegistryService({
-      auditTrail: { purge: () => audit.purge(), record: (event) => store.audit.record(event) },
+      auditTrail: { purge: () => audit.purge(), record: (event) => repos.audit.record(event) },
       registry: registryRepository,
       // The daily purge also removes uploaded files whose import or batch has ended (or that have none).
       sweepFiles: () =>
-        sweepFiles(storage, (objects, orphanBefore) => store.imports.endedObjects(objects, orphanBefore), {
+        sweepFiles(storage, (objects, orphanBefore) => repos.imports.endedObjects(objects, orphanBefore), {
           orphanAfterMs: ORPHAN_FILE_AFTER_MS,
         }),
       ...(searches ? { searches } : {}),
@@ -220,15 +220,15 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       : createInProcessImportQueue({ concurrency: config.workerConcurrency, attempts: config.importAttempts, log });
     // Batch plate look-ups: a job per file, on BullMQ with REDIS_URL (the worker runs it), else in this process.
     const batchQueue = config.redisUrl
-      ? (await import('./workers/plate-batch-queue')).createBullBatchQueue({
+      ? (await import('./workers/lookup-batch-queue')).createBullBatchQueue({
           url: config.redisUrl,
           prefix: config.queuePrefix,
           attempts: config.importAttempts,
           log,
         })
       : createInProcessBatchQueue({ attempts: config.importAttempts, log });
-    const plateBatches = createPlateBatchService({
-      batches: createPlateBatchRepository(db),
+    const lookupBatches = createLookupBatchService({
+      batches: createLookupBatchRepository(db),
       storage,
       queue: batchQueue,
       today,
@@ -240,11 +240,11 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       },
       whileChunkWrites: options.whileChunkWrites,
     });
-    if (batchQueue.kind === 'in-process') batchQueue.start(plateBatches);
-    const imports = createImportService<StoreTx>({
-      store,
+    if (batchQueue.kind === 'in-process') batchQueue.start(lookupBatches);
+    const imports = createImportService<RepositoriesTx>({
+      repos,
       // PostgreSQL looks the next chunk up beside the one being written; PGlite has one session.
-      writeClaims: createImportClaimWriter(claims, db.kind === 'postgres' ? store.claims : undefined),
+      writeClaims: createImportClaimWriter(claims, db.kind === 'postgres' ? repos.claims : undefined),
       documentsOf: claims.documentsOf,
       storage,
       queue: importQueue satisfies ImportQueue,
@@ -271,7 +271,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       ...(options.whileChunkWrites ? { whileChunkWrites: options.whileChunkWrites } : {}),
     });
     const tokens = createTokenService({
-      store,
+      repos,
       sharedDatabase: db.kind === 'postgres',
       onUsageError: (err) => log.warn({ err }, 'could not record the last use of API tokens; will try again'),
       maxLifetimeDays: config.tokenMaxLifetimeDays,
@@ -279,7 +279,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     });
     let sealer: Sealer | undefined;
     const signIn = createSignInService({
-      store,
+      repos,
       sealer: () => (sealer ??= createSealer(resolveEncryptionKey(config))),
       now,
       passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost,
@@ -288,7 +288,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     const failureCounter = config.redisUrl
       ? (await import('./workers/redis-failure-counter')).createRedisFailureCounter(config.redisUrl, config.queuePrefix)
       : undefined;
-    const signInThrottle = createSignInThrottle({ counter: failureCounter ?? createDatabaseFailureCounter(store.signIn, now), now });
+    const signInThrottle = createSignInThrottle({ counter: failureCounter ?? createDatabaseFailureCounter(repos.signIn, now), now });
     const metrics = createMetrics(
       {
         poolStats: () => db.poolStats(),
@@ -317,7 +317,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     /** Starts delivering the webhook outbox from this process (once). */
     const startWebhookDelivery = () => {
       deliverer ??= startWebhookDeliverer({
-        webhooks: store.webhooks,
+        webhooks: repos.webhooks,
         allowPrivate: config.webhookAllowPrivate,
         retrySchedule: config.webhookRetrySchedule,
         timeoutMs: config.webhookTimeoutSeconds * 1000,
@@ -329,14 +329,14 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     return {
       config,
       db,
-      store,
+      repos,
       today,
       claims,
       registry,
       lookupJournal,
       tokens,
       companies: createCompanyService({
-        store,
+        repos,
         passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost,
         onTokensChanged: () => tokens.forget(),
       }),
@@ -345,20 +345,20 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       imports,
       metrics,
       diskFull,
-      alerts: createAlertService({ alerts: store.alerts }),
+      alerts: createAlertService({ alerts: repos.alerts }),
       audit,
-      plateBatches,
+      lookupBatches,
       batchQueue,
       quality: createQualityService({ quality: createQualityRepository(db), timeZone: config.timezone }),
       webhooks: createWebhookService({
-        webhooks: store.webhooks,
-        transaction: (fn) => store.transaction(fn),
+        webhooks: repos.webhooks,
+        transaction: (fn) => repos.transaction(fn),
         allowPrivate: config.webhookAllowPrivate,
         sendOnce: (d) => sendOnce(d, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutSeconds * 1000 }),
       }),
       startImportRunner,
       startWebhookDelivery,
-      idempotency: createIdempotencyService({ store }),
+      idempotency: createIdempotencyService({ repos }),
       /**
        * Import queue health for the operator: BullMQ's job counts, or the in-process runner's own
        * (waiting and running now, failed for good since the server started).
@@ -373,8 +373,8 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
           failed: c.failed ?? 0,
         };
       },
-      dashboard: createDashboardService({ store, today, timeZone: config.timezone, lookupRetentionDays: config.lookupRetentionDays }),
-      sessions: createSessionService({ store, now }),
+      dashboard: createDashboardService({ repos, today, timeZone: config.timezone, lookupRetentionDays: config.lookupRetentionDays }),
+      sessions: createSessionService({ repos, now }),
       now,
       signIn,
       signInThrottle,

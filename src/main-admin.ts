@@ -101,7 +101,7 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
         throw new UsageError('--per-minute must be a whole number (0: no limit) or "default".');
       const perMinute = raw === 'default' ? null : Number(raw);
       // An administrative act: the limit and its audit event commit together.
-      await deps.store.transaction(async (tx) => {
+      await deps.repos.transaction(async (tx) => {
         await tx.companies.setRateLimit(companyId, perMinute);
         await tx.audit.record({
           companyId,

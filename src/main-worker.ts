@@ -12,7 +12,7 @@ import { createLogger } from './logger';
 import { serveMetrics } from './metrics';
 import { createHeapTrim, exposeGc, IMPORT_WORKER_HEAP_GROWTH_BYTES } from './workers/heap-trim';
 import { startImportWorker } from './workers/import-worker';
-import { startBatchWorker } from './workers/plate-batch-queue';
+import { startBatchWorker } from './workers/lookup-batch-queue';
 import { checkEvictionPolicy } from './workers/queues';
 
 /**
@@ -47,7 +47,7 @@ export async function runWorker(hooks: Pick<DepsOptions, 'afterChunkCommit' | 'b
     whileChunkWrites: trimHeap,
   });
   const worker = startImportWorker(deps, config, logger);
-  const batchWorker = startBatchWorker(deps.plateBatches, config, logger);
+  const batchWorker = startBatchWorker(deps.lookupBatches, config, logger);
   startRetentionSchedule(deps.registry, logger);
   // The workers deliver the webhook outbox when imports run on BullMQ.
   deps.startWebhookDelivery();

@@ -127,7 +127,7 @@ export async function recordImport(ctx: TestContext, company: Company, content: 
     stream: Readable.from([Buffer.from(content)]),
     truncated: () => false,
   });
-  await ctx.deps.store.imports.insert({
+  await ctx.deps.repos.imports.insert({
     id: file.importId,
     companyId: company.id,
     fileName: file.fileName,

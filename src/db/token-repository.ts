@@ -1,5 +1,5 @@
 import type { TokenScope } from '../domain/tokens/scopes';
-import type { TokenGrant, TokenRecord, TokenStore } from '../domain/tokens/token-service';
+import type { TokenGrant, TokenRecord, TokenRepositoryPort } from '../domain/tokens/token-service';
 import type { TokenUse } from '../domain/tokens/usage-recorder';
 import { newId } from '../domain/ids';
 import type { Queryable } from './db';
@@ -21,7 +21,7 @@ export const bumpRevocationVersion = (source: string, param: string) =>
 const TOKEN_COLUMNS = `id, company_id, name, token_prefix, scopes, ${isoTime('created_at')} AS created_at,
   ${isoTime('expires_at')} AS expires_at, ${isoTime('last_used_at')} AS last_used_at, ${isoTime('revoked_at')} AS revoked_at, created_by_user_id`;
 
-export function createTokenRepository(db: Queryable): TokenStore {
+export function createTokenRepository(db: Queryable): TokenRepositoryPort {
   return {
     async insert(t: {
       companyId: string;

@@ -51,7 +51,7 @@ async function recordQueueActs(scope: FastifyInstance): Promise<void> {
     const operator = operatorOf(request);
     const params = (request.params ?? {}) as { queueName?: string; jobId?: string; queueStatus?: string };
     const origin = auditOrigin(request);
-    await scope.deps.store.audit.record({
+    await scope.deps.repos.audit.record({
       companyId: null,
       action: queueActionOf(request.routeOptions.url ?? ''),
       actor: operator ? operatorActor(operator) : { type: 'operator', id: null, name: 'operator' },

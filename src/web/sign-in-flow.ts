@@ -56,7 +56,7 @@ export async function recordSignInEvent(
   const { deps } = request.server;
   const known: EventPerson =
     'id' in person ? person : ((await deps.signIn.personByEmail(person.email)) ?? { id: null, email: person.email, companyId: null });
-  await deps.store.transaction((tx) => recordAudit(tx, personEvent(request, action, known)));
+  await deps.repos.transaction((tx) => recordAudit(tx, personEvent(request, action, known)));
   request.log.info({ event: action, userId: known.id }, action);
 }
 

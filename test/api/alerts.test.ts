@@ -184,7 +184,7 @@ describe('match alerts for a claim stored through the API', () => {
     const mine = await submitClaim(ctx, a, { vehicle_registration: p });
     const theirs = await submitClaim(ctx, b, { vehicle_registration: p });
     for (const ids of [[theirs.id], [mine.id], [theirs.id, mine.id]]) {
-      expect(await ctx.deps.store.transaction((tx) => tx.alerts.matchClaims(ids, fromDate()))).toBe(0);
+      expect(await ctx.deps.repos.transaction((tx) => tx.alerts.matchClaims(ids, fromDate()))).toBe(0);
     }
     expect((await alertsOf(a)).data).toHaveLength(1);
     expect((await alertsOf(b)).data).toEqual([]);
@@ -248,7 +248,7 @@ describe('match alerts for an import', () => {
 
     // The job again (a retry after its last chunk), and the import's alert statement again: nothing new.
     expect(await ctx.deps.imports.process(id)).toMatchObject({ status: 'completed', alreadyDone: true });
-    expect(await ctx.deps.store.transaction((tx) => tx.alerts.matchImport(id, fromDate()))).toBe(0);
+    expect(await ctx.deps.repos.transaction((tx) => tx.alerts.matchImport(id, fromDate()))).toBe(0);
     expect((await alertsOf(told)).data).toHaveLength(4);
     await ctx.deps.lookupJournal.flush();
     expect((await get(told, '/api/v1/lookups?limit=100')).json().data.filter((l: { kind: string }) => l.kind === 'alert')).toHaveLength(4);

@@ -28,8 +28,8 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-const allEvents = () => ctx.deps.store.audit.list({ companyId: null, limit: 10_000 });
-const eventsOf = async (companyId: string) => (await ctx.deps.store.audit.list({ companyId, limit: 1000 })).reverse();
+const allEvents = () => ctx.deps.repos.audit.list({ companyId: null, limit: 10_000 });
+const eventsOf = async (companyId: string) => (await ctx.deps.repos.audit.list({ companyId, limit: 1000 })).reverse();
 
 /** A company made through the operator's pages, with an admin signed in. */
 async function companyWithAdmin(name: string) {
@@ -93,7 +93,7 @@ describe('audit events of each act', () => {
       { companyId, companyName: 'x', tokenId: null, userId: null },
       { fileName: 'claims.csv', stream: Readable.from([Buffer.from(csv([validRow()]))]), truncated: () => false },
     );
-    await ctx.deps.store.imports.insert({
+    await ctx.deps.repos.imports.insert({
       id: file.importId,
       companyId,
       fileName: file.fileName,
@@ -148,9 +148,9 @@ describe('audit events of each act', () => {
     const found = await ctx.deps.registry.subjectExport({ dateOfBirth: client.date_of_birth, idType: 'passport', idNumber: doc });
     expect(found.person).not.toBeNull();
     await ctx.deps.registry.purge();
-    const [purged] = await ctx.deps.store.audit.list({ companyId: null, action: 'data.purged', limit: 1 });
+    const [purged] = await ctx.deps.repos.audit.list({ companyId: null, action: 'data.purged', limit: 1 });
     expect(purged).toMatchObject({ company_id: null, actor: { type: 'system', id: null }, target: { type: 'retention' } });
-    const [exported] = await ctx.deps.store.audit.list({ companyId: null, action: 'subject.exported', limit: 1 });
+    const [exported] = await ctx.deps.repos.audit.list({ companyId: null, action: 'subject.exported', limit: 1 });
     expect(exported).toMatchObject({
       actor: { type: 'operator', id: null, name: 'command line' },
       target: { type: 'subject', id: found.person!.id },

@@ -53,7 +53,7 @@ describe('PATCH /api/v1/claims/:id/status', () => {
     await patch(company, claim.id, { status: 'under_investigation' });
     await patch(company, claim.id, { status: 'settled' });
     const tokenId = await tokenIdOf(company);
-    expect(await ctx.deps.store.claims.statusHistory(company.id, claim.id)).toEqual([
+    expect(await ctx.deps.repos.claims.statusHistory(company.id, claim.id)).toEqual([
       { from_status: 'filed', to_status: 'under_investigation', changed_by_token_id: tokenId, changed_by_user_id: null },
       { from_status: 'under_investigation', to_status: 'settled', changed_by_token_id: tokenId, changed_by_user_id: null },
     ]);
@@ -65,7 +65,7 @@ describe('PATCH /api/v1/claims/:id/status', () => {
     const res = await patch(company, claim.id, { status: 'disputed' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ data: claim });
-    expect(await ctx.deps.store.claims.statusHistory(company.id, claim.id)).toEqual([]);
+    expect(await ctx.deps.repos.claims.statusHistory(company.id, claim.id)).toEqual([]);
   });
 
   it("refuses another company's claim with 403, leaving the claim and its history unchanged", async () => {
@@ -77,7 +77,7 @@ describe('PATCH /api/v1/claims/:id/status', () => {
     expect(res.json()).toEqual(apiError('forbidden', 'This action is unauthorized.'));
     const read = await ctx.app.inject({ method: 'GET', url: `/api/v1/claims/${claim.id}`, headers: owner.auth });
     expect(read.json().data.status).toBe('filed');
-    expect(await ctx.deps.store.claims.statusHistory(owner.id, claim.id)).toEqual([]);
+    expect(await ctx.deps.repos.claims.statusHistory(owner.id, claim.id)).toEqual([]);
   });
 
   it("refuses another company's claim with 403 even when the status would not change", async () => {
@@ -115,7 +115,7 @@ describe('PATCH /api/v1/claims/:id/status', () => {
         status: ['The status field must be one of: filed, under_investigation, settled, closed, disputed.'],
       }),
     );
-    expect(await ctx.deps.store.claims.statusHistory(company.id, claim.id)).toEqual([]);
+    expect(await ctx.deps.repos.claims.statusHistory(company.id, claim.id)).toEqual([]);
   });
 
   it('rejects a missing or non-string status with 422 on status', async () => {

@@ -127,7 +127,7 @@ describe('Idempotency-Key on POST /api/v1/claims', () => {
     await submit(company.auth, claimBody(), randomUUID());
     await ctx.deps.db.query(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE company_id = $1`, [company.id]);
     let clock = Date.now() + 2 * 3_600_000; // past any purge this process already did
-    const service = createIdempotencyService({ store: ctx.deps.store, now: () => clock });
+    const service = createIdempotencyService({ repos: ctx.deps.repos, now: () => clock });
     await service.begin(company.id, randomUUID(), 'h');
     const keys = async () =>
       (await ctx.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM idempotency_keys WHERE company_id = $1', [company.id]))[0]!.n;

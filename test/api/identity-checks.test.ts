@@ -167,7 +167,7 @@ describe('the hourly budget (IDENTITY_MISMATCHES_PER_HOUR 100)', () => {
       expect(await checksOf(b)).toHaveLength(100);
       // The operator is told once, by the service itself.
       const limitedEvents = async () =>
-        (await ctx.deps.store.audit.list({ companyId: b.id, action: 'company.identity_checks_limited', limit: 10 })).map((e) => ({
+        (await ctx.deps.repos.audit.list({ companyId: b.id, action: 'company.identity_checks_limited', limit: 10 })).map((e) => ({
           action: e.action,
           actor: e.actor,
           target: e.target,

@@ -61,14 +61,14 @@ describe('per token', () => {
 
   it("follows the company's own limit set by the operator", async () => {
     const c = await ctx.newCompany('Own limit');
-    await ctx.deps.store.companies.setRateLimit(c.id, 2);
+    await ctx.deps.repos.companies.setRateLimit(c.id, 2);
     await ctx.app.rateLimits.refreshCompanyLimits();
     expect((await list(c.auth.authorization)).headers['ratelimit-limit']).toBe('2');
     expect((await list(c.auth.authorization)).statusCode).toBe(200);
     expect((await list(c.auth.authorization)).statusCode).toBe(429);
     // 0: no limit for this company (no headers either).
     const free = await ctx.newCompany('No limit');
-    await ctx.deps.store.companies.setRateLimit(free.id, 0);
+    await ctx.deps.repos.companies.setRateLimit(free.id, 0);
     await ctx.app.rateLimits.refreshCompanyLimits();
     for (let i = 0; i < PER_MINUTE + 2; i++) expect((await list(free.auth.authorization)).statusCode).toBe(200);
     expect((await list(free.auth.authorization)).headers['ratelimit-limit']).toBeUndefined();
@@ -81,7 +81,7 @@ describe('failed authentications per client address', () => {
     const known = await ctx.newCompany('Known token');
     // The token is used once from elsewhere: this process has seen it valid.
     expect((await list(known.auth.authorization)).statusCode).toBe(200);
-    const tokens = ctx.deps.store.tokens;
+    const tokens = ctx.deps.repos.tokens;
     const authenticate = tokens.authenticate.bind(tokens);
     let reads = 0;
     tokens.authenticate = (hash: string) => {

@@ -96,7 +96,7 @@ describe('token format', () => {
     const body = company.token.slice(4, 34);
     const sum = company.token.slice(34);
     const wrong = `csk_${body}${sum === '000000' ? '000001' : '000000'}`;
-    const tokenStore = ctx.deps.store.tokens;
+    const tokenStore = ctx.deps.repos.tokens;
     const original = tokenStore.authenticate.bind(tokenStore);
     let reads = 0;
     tokenStore.authenticate = (hash) => {

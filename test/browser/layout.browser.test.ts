@@ -56,7 +56,7 @@ beforeAll(async () => {
   urls.claim = `/claims/${first}`;
   await ctx.deps.tokens.create(a.id, 'Claims system (production) with a long name', a.admin.id);
   await ctx.deps.webhooks.createEndpoint(a.id, 'https://hooks.alpha-mutual-insurance.example.net/registry/claims/imports');
-  await ctx.deps.store.transaction((tx) => enqueueWebhookEvent(tx, { companyId: a.id, type: 'import.completed', payload: {} }));
+  await ctx.deps.repos.transaction((tx) => enqueueWebhookEvent(tx, { companyId: a.id, type: 'import.completed', payload: {} }));
   const rows = [validRow(), validRow({ claim_date: futureDate() }), validRow({ id_type: 'driving_licence' }), validRow()];
   await postImport(ctx.app, a.auth, csv(rows), { fileName: 'claims-with-a-rather-long-file-name-2026-11.csv' });
   const [done] = (await ctx.deps.imports.list(principal(a), { limit: 1 })).data;

@@ -58,12 +58,12 @@ async function countOf(table: 'claims' | 'clients' | 'identity_documents', ids: 
 describe(`the claims write (${dbKind()})`, () => {
   it('stores new persons, their documents and claims that refer to them and to a stored person', async () => {
     const stored = newPerson();
-    await ctx.deps.store.transaction((tx) =>
+    await ctx.deps.repos.transaction((tx) =>
       tx.claims.insertResolved({ newClients: [stored], newDocuments: [document(stored.id)] }, [claimOf(stored.id)]),
     );
     const fresh = newPerson();
     const claims = [claimOf(fresh.id), claimOf(stored.id)];
-    const { createdAt } = await ctx.deps.store.transaction((tx) =>
+    const { createdAt } = await ctx.deps.repos.transaction((tx) =>
       tx.claims.insertResolved({ newClients: [fresh], newDocuments: [document(fresh.id), document(stored.id)] }, claims),
     );
     expect(createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/u);
@@ -80,7 +80,7 @@ describe(`the claims write (${dbKind()})`, () => {
     const fresh = newPerson();
     const ghost = newId();
     const claims = [claimOf(fresh.id), claimOf(ghost)];
-    const err = await ctx.deps.store
+    const err = await ctx.deps.repos
       .transaction((tx) => tx.claims.insertResolved({ newClients: [fresh], newDocuments: [document(fresh.id)] }, claims))
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RetryableConflict);
@@ -95,7 +95,7 @@ describe(`the claims write (${dbKind()})`, () => {
 
   it('refuses a document whose person does not exist', async () => {
     const ghost = newId();
-    const err = await ctx.deps.store
+    const err = await ctx.deps.repos
       .transaction((tx) => tx.claims.insertResolved({ newClients: [], newDocuments: [document(ghost)] }, []))
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RetryableConflict);
@@ -105,7 +105,7 @@ describe(`the claims write (${dbKind()})`, () => {
   it('refuses a claim of a company that does not exist', async () => {
     const fresh = newPerson();
     const claim = claimOf(fresh.id, newId());
-    const err = await ctx.deps.store
+    const err = await ctx.deps.repos
       .transaction((tx) => tx.claims.insertResolved({ newClients: [fresh], newDocuments: [] }, [claim]))
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RetryableConflict);

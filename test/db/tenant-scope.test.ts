@@ -26,7 +26,7 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-const repos = () => ctx.deps.store;
+const repos = () => ctx.deps.repos;
 const actor = { tokenId: null, userId: null };
 
 describe('claim repository: another company id returns nothing', () => {

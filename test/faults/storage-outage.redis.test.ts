@@ -65,14 +65,14 @@ async function importCutMidway(state: ReturnType<typeof queueContext>, company: 
   expect(res.statusCode, res.body).toBe(202);
   const id = res.json().data.id as string;
   await until('the worker to be mid-way', async () => {
-    const run = (await state.ctx.deps.store.imports.findById(id))!;
+    const run = (await state.ctx.deps.repos.imports.findById(id))!;
     return run.rowsDone >= 1000 && run.rowsDone < ROWS / 2;
   });
   await s3.stop();
   const stoppedAt = Date.now();
   // The download was cut: the worker waits for the store, and says so.
   await until('the import to say it waits for storage', async () => {
-    const r = (await state.ctx.deps.store.imports.findById(id))!;
+    const r = (await state.ctx.deps.repos.imports.findById(id))!;
     if (r.status !== 'processing') throw new Error(`the import ended (${r.status}: ${r.message}) before it waited`);
     return r.message === importMessages.waitingForStorage;
   });
@@ -90,12 +90,12 @@ describe('the object store stopped for 20 s in the middle of a queue-mode import
     expect((await job!.getState()) as string).toBe('active');
     await new Promise((resolve) => setTimeout(resolve, stoppedAt + OUTAGE_MS - Date.now()));
     // Still running, on its first attempt, 20 s in (the three attempts ran out after 9 s before).
-    expect((await ctx.deps.store.imports.findById(id))!).toMatchObject({ status: 'processing', attempts: 1 });
+    expect((await ctx.deps.repos.imports.findById(id))!).toMatchObject({ status: 'processing', attempts: 1 });
     await s3.start();
     const run = await until(
       'the import to finish',
       async () => {
-        const r = (await ctx.deps.store.imports.findById(id))!;
+        const r = (await ctx.deps.repos.imports.findById(id))!;
         return r.status === 'completed' || r.status === 'failed' ? r : undefined;
       },
       120_000,
@@ -108,7 +108,7 @@ describe('the object store stopped for 20 s in the middle of a queue-mode import
       attempts: 1,
     });
     // Every valid row once: as many claims as imported rows, and as many distinct plate+date+amount keys as the ledger's.
-    expect(await ctx.deps.store.imports.countClaims(id)).toBe(expected.rows - expected.invalidRows);
+    expect(await ctx.deps.repos.imports.countClaims(id)).toBe(expected.rows - expected.invalidRows);
     const done: Job = await until('the job to be done', async () => {
       const j = await (ctx.deps.importQueue as unknown as { bull: Queue }).bull.getJob(importJobId(id));
       return j?.finishedOn ? j : undefined;
@@ -128,7 +128,7 @@ describe('the object store stopped for longer than STORAGE_RETRY_SECONDS in the 
     const run = await until(
       'the import to fail',
       async () => {
-        const r = (await ctx.deps.store.imports.findById(id))!;
+        const r = (await ctx.deps.repos.imports.findById(id))!;
         return r.status === 'failed' ? r : undefined;
       },
       60_000,
@@ -136,7 +136,7 @@ describe('the object store stopped for longer than STORAGE_RETRY_SECONDS in the 
     expect(run).toMatchObject({ status: 'failed', failure: 'error', imported: null, message: importMessages.storageOutage(3) });
     const listed = await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: company.auth });
     expect(listed.json().data).toMatchObject({ status: 'failed', summary: null, message: importMessages.storageOutage(3) });
-    await until("the failed import's claims to be removed", async () => (await ctx.deps.store.imports.countClaims(id)) === 0);
+    await until("the failed import's claims to be removed", async () => (await ctx.deps.repos.imports.countClaims(id)) === 0);
     const claims = await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: company.auth });
     expect(claims.json().data).toEqual([]);
     await s3.start();

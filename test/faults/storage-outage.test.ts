@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { importMessages } from '../../src/domain/imports/import-service';
-import { batchMessages } from '../../src/domain/lookups/plate-batch';
+import { batchMessages } from '../../src/domain/lookups/lookup-batch';
 import { createTestContext, type Company, type TestContext } from '../harness';
 import { csv, multipart, postImport, validRow, waitForImport } from '../import-helpers';
 import { until } from '../processes';
@@ -105,8 +105,8 @@ describe('an outage of the object store shorter than STORAGE_RETRY_SECONDS', () 
     await s3.start();
     const done = await waitForImport(ctx.app, company.auth, ids.second, 60_000);
     expect(done).toMatchObject({ status: 'completed', imported: 300, failed: 1, message: 'Import finished: 300 imported, 1 failed.' });
-    expect((await ctx.deps.store.imports.findById(ids.second))!.attempts).toBe(1);
-    expect(await ctx.deps.store.imports.countClaims(ids.second)).toBe(300);
+    expect((await ctx.deps.repos.imports.findById(ids.second))!.attempts).toBe(1);
+    expect(await ctx.deps.repos.imports.countClaims(ids.second)).toBe(300);
     const search = await ctx.app.inject({
       method: 'POST',
       url: '/api/v1/claims/search-by-plate',
@@ -166,7 +166,7 @@ describe('an outage of the object store longer than STORAGE_RETRY_SECONDS', () =
     const ids = await secondImportDuringOutage(state, company, csv(rows));
     const failed = await waitForImport(ctx.app, company.auth, ids.second, 30_000);
     expect(failed).toMatchObject({ status: 'failed', message: importMessages.storageOutage(2), imported: null });
-    expect(await ctx.deps.store.imports.countClaims(ids.second)).toBe(0);
+    expect(await ctx.deps.repos.imports.countClaims(ids.second)).toBe(0);
     const list = await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: company.auth });
     expect(
       list.json().data.filter((c: { vehicle_registration: string }) => c.vehicle_registration === rows[0]!.vehicle_registration),

@@ -29,7 +29,7 @@ const searchCount = async (company: Company, plateRaw: string) =>
       payload: { vehicle_registration: plateRaw },
     })
   ).json().meta.total_claims as number;
-const storedClaims = (id: string) => ctx.deps.store.imports.countClaims(id);
+const storedClaims = (id: string) => ctx.deps.repos.imports.countClaims(id);
 
 function sixRows(): CsvRow[] {
   return [validRow(), validRow({ claim_date: futureDate() }), validRow(), validRow(), validRow({ amount: '-5' }), validRow()];

@@ -28,7 +28,7 @@ function recordingService() {
     close: async () => {},
   };
   const service = createImportService({
-    store: ctx.deps.store,
+    repos: ctx.deps.repos,
     // Neither is used by start() nor resumeUnfinished().
     writeClaims: {} as never,
     documentsOf: {} as never,
@@ -54,10 +54,10 @@ describe('the rank of a queued import', () => {
     await service.start(principalOf(a), fileOf(a));
     await service.start(principalOf(b), fileOf(b));
     // A finished import no longer counts.
-    await ctx.deps.store.imports.transition(a1.id, ['queued'], 'cancelled', {});
+    await ctx.deps.repos.imports.transition(a1.id, ['queued'], 'cancelled', {});
     await service.start(principalOf(a), fileOf(a));
     expect(queued.map((q) => q.rank)).toEqual([1, 2, 1, 2]);
-    for (const { importId } of queued) await ctx.deps.store.imports.transition(importId, ['queued'], 'cancelled', {});
+    for (const { importId } of queued) await ctx.deps.repos.imports.transition(importId, ['queued'], 'cancelled', {});
   });
 
   it('ranks what a stopped server left per company, in upload order, when taken up again', async () => {
@@ -66,7 +66,7 @@ describe('the rank of a queued import', () => {
     const ids: string[] = [];
     for (const c of [a, a, b, a, b]) {
       const file = fileOf(c);
-      await ctx.deps.store.imports.insert({
+      await ctx.deps.repos.imports.insert({
         id: file.importId,
         companyId: c.id,
         fileName: file.fileName,
@@ -78,6 +78,6 @@ describe('the rank of a queued import', () => {
     }
     expect(await service.resumeUnfinished()).toBe(5);
     expect(queued).toEqual([1, 2, 1, 3, 2].map((rank, i) => ({ importId: ids[i], rank })));
-    for (const id of ids) await ctx.deps.store.imports.transition(id, ['queued'], 'cancelled', {});
+    for (const id of ids) await ctx.deps.repos.imports.transition(id, ['queued'], 'cancelled', {});
   });
 });

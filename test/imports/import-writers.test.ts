@@ -112,7 +112,7 @@ describe('a run stopped with any set of chunks committed (chunks of 2 rows)', ()
     const data = (await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: company.auth })).json().data;
     expect(data.summary.errors.map((e: { row: number }) => e.row)).toEqual([5, 8]);
     expect(data.progress).toEqual({ rows_done: 10, rows_total: 10 });
-    expect(await ctx.deps.store.imports.countClaims(id)).toBe(8);
+    expect(await ctx.deps.repos.imports.countClaims(id)).toBe(8);
     expect(await personsOf(ctx, id)).toEqual({ clients: 5, documents: 5, min: 1, max: 4 });
     const failed = await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}/errors.csv`, headers: company.auth });
     expect(
@@ -138,7 +138,7 @@ describe('a run stopped with any set of chunks committed (chunks of 2 rows)', ()
     const outcome = await ctx.deps.imports.process(id);
     expect((await cancel!).statusCode).toBe(202);
     expect(outcome.status).toBe('cancelled');
-    expect(await ctx.deps.store.imports.countClaims(id)).toBe(0);
+    expect(await ctx.deps.repos.imports.countClaims(id)).toBe(0);
     // The chunks after the cancel were not written.
     expect((await ledger(id)).length).toBeLessThan(6);
     const data = (await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: company.auth })).json().data;

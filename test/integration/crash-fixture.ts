@@ -90,7 +90,7 @@ export function crashFixture(opts: { repeat?: number } = {}) {
     );
   }
 
-  const importRow = (id: string) => state.ctx.deps.store.imports.findById(id);
+  const importRow = (id: string) => state.ctx.deps.repos.imports.findById(id);
 
   /** Waits until a worker is mid-way through the file (progress is written outside the import's transaction). */
   const midway = (id: string, attempt: number) =>

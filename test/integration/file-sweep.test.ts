@@ -47,7 +47,7 @@ describe('the daily sweep of uploaded files', () => {
     // A queued import (never enqueued here) keeps its file.
     const queued = randomUUID();
     const queuedKey = `imports/${company.id}/${queued}`;
-    await ctx.deps.store.imports.insert({
+    await ctx.deps.repos.imports.insert({
       id: queued,
       companyId: company.id,
       fileName: 'q.csv',

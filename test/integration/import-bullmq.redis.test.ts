@@ -102,14 +102,14 @@ describe('imports through BullMQ', () => {
     const company = await ctx.newCompany('Gone');
     const res = await postImport(ctx.app, company.auth, csv([validRow()]), { headers: { prefer: 'respond-async' } });
     const { id } = res.json().data;
-    const run = (await ctx.deps.store.imports.findById(id))!;
+    const run = (await ctx.deps.repos.imports.findById(id))!;
     await ctx.deps.storage.delete(run.objectKey);
     await worker.resume();
     const done = await waitForImport(ctx.app, company.auth, id);
     expect(done).toMatchObject({ status: 'failed', message: 'The import could not be completed; nothing was imported. Try again later.' });
     const job = await finishedJob((ctx.deps.importQueue as { bull: Queue }).bull, importJobId(id));
     expect(job?.attemptsMade).toBe(1);
-    expect(await ctx.deps.store.imports.countClaims(id)).toBe(0);
+    expect(await ctx.deps.repos.imports.countClaims(id)).toBe(0);
   });
 
   it('finishes the running import when the worker is closed gracefully (no job lost, none run twice)', async () => {
@@ -134,9 +134,9 @@ describe('imports through BullMQ', () => {
     // Three chunks: the last one was written after the close was asked for.
     const chunks = await ctx.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM import_chunks WHERE import_id = $1', [id]);
     expect(chunks[0]!.n).toBe(3);
-    const run = (await ctx.deps.store.imports.findById(id))!;
+    const run = (await ctx.deps.repos.imports.findById(id))!;
     expect(run).toMatchObject({ status: 'completed', imported: 3000, failed: 0, attempts: 1 });
-    expect(await ctx.deps.store.imports.countClaims(id)).toBe(3000);
+    expect(await ctx.deps.repos.imports.countClaims(id)).toBe(3000);
   });
 
   it('serves Bull Board at /admin/queues behind the sign-in: 401 signed out', async () => {

@@ -95,7 +95,7 @@ describe('a file split across workers', () => {
     const [worker] = await startWorkers({ env: splitEnv(2) });
     const run = await f.finished(id);
     expect(run).toMatchObject({ status: 'failed', failure: 'error', imported: null });
-    await until("the failed import's claims to be removed", async () => (await f.ctx.deps.store.imports.countClaims(id)) === 0);
+    await until("the failed import's claims to be removed", async () => (await f.ctx.deps.repos.imports.countClaims(id)) === 0);
     const q = queue();
     try {
       expect(await (await q.getJob(importJobId(id)))?.isFailed()).toBe(true);
@@ -119,7 +119,7 @@ describe('a file split across workers', () => {
       return now.status === 'processing' ? undefined : now;
     });
     expect(run.status).toBe('cancelled');
-    await until("the cancelled import's claims to be removed", async () => (await f.ctx.deps.store.imports.countClaims(id)) === 0);
+    await until("the cancelled import's claims to be removed", async () => (await f.ctx.deps.repos.imports.countClaims(id)) === 0);
     const q = queue();
     try {
       for (let i = 0; i < RANGES; i++) expect(await (await q.getJob(importRangeJobId(id, i)))?.isCompleted()).toBe(true);

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { startBatchWorker } from '../../src/workers/plate-batch-queue';
+import { startBatchWorker } from '../../src/workers/lookup-batch-queue';
 import { createTestContext, submitClaim, type TestContext } from '../harness';
 import { plate } from '../import-helpers';
 
@@ -57,7 +57,7 @@ describe('batch look-ups through BullMQ', () => {
     const job = await (ctx.deps.batchQueue as unknown as { bull: Queue }).bull.getJob(`batch-${id}`);
     expect(job?.data).toEqual({ batchId: id });
 
-    worker = startBatchWorker(ctx.deps.plateBatches, ctx.config, pino({ level: 'silent' }));
+    worker = startBatchWorker(ctx.deps.lookupBatches, ctx.config, pino({ level: 'silent' }));
     await expect
       .poll(
         async () => (await ctx.app.inject({ method: 'GET', url: `/api/v1/lookups/batch/${id}`, headers: me.auth })).json().data.status,

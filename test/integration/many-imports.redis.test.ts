@@ -136,7 +136,7 @@ describe('many imports at once, on two API processes and two workers', () => {
     until(
       `${ids.length} imports to finish`,
       async () => {
-        const runs = await Promise.all(ids.map((id) => ctx.deps.store.imports.findById(id)));
+        const runs = await Promise.all(ids.map((id) => ctx.deps.repos.imports.findById(id)));
         return runs.every((r) => r && ['completed', 'failed', 'cancelled'].includes(r.status)) ? runs.map((r) => r!) : undefined;
       },
       150_000,

@@ -226,7 +226,7 @@ describe('two API processes and two workers on one PostgreSQL, Redis and S3 stor
     try {
       await ctx.deps.webhooks.createEndpoint(company.id, `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`);
       const events = 25;
-      await ctx.deps.store.transaction(async (tx) => {
+      await ctx.deps.repos.transaction(async (tx) => {
         for (let i = 0; i < events; i++)
           await enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.completed', payload: { id: `import-${i}` } });
       });

@@ -47,7 +47,7 @@ describe('a worker killed in the middle of an import', () => {
     await f.midway(id, 1);
     await kill(first, 'SIGKILL');
     // Killed mid-way: the committed chunks' claims are stored but no read shows them.
-    const stored = await f.ctx.deps.store.imports.countClaims(id);
+    const stored = await f.ctx.deps.repos.imports.countClaims(id);
     expect(stored).toBeGreaterThan(0);
     expect(stored).toBeLessThan(f.expected.rows);
     expect(await visibleToSearch(company.auth, firstPlate())).toBe(0);
@@ -106,7 +106,7 @@ describe('a worker killed in the middle of an import', () => {
     const run = await f.finished(id);
     expect(run).toMatchObject({ status: 'failed', failure: 'error', imported: null });
     // The committed chunks' claims are removed in the background.
-    await until("the failed import's claims to be removed", async () => (await f.ctx.deps.store.imports.countClaims(id)) === 0);
+    await until("the failed import's claims to be removed", async () => (await f.ctx.deps.repos.imports.countClaims(id)) === 0);
     // Its job given up, the uploaded file is deleted too.
     await until("the failed import's file to be deleted", () => !fs.existsSync(stored));
     const res2 = await f.ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: company.auth });

@@ -44,13 +44,13 @@ describe('SIGTERM to an import worker', () => {
     expect(res.statusCode, res.body).toBe(202);
     const id = res.json().data.id as string;
     await until('the import to be mid-way', async () => {
-      const run = (await ctx.deps.store.imports.findById(id))!;
+      const run = (await ctx.deps.repos.imports.findById(id))!;
       if (run.status === 'completed') throw new Error('the import finished before SIGTERM');
       return run.rowsDone > 0 || undefined;
     });
     worker.kill('SIGTERM');
     expect(await exitOf(worker)).toEqual({ code: 0, signal: null });
-    const run = (await ctx.deps.store.imports.findById(id))!;
+    const run = (await ctx.deps.repos.imports.findById(id))!;
     expect(run.status).toBe('completed');
     expect((run.imported ?? 0) + (run.failed ?? 0)).toBe(expected.rows);
     // The import was still running when the signal came: the job completed after the close began.

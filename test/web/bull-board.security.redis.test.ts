@@ -95,7 +95,7 @@ describe('Bull Board at /admin/queues behind the operator sign-in', () => {
       });
       expect(res.statusCode, res.body).toBeLessThan(400);
     }
-    const events = await ctx.deps.store.audit.list({ companyId: null, limit: 10 });
+    const events = await ctx.deps.repos.audit.list({ companyId: null, limit: 10 });
     // The queue acts (the operator's sign-in and second factor are events of their own).
     const mine = events.filter((e) => e.actor.name === email && e.action.startsWith('queue.'));
     expect(mine.map((e) => [e.action, e.target])).toEqual([
@@ -105,7 +105,7 @@ describe('Bull Board at /admin/queues behind the operator sign-in', () => {
     expect(mine[0]).toMatchObject({ actor: { type: 'operator', name: email }, ip: '127.0.0.1', request_id: expect.any(String) });
     // Reads are not audit events.
     await op.get('/admin/queues/api/queues', { accept: 'application/json' });
-    const after = await ctx.deps.store.audit.list({ companyId: null, limit: 10 });
+    const after = await ctx.deps.repos.audit.list({ companyId: null, limit: 10 });
     expect(after.filter((e) => e.actor.name === email && e.action.startsWith('queue.'))).toHaveLength(2);
   });
 });

@@ -206,7 +206,7 @@ describe('claims list and status', () => {
     const res = await web.post(`/claims/${claim.id}/status`, { status: 'under_investigation' });
     expect(res.headers.location).toBe(`/claims/${claim.id}?updated=1`);
     expect((await ctx.deps.claims.get(principal(c), claim.id)).status).toBe('under_investigation');
-    const history = await ctx.deps.store.claims.statusHistory(c.id, claim.id);
+    const history = await ctx.deps.repos.claims.statusHistory(c.id, claim.id);
     expect(history).toEqual([
       { from_status: 'filed', to_status: 'under_investigation', changed_by_token_id: null, changed_by_user_id: c.member.id },
     ]);

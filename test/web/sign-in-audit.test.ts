@@ -13,7 +13,7 @@ beforeAll(async () => {
 afterAll(async () => ctx?.close());
 
 const eventsOf = async (companyId: string | null) =>
-  (await ctx.deps.store.audit.list({ companyId, limit: 100 })).map((e) => ({
+  (await ctx.deps.repos.audit.list({ companyId, limit: 100 })).map((e) => ({
     action: e.action,
     actor: e.actor.name,
     target: e.target?.name ?? null,

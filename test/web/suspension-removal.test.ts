@@ -75,7 +75,7 @@ describe('removing a person', () => {
     expect(removed.headers.location).toBe('/settings/people?removed=1&revoked=1');
     expect((await claims(made.token)).statusCode).toBe(401);
     // The token revoked with the person is on record as revoked, by the admin who removed them.
-    const revokedEvents = await ctx.deps.store.audit.list({ companyId: c.id, action: 'token.revoked', limit: 10 });
+    const revokedEvents = await ctx.deps.repos.audit.list({ companyId: c.id, action: 'token.revoked', limit: 10 });
     expect(revokedEvents).toEqual([
       expect.objectContaining({
         actor: expect.objectContaining({ type: 'person', id: c.admin.id }),

@@ -29,7 +29,7 @@ describe('Settings › Webhooks', () => {
     const secret = secretOf(created.body)!;
     expect(secret).toBeTruthy();
 
-    await ctx.deps.store.transaction((tx) => enqueueWebhookEvent(tx, { companyId: c.id, type: 'import.completed', payload: {} }));
+    await ctx.deps.repos.transaction((tx) => enqueueWebhookEvent(tx, { companyId: c.id, type: 'import.completed', payload: {} }));
     const list = await web.get('/settings/webhooks');
     expect(list.body).toContain('https://acme-hooks.example.net/registry');
     expect(list.body).not.toContain(secret);
@@ -60,7 +60,7 @@ describe('Settings › Webhooks', () => {
     await web.get('/settings/webhooks');
     await web.post('/settings/webhooks', { url: 'https://gone-hooks.example.net/registry' });
     const [endpoint] = await ctx.deps.webhooks.listEndpoints(c.id);
-    await ctx.deps.store.transaction((tx) => enqueueWebhookEvent(tx, { companyId: c.id, type: 'import.completed', payload: {} }));
+    await ctx.deps.repos.transaction((tx) => enqueueWebhookEvent(tx, { companyId: c.id, type: 'import.completed', payload: {} }));
     expect(await ctx.deps.webhooks.listDeliveries(c.id)).toHaveLength(1);
     expect((await web.get('/settings/webhooks')).body).toContain(`href="/settings/webhooks/${endpoint!.id}/delete"`);
 
@@ -134,7 +134,7 @@ describe('Settings › Webhooks: test events and delivery states', () => {
     const c = await companyWithPeople(local);
     await local.deps.webhooks.createEndpoint(c.id, 'https://hooks.example.net/registry');
     const importId = '01a21329-0000-7000-8000-000000000001';
-    await local.deps.store.transaction((tx) =>
+    await local.deps.repos.transaction((tx) =>
       enqueueWebhookEvent(tx, { companyId: c.id, type: 'import.completed', payload: { id: importId } }),
     );
     const web = await signedIn(local, c.admin.email);
@@ -149,7 +149,7 @@ describe('Settings › Webhooks: test events and delivery states', () => {
     const retrying = await web.get('/settings/webhooks');
     expect(retrying.body).toContain(`<a href="/imports/${importId}">The import`);
     expect(retrying.body).toMatch(/<span class="badge badge-pending">Retrying<\/span> attempt 2 of 6, next at <time datetime="[^"]+">/u);
-    await local.deps.store.webhooks.settle(delivery.id, { status: 'failed', statusCode: 500, error: 'HTTP 500' });
+    await local.deps.repos.webhooks.settle(delivery.id, { status: 'failed', statusCode: 500, error: 'HTTP 500' });
     expect((await web.get('/settings/webhooks')).body).toMatch(/<span class="badge badge-failed">Failed<\/span> after \d+ attempts?, /u);
   });
 });

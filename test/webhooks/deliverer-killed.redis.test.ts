@@ -52,7 +52,7 @@ describe('a webhook deliverer killed mid-delivery', () => {
     const r = await startReceiver((n) => (n === 1 ? 'hang' : 200));
     try {
       await ctx.deps.webhooks.createEndpoint(company.id, r.url);
-      await ctx.deps.store.transaction((tx) =>
+      await ctx.deps.repos.transaction((tx) =>
         enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.completed', payload: { id: 'the-import' } }),
       );
       const first = startWorker();

@@ -207,7 +207,7 @@ describe('webhook addresses', () => {
         `INSERT INTO webhook_endpoints (company_id, url, secret) VALUES ($1, 'https://127.0.0.1:9/x', 'whsec_x')`,
         [company.id],
       );
-      await strict.deps.store.transaction((tx) =>
+      await strict.deps.repos.transaction((tx) =>
         enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.completed', payload: {} }),
       );
       await expect.poll(async () => (await strict.deps.webhooks.listDeliveries(company.id))[0]?.status, { timeout: 15_000 }).toBe('failed');

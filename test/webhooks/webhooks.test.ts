@@ -68,7 +68,7 @@ describe('webhooks', () => {
     const company = await ctx.newCompany();
     const r = await receiver((n) => (n <= 2 ? 500 : 200));
     await ctx.deps.webhooks.createEndpoint(company.id, r.url);
-    await ctx.deps.store.transaction((tx) =>
+    await ctx.deps.repos.transaction((tx) =>
       enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.failed', payload: { id: 'x' } }),
     );
     const got = await r.waitFor(3);
@@ -83,7 +83,7 @@ describe('webhooks', () => {
     const company = await ctx.newCompany();
     const r = await receiver(() => 503);
     await ctx.deps.webhooks.createEndpoint(company.id, r.url);
-    await ctx.deps.store.transaction((tx) => enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.failed', payload: {} }));
+    await ctx.deps.repos.transaction((tx) => enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.failed', payload: {} }));
     await r.waitFor(6); // the first attempt and 5 retries
     await expect
       .poll(async () => (await ctx.deps.webhooks.listDeliveries(company.id))[0])
@@ -95,14 +95,14 @@ describe('webhooks', () => {
     const company = await ctx.newCompany();
     await ctx.deps.webhooks.createEndpoint(company.id, 'https://hooks.example.com/claims');
     await expect(
-      ctx.deps.store.transaction(async (tx) => {
+      ctx.deps.repos.transaction(async (tx) => {
         await enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.completed', payload: {} });
         throw new Error('rolled back');
       }),
     ).rejects.toThrow('rolled back');
     expect(await ctx.deps.webhooks.listDeliveries(company.id)).toEqual([]);
     for (let i = 0; i < 2; i++) {
-      await ctx.deps.store.transaction((tx) =>
+      await ctx.deps.repos.transaction((tx) =>
         enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.failed', payload: {}, key: 'import.failed:same' }),
       );
     }
@@ -142,7 +142,7 @@ describe('webhook targets', () => {
       // A host name (not an address) passes the check at creation; the machine's own name
       // resolves to a loopback or private address (/etc/hosts).
       await strict.deps.webhooks.createEndpoint(company.id, `https://${os.hostname()}:${r.port}/hooks`);
-      await strict.deps.store.transaction((tx) =>
+      await strict.deps.repos.transaction((tx) =>
         enqueueWebhookEvent(tx, { companyId: company.id, type: 'import.completed', payload: {} }),
       );
       await expect.poll(async () => (await strict.deps.webhooks.listDeliveries(company.id))[0]?.status, { timeout: 15_000 }).toBe('failed');

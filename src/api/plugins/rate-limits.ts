@@ -110,7 +110,7 @@ const limited = (message = 'Too many requests. Try again later.') => new AppErro
 
 export const rateLimitsPlugin = fp(
   async (app: FastifyInstance) => {
-    const { config, store: db } = app.deps;
+    const { config, repos: db } = app.deps;
     let redis: Redis | undefined;
     if (config.redisUrl) {
       const { Redis: RedisClient } = await import('ioredis');

@@ -18,12 +18,12 @@ function purposeOf(request: FastifyRequest, part: MultipartFile): unknown {
 
 /** Batch plate look-ups: a file of plates answered for all of them by a job, then a results file. */
 export async function lookupBatchRoutes(app: FastifyInstance) {
-  const { config, plateBatches, batchQueue } = app.deps;
+  const { config, lookupBatches, batchQueue } = app.deps;
   await app.register(multipart, { limits: { fileSize: config.importMaxBytes, files: 1, fields: 10, fieldSize: 1024, parts: 20 } });
   app.addHook('onRequest', app.requireToken);
   if (batchQueue.kind === 'in-process') {
     app.addHook('onReady', async () => {
-      const resumed = await plateBatches.resumeUnfinished();
+      const resumed = await lookupBatches.resumeUnfinished();
       if (resumed > 0) app.log.info({ resumed }, 'resumed unfinished batch look-ups');
     });
   }
@@ -62,7 +62,7 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
     },
     async (request, reply) => {
       const part = await filePart(request);
-      const data = await plateBatches.submit(
+      const data = await lookupBatches.submit(
         request.principal,
         { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated },
         purposeOf(request, part),
@@ -84,7 +84,7 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
         response: { 200: lookupBatchEnvelope, ...commonErrors, ...notFound },
       },
     },
-    async (request) => ({ data: await plateBatches.get(request.principal, (request.params as { id: string }).id) }),
+    async (request) => ({ data: await lookupBatches.get(request.principal, (request.params as { id: string }).id) }),
   );
 
   app.get(
@@ -118,7 +118,7 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { batch, csv } = await plateBatches.results(request.principal, (request.params as { id: string }).id);
+      const { batch, csv } = await lookupBatches.results(request.principal, (request.params as { id: string }).id);
       return reply
         .type('text/csv; charset=utf-8')
         .header('content-disposition', `attachment; filename="lookup-batch-${batch.id.slice(0, 8)}-results.csv"`)

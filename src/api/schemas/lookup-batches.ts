@@ -1,4 +1,4 @@
-import { BATCH_STATUSES } from '../../domain/lookups/plate-batch';
+import { BATCH_STATUSES } from '../../domain/lookups/lookup-batch';
 
 /** A batch plate look-up (named `LookupBatch` in the OpenAPI document). */
 export const lookupBatchSchema = {

@@ -116,7 +116,7 @@ export type AuditPosition = Position;
 export interface AuditRepository {
   /**
    * Records one event, or several in one statement: one INSERT on the connection this repository was made with. Inside
-   * `store.transaction(async (tx) => ...)` that is the act's own transaction (`tx.audit.record`),
+   * `repos.transaction(async (tx) => ...)` that is the act's own transaction (`tx.audit.record`),
    * so the act and its event commit together or not at all.
    */
   record(event: AuditEventInput | readonly AuditEventInput[]): Promise<void>;

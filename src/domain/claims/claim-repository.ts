@@ -69,7 +69,7 @@ export interface ClaimRepository {
 }
 
 /** The claims repository, and a transaction over it (with the alerts a claim's write makes). */
-export type ClaimStore = {
+export type ClaimRepos = {
   claims: ClaimRepository;
   identityChecks: IdentityCheckLog;
   transaction<T>(

@@ -20,7 +20,7 @@ import {
 } from '../clients/identity-checks';
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
-import type { ClaimStore, NewClaimRow, StoredClaim } from './claim-repository';
+import type { ClaimRepos, NewClaimRow, StoredClaim } from './claim-repository';
 import { isPlateText, messages, normalizePlate, validateClaimInput } from './claim';
 import { STATUS_ALERT_DAYS } from '../alerts/alerts';
 import { parsePurpose } from '../registry/registry';
@@ -30,7 +30,7 @@ import type { LookupEntry, SearchRepository } from '../registry/registry';
 import type { LoggedPlateSearches } from './logged-plate-searches';
 
 export type ClaimServiceDeps = {
-  store: ClaimStore;
+  repos: ClaimRepos;
   hashDocument: DocumentHasher;
   /** Today's date in the service's time zone. */
   today: () => string;
@@ -79,12 +79,12 @@ export function toPublic({ companyId: _c, position: _p, ...claim }: StoredClaim)
 }
 
 export function createClaimService({
-  store,
+  repos,
   hashDocument,
   today,
   searchHistoryYears,
   journal,
-  searches = store.claims,
+  searches = repos.claims,
   loggedPlateSearches,
   alertsEnabled = true,
   unavailable = () => false,
@@ -193,9 +193,9 @@ export function createClaimService({
       const companyOf = (i: number) => batch[i]!.principal.companyId;
       // The companies' identity checks of the last hour, read beside the documents.
       const [known, usedBefore] = await Promise.all([
-        store.claims.findDocuments(batch.flatMap((s) => s.documents)),
+        repos.claims.findDocuments(batch.flatMap((s) => s.documents)),
         policy.perHour > 0
-          ? store.identityChecks.countSince([...new Set(batch.map((s) => s.principal.companyId))], at - HOUR_MS)
+          ? repos.identityChecks.countSince([...new Set(batch.map((s) => s.principal.companyId))], at - HOUR_MS)
           : undefined,
       ]);
       // Submissions of a company past its budget are refused; a mismatch that takes a company past
@@ -260,9 +260,9 @@ export function createClaimService({
     const matchAlerts = alertsEnabled ? { fromDate: from, clients } : undefined;
     if (checks.length === 0) {
       if (written.length === 0) return null;
-      return (await store.claims.insertResolved(plan, written, matchAlerts)).createdAt;
+      return (await repos.claims.insertResolved(plan, written, matchAlerts)).createdAt;
     }
-    return store.transaction(async (tx) => {
+    return repos.transaction(async (tx) => {
       const claimsWritten = written.length > 0 ? tx.claims.insertResolved(plan, written, matchAlerts) : undefined;
       // Sent behind the claims' statement; both are awaited before the commit.
       claimsWritten?.catch(() => {});
@@ -377,20 +377,20 @@ export function createClaimService({
   /** A claim of the caller's company; another company's claim is "not found" here. */
   async function get(principal: Principal, id: string): Promise<Claim> {
     if (!isUuid(id)) throw notFound();
-    const claim = await store.claims.findById(principal.companyId, id);
+    const claim = await repos.claims.findById(principal.companyId, id);
     if (!claim) throw notFound();
     return toPublic(claim);
   }
 
   async function list(principal: Principal, opts: { status?: ClaimStatus | undefined; cursor?: string | undefined; limit: number }) {
-    const rows = await store.claims.listByCompany(principal.companyId, { status: opts.status, ...pageRequest(opts) });
+    const rows = await repos.claims.listByCompany(principal.companyId, { status: opts.status, ...pageRequest(opts) });
     return pageOf(rows, opts.limit, toPublic);
   }
 
   /** `status` is one of CLAIM_STATUSES: the callers' input schemas check that. */
   async function updateStatus(principal: Principal, id: string, status: ClaimStatus): Promise<Claim> {
     if (!isUuid(id)) throw notFound();
-    const result = await store.transaction(async (tx) => {
+    const result = await repos.transaction(async (tx) => {
       const r = await tx.claims.updateStatus(principal.companyId, id, status, {
         tokenId: principal.tokenId,
         userId: principal.userId,

@@ -13,14 +13,14 @@ export type ActBy = { actor?: AuditActor; origin?: AuditOrigin };
 type CompanyTx = { companies: CompanyRepository; audit: Pick<AuditRepository, 'record'> };
 
 export type CompanyServiceDeps = {
-  store: { companies: CompanyRepository; transaction<T>(fn: (tx: CompanyTx) => Promise<T>): Promise<T> };
+  repos: { companies: CompanyRepository; transaction<T>(fn: (tx: CompanyTx) => Promise<T>): Promise<T> };
   /** Called once tokens were revoked or a company suspended or resumed here: this process forgets its cached tokens. */
   onTokensChanged?: () => void;
   /** log2 of scrypt's N for new password hashes (configuration's passwordHashCost). */
   passwordHashCost: number;
 };
 
-export function createCompanyService({ store, passwordHashCost, onTokensChanged = () => {} }: CompanyServiceDeps) {
+export function createCompanyService({ repos, passwordHashCost, onTokensChanged = () => {} }: CompanyServiceDeps) {
   /** The audit event of an act, in the act's transaction. */
   const record = (
     tx: CompanyTx,
@@ -40,7 +40,7 @@ export function createCompanyService({ store, passwordHashCost, onTokensChanged 
   async function createCompany(name: unknown, by: ActBy = {}) {
     if (typeof name !== 'string' || name.trim() === '') throw validationError({ name: ['The name field is required.'] });
     if (name.trim().length > 255) throw validationError({ name: ['The name field must not be greater than 255 characters.'] });
-    const company = await store.transaction(async (tx) => {
+    const company = await repos.transaction(async (tx) => {
       const c = await tx.companies.insert(name.trim());
       if (c) await record(tx, c.id, 'company.created', { type: 'company', id: c.id, name: c.name }, by);
       return c;
@@ -55,7 +55,7 @@ export function createCompanyService({ store, passwordHashCost, onTokensChanged 
    */
   async function setSuspended(id: string, suspended: boolean, by: ActBy = {}) {
     const company = isUuid(id)
-      ? await store.transaction(async (tx) => {
+      ? await repos.transaction(async (tx) => {
           const c = await tx.companies.setSuspended(id, suspended);
           if (c)
             await record(tx, c.id, suspended ? 'company.suspended' : 'company.resumed', { type: 'company', id: c.id, name: c.name }, by);
@@ -68,7 +68,7 @@ export function createCompanyService({ store, passwordHashCost, onTokensChanged 
   }
 
   async function getCompany(id: string) {
-    const company = isUuid(id) ? await store.companies.findById(id) : undefined;
+    const company = isUuid(id) ? await repos.companies.findById(id) : undefined;
     if (!company) throw new AppError('NOT_FOUND', 'Company not found.');
     return company;
   }
@@ -90,7 +90,7 @@ export function createCompanyService({ store, passwordHashCost, onTokensChanged 
     if (companyId !== null) await getCompany(companyId);
     const passwordHash = await hashPassword(password, passwordHashCost);
     const email = input.email.trim().toLowerCase();
-    const user = await store.transaction(async (tx) => {
+    const user = await repos.transaction(async (tx) => {
       const u = await tx.companies.insertUser({ companyId, email, passwordHash, role });
       if (u) await record(tx, companyId, 'person.created', { type: 'person', id: u.id, name: u.email }, input.by ?? {});
       return u;
@@ -101,7 +101,7 @@ export function createCompanyService({ store, passwordHashCost, onTokensChanged 
 
   /** The person for these credentials, or undefined; takes the same time for unknown emails. */
   async function signIn(email: string, password: string): Promise<UserRecord | undefined> {
-    const found = await store.companies.findUserByEmail(email.trim());
+    const found = await repos.companies.findUserByEmail(email.trim());
     if (!found) {
       await verifyPassword(password, await (dummyHash ??= hashPassword(generatePassword(), passwordHashCost)));
       return undefined;
@@ -122,7 +122,7 @@ export function createCompanyService({ store, passwordHashCost, onTokensChanged 
     opts: ActBy & { keepTokens?: boolean; heirId?: string | null } = {},
   ): Promise<{ revokedTokens: { id: string; name: string }[] }> {
     if (!isUuid(id)) throw new AppError('NOT_FOUND', 'Person not found.');
-    const revoked = await store.transaction(async (tx) => {
+    const revoked = await repos.transaction(async (tx) => {
       const person = await tx.companies.findUserById(id);
       if (!person || (companyId !== null && person.company_id !== companyId)) return undefined;
       const gone =
@@ -153,7 +153,7 @@ export function createCompanyService({ store, passwordHashCost, onTokensChanged 
     if (!isCompanyRole(role)) throw validationError({ role: ['Choose viewer, member or admin.'] });
     if (by.selfId === id) throw new AppError('FORBIDDEN', 'You cannot change your own role. Ask another admin of your company.');
     const changed = isUuid(id)
-      ? await store.transaction(async (tx) => {
+      ? await repos.transaction(async (tx) => {
           const u = await tx.companies.setRole(id, companyId, role);
           if (u && u.previous_role !== role)
             await record(tx, companyId, 'person.role_changed', { type: 'person', id: u.id, name: u.email }, by);
@@ -166,17 +166,17 @@ export function createCompanyService({ store, passwordHashCost, onTokensChanged 
 
   /** A company person's tokens and webhooks, listed before they are removed. */
   async function madeBy(id: string, companyId: string) {
-    return isUuid(id) ? store.companies.madeBy(id, companyId) : { tokens: [], webhooks: [] };
+    return isUuid(id) ? repos.companies.madeBy(id, companyId) : { tokens: [], webhooks: [] };
   }
 
   return {
     createCompany,
     getCompany,
-    listCompanies: () => store.companies.list(),
+    listCompanies: () => repos.companies.list(),
     createUser,
     signIn,
-    findUser: (id: string) => (isUuid(id) ? store.companies.findUserById(id) : Promise.resolve(undefined)),
-    listUsers: (companyId: string | null) => store.companies.listUsers(companyId),
+    findUser: (id: string) => (isUuid(id) ? repos.companies.findUserById(id) : Promise.resolve(undefined)),
+    listUsers: (companyId: string | null) => repos.companies.listUsers(companyId),
     removeUser,
     changeRole,
     madeBy,

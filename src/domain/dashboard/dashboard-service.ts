@@ -54,12 +54,12 @@ export function decodeListKey(sort: ClaimListSort, raw: string): ClaimListKey | 
 
 /** Reads behind the dashboard's pages that no other service offers. */
 export function createDashboardService({
-  store,
+  repos,
   today,
   timeZone,
   lookupRetentionDays,
 }: {
-  store: { dashboard: DashboardRepository };
+  repos: { dashboard: DashboardRepository };
   today: () => string;
   timeZone: string;
   /** How long the look-up log shows an entry (LOOKUP_RETENTION_DAYS). */
@@ -68,7 +68,7 @@ export function createDashboardService({
   return {
     /** The signed-in person with their company's name, or undefined when they no longer exist. */
     currentUser(userId: string) {
-      return isUuid(userId) ? store.dashboard.findSignedInUser(userId) : Promise.resolve(undefined);
+      return isUuid(userId) ? repos.dashboard.findSignedInUser(userId) : Promise.resolve(undefined);
     },
 
     /** Claims per month of claim date over the last 12 months (months without claims included), and counts by status. */
@@ -76,8 +76,8 @@ export function createDashboardService({
       const end = today();
       const months = lastMonths(end, 12);
       const [perMonth, perStatus] = await Promise.all([
-        store.dashboard.claimsPerMonth(companyId, `${months[0]}-01`, end),
-        store.dashboard.countsByStatus(companyId),
+        repos.dashboard.claimsPerMonth(companyId, `${months[0]}-01`, end),
+        repos.dashboard.countsByStatus(companyId),
       ]);
       const byMonth = new Map(perMonth.map((r) => [r.month, r.claims]));
       const byStatus = new Map(perStatus.map((r) => [r.status, r.claims]));
@@ -88,9 +88,9 @@ export function createDashboardService({
       };
     },
 
-    peopleCountByCompany: () => store.dashboard.peopleCountByCompany(),
-    companyCounts: () => store.dashboard.companyCounts(),
-    recentImports: (limit = 20) => store.dashboard.recentImports(limit),
+    peopleCountByCompany: () => repos.dashboard.peopleCountByCompany(),
+    companyCounts: () => repos.dashboard.companyCounts(),
+    recentImports: (limit = 20) => repos.dashboard.recentImports(limit),
 
     /**
      * A page of the claims list with the total for the filter. `page` is the number the link
@@ -101,14 +101,14 @@ export function createDashboardService({
       const lastPageSize = (total: number) => total - (Math.max(1, Math.ceil(total / CLAIM_LIST_PAGE_SIZE)) - 1) * CLAIM_LIST_PAGE_SIZE;
       const [rows, total] =
         seek.kind === 'last'
-          ? await store.dashboard
+          ? await repos.dashboard
               .countClaims(companyId, filter)
               .then(
-                async (n) => [await store.dashboard.listClaims(companyId, filter, sort, seek, Math.max(1, lastPageSize(n))), n] as const,
+                async (n) => [await repos.dashboard.listClaims(companyId, filter, sort, seek, Math.max(1, lastPageSize(n))), n] as const,
               )
           : await Promise.all([
-              store.dashboard.listClaims(companyId, filter, sort, seek, CLAIM_LIST_PAGE_SIZE),
-              store.dashboard.countClaims(companyId, filter),
+              repos.dashboard.listClaims(companyId, filter, sort, seek, CLAIM_LIST_PAGE_SIZE),
+              repos.dashboard.countClaims(companyId, filter),
             ]);
       const pages = Math.max(1, Math.ceil(total / CLAIM_LIST_PAGE_SIZE));
       const number = seek.kind === 'first' ? 1 : seek.kind === 'last' ? pages : Math.min(Math.max(1, page), pages);
@@ -116,28 +116,28 @@ export function createDashboardService({
     },
 
     /** Who changed a claim's status, when, from and to; newest first. The claim is the company's (the caller read it). */
-    statusHistory: (companyId: string, claimId: string) => store.dashboard.statusHistory(companyId, claimId),
+    statusHistory: (companyId: string, claimId: string) => repos.dashboard.statusHistory(companyId, claimId),
 
     /** A page of the look-up log with who made each look-up; `next` is the key of the page after, if any. */
     async lookupLog(companyId: string, filter: LookupLogFilter, after: { ts: string; id: string } | undefined, limit: number) {
       const since = logSince(new Date(), lookupRetentionDays);
-      const rows = await store.dashboard.listLookups(companyId, filter, timeZone, since, after, limit + 1);
+      const rows = await repos.dashboard.listLookups(companyId, filter, timeZone, since, after, limit + 1);
       return { rows: rows.slice(0, limit), next: rows.length > limit ? rows[limit - 1]!.key : null };
     },
 
-    lookupActors: (companyId: string) => store.dashboard.lookupActors(companyId),
+    lookupActors: (companyId: string) => repos.dashboard.lookupActors(companyId),
 
     /** The company's import of the same file in the last 30 days that stored (or will store) claims, if any. */
     earlierImportOfFile(companyId: string, sha256: string, now = new Date()) {
       const since = new Date(now.getTime() - DUPLICATE_FILE_DAYS * 86_400_000).toISOString();
-      return store.dashboard.earlierImportOfFile(companyId, sha256, since);
+      return repos.dashboard.earlierImportOfFile(companyId, sha256, since);
     },
 
     /** Every claim of the filter in the list's order, a batch at a time (one keyset statement each). */
     async *exportClaims(companyId: string, filter: ClaimListFilter, sort: ClaimListSort): AsyncGenerator<ClaimListRow[]> {
       let seek: ClaimListSeek = { kind: 'first' };
       for (;;) {
-        const rows = await store.dashboard.listClaims(companyId, filter, sort, seek, CLAIM_EXPORT_BATCH);
+        const rows = await repos.dashboard.listClaims(companyId, filter, sort, seek, CLAIM_EXPORT_BATCH);
         if (rows.length > 0) yield rows;
         if (rows.length < CLAIM_EXPORT_BATCH) return;
         seek = { kind: 'after', key: rows.at(-1)!.key, skip: 0 };

@@ -47,18 +47,18 @@ export function requestHash(method: string, path: string, body: unknown): string
  * purged now and then (at most hourly per process) as a side effect of completing one.
  */
 export function createIdempotencyService({
-  store,
+  repos,
   now = () => Date.now(),
 }: {
-  store: { idempotency: IdempotencyRepository };
+  repos: { idempotency: IdempotencyRepository };
   now?: () => number;
 }) {
   let lastPurge = 0;
-  const purgeExpired = () => store.idempotency.purgeExpired(IDEMPOTENCY_TTL_HOURS);
+  const purgeExpired = () => repos.idempotency.purgeExpired(IDEMPOTENCY_TTL_HOURS);
 
   async function begin(companyId: string, key: string, hash: string): Promise<IdempotencyDecision> {
     if (!KEY_PATTERN.test(key)) throw validationError({ [IDEMPOTENCY_HEADER]: [idempotencyMessages.invalid] });
-    const result = await store.idempotency.claim(companyId, key, hash, {
+    const result = await repos.idempotency.claim(companyId, key, hash, {
       ttlHours: IDEMPOTENCY_TTL_HOURS,
       staleMinutes: IDEMPOTENCY_STALE_MINUTES,
     });
@@ -71,7 +71,7 @@ export function createIdempotencyService({
 
   /** Stores the first response (any status below 500). */
   async function complete(companyId: string, key: string, statusCode: number, response: StoredResponse): Promise<void> {
-    await store.idempotency.complete(companyId, key, statusCode, response);
+    await repos.idempotency.complete(companyId, key, statusCode, response);
     if (now() - lastPurge >= 3_600_000) {
       lastPurge = now();
       await purgeExpired();
@@ -80,7 +80,7 @@ export function createIdempotencyService({
 
   /** Frees the key after a server error, so the client can retry with it. */
   async function release(companyId: string, key: string): Promise<void> {
-    await store.idempotency.release(companyId, key);
+    await repos.idempotency.release(companyId, key);
   }
 
   return { begin, complete, release, purgeExpired };

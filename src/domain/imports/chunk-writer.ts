@@ -5,7 +5,7 @@ import type { DocumentRef, IdentityOutcome, KnownDocument } from '../clients/ide
 import type { AuditEventInput } from '../audit/audit';
 import type { IdentityCheck } from '../clients/identity-checks';
 import { toColumnErrors, type Column, type ImportRow } from './csv-file';
-import type { ChunkEntry, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
+import type { ChunkEntry, ImportStatus, ImportRepos, ImportTx, RowError } from './ports';
 
 /**
  * The chunk writer: validates a chunk of rows (CPU only, while the previous chunk is being
@@ -178,14 +178,14 @@ export type ChunkResult =
 class ChunkSuperseded extends Error {}
 
 export function createChunkWriter<Tx extends ImportTx>(deps: {
-  store: ImportStore<Tx>;
+  repos: ImportRepos<Tx>;
   writeClaims: ClaimWriter<Tx>;
   /** Called once a chunk's write and ledger entry are on their way, while this thread waits for them. */
   whileWriting?: (() => void) | undefined;
   /** Awaited in a chunk's transaction, after its lock and before its write (crash tests; none in production). */
   beforeWrite?: ((chunkNo: number) => Promise<void>) | undefined;
 }) {
-  const { store, writeClaims, whileWriting, beforeWrite } = deps;
+  const { repos, writeClaims, whileWriting, beforeWrite } = deps;
 
   /**
    * One transaction: lock the import's row, shared with the other chunks in flight (a cancel
@@ -206,7 +206,7 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
   ): Promise<ChunkResult> {
     let attempt = 0;
     const written = withRetries(() =>
-      store.transaction(async (tx): Promise<ChunkResult> => {
+      repos.transaction(async (tx): Promise<ChunkResult> => {
         const locked = tx.imports.lockShared(run.id);
         const found = chunk.inputs.length === 0 ? undefined : ahead && attempt++ === 0 ? ahead : writeClaims.lookup(tx, chunk.documents);
         const nextFound = next && writeClaims.lookup(tx, next);

@@ -47,7 +47,7 @@ import {
   type ImportRow,
 } from './csv-file';
 import { createImportStateMachine, isTerminal } from './import-status';
-import type { CommittedChunk, ImportFailure, ImportRecord, ImportStatus, ImportStore, ImportTx, RowError } from './ports';
+import type { CommittedChunk, ImportFailure, ImportRecord, ImportStatus, ImportRepos, ImportTx, RowError } from './ports';
 
 /** Thrown at the end of a dry run so that its transaction is rolled back. */
 class DryRunRollback extends Error {}
@@ -124,7 +124,7 @@ export type ImportProgress = { rows_done: number; rows_total: number; waiting_fo
 export type ProcessOutcome = { importId: string; status: ImportStatus; imported: number; failed: number; alreadyDone: boolean };
 
 export type ImportServiceDeps<Tx extends ImportTx> = {
-  store: ImportStore<Tx>;
+  repos: ImportRepos<Tx>;
   /** Stores a chunk's valid rows set-based in the chunk's transaction (the single-claim identity rules). */
   writeClaims: ClaimWriter<Tx>;
   /** A claim's identity documents as stored (hashed), worked out before a chunk's transaction. */
@@ -164,10 +164,10 @@ export type SplitPlan = { kind: 'ranges'; ranges: ImportRange[] } | { kind: 'who
 type Written = { no: number; rows: number; result: ChunkResult; ahead?: { for: number; found: LookAhead } };
 
 export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps<Tx>) {
-  const { store, storage, queue, today, limits } = deps;
-  const machine = createImportStateMachine<Tx>({ store, ...(deps.onTerminal ? { onTerminal: deps.onTerminal } : {}) });
+  const { repos, storage, queue, today, limits } = deps;
+  const machine = createImportStateMachine<Tx>({ repos, ...(deps.onTerminal ? { onTerminal: deps.onTerminal } : {}) });
   const writer = createChunkWriter<Tx>({
-    store,
+    repos,
     writeClaims: deps.writeClaims,
     whileWriting: deps.whileChunkWrites,
     beforeWrite: deps.beforeChunkWrite,
@@ -225,7 +225,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   /** Removes a received file that will not be imported (a replayed Idempotency-Key, a file the person dropped). */
   async function discard(file: ReceivedFile): Promise<void> {
     await deleteObject(storage, file.objectKey);
-    await store.pendingUploads.forget(file.objectKey);
+    await repos.pendingUploads.forget(file.objectKey);
   }
 
   /**
@@ -233,24 +233,24 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
    * again?"): unless started or discarded before, it is deleted 24 hours after (`purgeAbandoned`).
    */
   async function hold(principal: Principal, file: ReceivedFile): Promise<void> {
-    await store.pendingUploads.note(file.objectKey, principal.companyId, (deps.now ?? Date.now)());
+    await repos.pendingUploads.note(file.objectKey, principal.companyId, (deps.now ?? Date.now)());
   }
 
   /** The person confirmed a held file: it is no longer waiting (it is started, or discarded, next). */
   async function release(file: ReceivedFile): Promise<void> {
-    await store.pendingUploads.forget(file.objectKey);
+    await repos.pendingUploads.forget(file.objectKey);
   }
 
   /** Deletes the files held for a confirmation that never came, uploaded before `before` (ms); how many. */
   async function purgeAbandoned(before: number): Promise<number> {
     let removed = 0;
     for (;;) {
-      const keys = await store.pendingUploads.expired(before, 1000);
+      const keys = await repos.pendingUploads.expired(before, 1000);
       for (const key of keys) {
         await storage.delete(key).catch((err: unknown) => {
           if (!(err instanceof ObjectNotFound)) throw err;
         });
-        await store.pendingUploads.forget(key);
+        await repos.pendingUploads.forget(key);
         removed++;
       }
       if (keys.length < 1000) return removed;
@@ -260,7 +260,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   /** Records the import (queued) and enqueues its job; when the queue fails, nothing is left behind. */
   async function start(principal: Principal, file: ReceivedFile): Promise<ImportRecord> {
     try {
-      await store.imports.insert({
+      await repos.imports.insert({
         id: file.importId,
         companyId: principal.companyId,
         fileName: file.fileName,
@@ -277,15 +277,15 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     try {
       // Counted after the insert, so this import is one of them. Two uploads of one company at
       // the same moment may get the same rank: they are then taken in the order queued.
-      const rank = await store.imports.countUnfinished(principal.companyId);
+      const rank = await repos.imports.countUnfinished(principal.companyId);
       await queue.enqueue(file.importId, rank);
     } catch (err) {
-      await store.imports.delete(file.importId);
+      await repos.imports.delete(file.importId);
       await deleteObject(storage, file.objectKey);
       if (err instanceof QueueUnavailable) throw new AppError('UNAVAILABLE', importMessages.unavailable);
       throw err;
     }
-    return (await store.imports.findById(file.importId))!;
+    return (await repos.imports.findById(file.importId))!;
   }
 
   /** The import once its job has settled, or as it stands when `timeoutMs` ran out. */
@@ -296,13 +296,13 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
 
   /** An import of the caller's company; another company's import is "not found". */
   async function get(principal: Principal, importId: string): Promise<ImportRecord> {
-    const run = isUuid(importId) ? await store.imports.findForCompany(principal.companyId, importId) : undefined;
+    const run = isUuid(importId) ? await repos.imports.findForCompany(principal.companyId, importId) : undefined;
     if (!run) throw new AppError('NOT_FOUND', importMessages.notFound, undefined, 'import_not_found');
     return run;
   }
 
   async function list(principal: Principal, opts: { cursor?: string | undefined; limit: number }) {
-    const rows = await store.imports.listByCompany(principal.companyId, pageRequest(opts));
+    const rows = await repos.imports.listByCompany(principal.companyId, pageRequest(opts));
     return pageOf(rows, opts.limit, (run) => run);
   }
 
@@ -325,11 +325,11 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
    * removed afterwards.
    */
   async function process(importId: string, opts: { onProgress?: (p: ImportProgress) => Promise<void> } = {}): Promise<ProcessOutcome> {
-    const found = await store.imports.findById(importId);
+    const found = await repos.imports.findById(importId);
     if (!found) throw new ImportGone('The import no longer exists.');
     if (isTerminal(found.status)) return outcomeOf(found, true);
     const run = await machine.start(importId);
-    if (!run) return outcomeOf((await store.imports.findById(importId)) ?? found, true);
+    if (!run) return outcomeOf((await repos.imports.findById(importId)) ?? found, true);
     return settle(importId, await rideOutStorage(run, opts.onProgress, (onProgress) => runChunks(run, onProgress)));
   }
 
@@ -350,7 +350,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     const back = async () => {
       if (!clock.waiting) return;
       clock.ok();
-      await store.imports.setMessage(run.id, null);
+      await repos.imports.setMessage(run.id, null);
     };
     for (;;) {
       try {
@@ -366,7 +366,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
         const first = !clock.waiting;
         const wait = clock.failed(err);
         if (first) {
-          await store.imports.setMessage(run.id, importMessages.waitingForStorage);
+          await repos.imports.setMessage(run.id, importMessages.waitingForStorage);
           await onProgress?.({ ...last, waiting_for: 'storage' });
         }
         await sleep(wait);
@@ -381,12 +381,12 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
    * the ranges; a smaller file is imported whole (`process`).
    */
   async function split(importId: string, splitBytes: number): Promise<SplitPlan> {
-    const found = await store.imports.findById(importId);
+    const found = await repos.imports.findById(importId);
     if (!found) throw new ImportGone('The import no longer exists.');
     if (isTerminal(found.status)) return { kind: 'done', outcome: outcomeOf(found, true) };
     if (splitBytes <= 0 || found.sizeBytes <= splitBytes) return { kind: 'whole' };
     const run = await machine.start(importId);
-    if (!run) return { kind: 'done', outcome: outcomeOf((await store.imports.findById(importId)) ?? found, true) };
+    if (!run) return { kind: 'done', outcome: outcomeOf((await repos.imports.findById(importId)) ?? found, true) };
     return rideOutStorage(run, undefined, async () => {
       const source = await openFile(run);
       try {
@@ -411,7 +411,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     range: ImportRange,
     opts: { onProgress?: (p: ImportProgress) => Promise<void> } = {},
   ): Promise<ProcessOutcome> {
-    const run = await store.imports.findById(importId);
+    const run = await repos.imports.findById(importId);
     if (!run) throw new ImportGone('The import no longer exists.');
     if (isTerminal(run.status) || run.cancelRequested) return outcomeOf(run, true);
     const stopped = await rideOutStorage(run, opts.onProgress, (onProgress) => runChunks(run, onProgress, range));
@@ -420,7 +420,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
 
   /** Every range of a split file has settled: the import completes (or is cancelled), as `process` ends. */
   async function finishRanges(importId: string): Promise<ProcessOutcome> {
-    const run = await store.imports.findById(importId);
+    const run = await repos.imports.findById(importId);
     if (!run) throw new ImportGone('The import no longer exists.');
     if (isTerminal(run.status)) return outcomeOf(run, true);
     return settle(importId, run.cancelRequested ? 'cancelled' : undefined);
@@ -441,7 +441,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     onProgress: ((p: ImportProgress) => Promise<void>) | undefined,
     range?: ImportRange,
   ): Promise<ImportStatus | undefined> {
-    const committed = await store.ledger.committed(run.id);
+    const committed = await repos.ledger.committed(run.id);
     const source = await openFile(run);
     try {
       return await importChunks(run, source, committed, onProgress, range);
@@ -455,12 +455,12 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     if (stopped !== undefined) {
       // Asked while chunks were in flight: moved now that every one of them has settled.
       if (stopped === 'cancelled') await machine.cancel(importId);
-      const now = (await store.imports.findById(importId))!;
+      const now = (await repos.imports.findById(importId))!;
       if (now.status === 'cancelled' || now.status === 'failed') await cleanUp(now);
       return outcomeOf(now, false);
     }
     const done = await machine.complete(importId);
-    const now = done ?? (await store.imports.findById(importId))!;
+    const now = done ?? (await repos.imports.findById(importId))!;
     await cleanUp(now);
     return outcomeOf(now, done === undefined);
   }
@@ -520,7 +520,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     // Requests that waited for the chunk just written go first: their next statements queue ahead
     // of this chunk's (embedded, PGlite runs one statement at a time).
     await yieldToEventLoop();
-    if (earlier.length === 0) await store.imports.setColumns(run.id, chunk.columns);
+    if (earlier.length === 0) await repos.imports.setColumns(run.id, chunk.columns);
     const known = writers === 1 && !lookUpAgain ? await lookedUpBefore(chunk, earlier.at(-1)) : undefined;
     const nextDocuments = writers === 1 && next && next.inputs.length > 0 ? next.documents : undefined;
     const { lookupOutside } = deps.writeClaims;
@@ -539,9 +539,9 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   async function earlierRanges(importId: string, before: number[]): Promise<void> {
     const started = Date.now();
     for (;;) {
-      const done = new Set((await store.ledger.committed(importId)).map((c) => c.chunkNo));
+      const done = new Set((await repos.ledger.committed(importId)).map((c) => c.chunkNo));
       if (before.every((no) => done.has(no))) return;
-      const run = await store.imports.findById(importId);
+      const run = await repos.imports.findById(importId);
       if (!run || run.status !== 'processing' || run.cancelRequested) return;
       if (Date.now() - started > RANGE_WAIT_MS) throw new RangeWaiting();
       await new Promise((resolve) => setTimeout(resolve, RANGE_POLL_MS));
@@ -565,13 +565,13 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   /** Removes the claims of a failed or cancelled import, in batches (they were never visible). */
   async function purge(importId: string, companyId: string): Promise<void> {
     const batch = deps.purgeBatch ?? 5000;
-    while ((await store.imports.purgeClaims(importId, companyId, batch)) > 0) await yieldToEventLoop();
-    await store.imports.markPurged(importId);
+    while ((await repos.imports.purgeClaims(importId, companyId, batch)) > 0) await yieldToEventLoop();
+    await repos.imports.markPurged(importId);
   }
 
   /** Failed or cancelled imports whose claims a stopped process did not finish removing. */
   async function purgeLeftovers(): Promise<number> {
-    const left = await store.imports.listToPurge(100);
+    const left = await repos.imports.listToPurge(100);
     for (const run of left) await purge(run.id, run.companyId);
     return left.length;
   }
@@ -579,7 +579,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   /** A job that failed for good: the import moves to failed, its file and its written claims go. */
   async function markFailed(importId: string, failure: ImportFailure, message: string): Promise<void> {
     await machine.fail(importId, failure, message);
-    const run = await store.imports.findById(importId);
+    const run = await repos.imports.findById(importId);
     if (run && run.status === 'failed') await cleanUp(run);
   }
 
@@ -607,7 +607,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     if (run.status === 'completed' || run.status === 'failed')
       throw new AppError('CONFLICT', importMessages.alreadyFinished, undefined, 'import_finished');
     if (run.status === 'cancelled') return { run, accepted: false };
-    const result = await store.transaction(async (tx) => {
+    const result = await repos.transaction(async (tx) => {
       const state = await tx.imports.lock(importId);
       if (!state || state.companyId !== principal.companyId) return undefined;
       if (state.status === 'queued') {
@@ -647,7 +647,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     try {
       source = await storage.getStream(file.objectKey);
       const rows = readImportRows(source);
-      await store
+      await repos
         .transaction(async (tx) => {
           let chunk: ImportRow[] = [];
           let no = 0;
@@ -689,11 +689,11 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
       // A dry run writes nothing but the identity checks it made (and the audit event of a budget
       // they used up): answered once they are committed.
       if (events.length > 0) {
-        await store.transaction(async (tx) => {
+        await repos.transaction(async (tx) => {
           await tx.identityChecks.append(told);
           for (const e of events) await tx.audit.record(e);
         });
-      } else await store.identityChecks.append(told);
+      } else await repos.identityChecks.append(told);
     } finally {
       source?.destroy();
       await deleteObject(storage, file.objectKey);
@@ -712,7 +712,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     async function* rows(): AsyncGenerator<string[]> {
       let after = 0;
       for (;;) {
-        const page = await store.ledger.failedRows(importId, after, 1000);
+        const page = await repos.ledger.failedRows(importId, after, 1000);
         for (const r of page) {
           const cells = columns.map((_, i) => r.cells[i] ?? '');
           const errors = Object.entries(byColumn(r.messages))
@@ -734,7 +734,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   async function resumeUnfinished(): Promise<number> {
     await purgeLeftovers();
     if (queue.kind !== 'in-process') return 0;
-    const unfinished = await store.imports.listUnfinished();
+    const unfinished = await repos.imports.listUnfinished();
     // Ranked per company in the order they were uploaded, as at their upload (see ImportQueue).
     const ranks = new Map<string, number>();
     for (const { id, companyId } of unfinished) {

@@ -1,4 +1,4 @@
-import type { ImportFailure, ImportRecord, ImportStatus, ImportStore, ImportTx } from './ports';
+import type { ImportFailure, ImportRecord, ImportStatus, ImportRepos, ImportTx } from './ports';
 
 /**
  * The import's state machine: the only place that changes an import's status. Every change is
@@ -26,12 +26,12 @@ export const isTerminal = (status: ImportStatus) => TERMINAL.includes(status);
 const sourcesOf = (to: ImportStatus) => (Object.keys(TRANSITIONS) as ImportStatus[]).filter((from) => TRANSITIONS[from].includes(to));
 
 export type StateMachineDeps<Tx extends ImportTx> = {
-  store: ImportStore<Tx>;
+  repos: ImportRepos<Tx>;
   /** Runs in the transaction of every move into completed, failed or cancelled. */
   onTerminal?: (tx: Tx, run: ImportRecord) => Promise<void>;
 };
 
-export function createImportStateMachine<Tx extends ImportTx>({ store, onTerminal }: StateMachineDeps<Tx>) {
+export function createImportStateMachine<Tx extends ImportTx>({ repos, onTerminal }: StateMachineDeps<Tx>) {
   /** One move inside the caller's transaction; undefined when the import is not in a status that allows it. */
   async function transition(
     tx: Tx,
@@ -51,18 +51,18 @@ export function createImportStateMachine<Tx extends ImportTx>({ store, onTermina
   return {
     transition,
     /** A new attempt: queued or processing → processing. */
-    start: (importId: string) => store.transaction((tx) => transition(tx, importId, 'processing')),
+    start: (importId: string) => repos.transaction((tx) => transition(tx, importId, 'processing')),
     /** Every valid row is committed: the summary is built from the ledger (a cancel asked meanwhile wins). */
     complete: (importId: string) =>
-      store.transaction(async (tx) => {
+      repos.transaction(async (tx) => {
         const state = await tx.imports.lock(importId);
         if (!state) return undefined;
         if (state.cancelRequested) return transition(tx, importId, 'cancelled');
         return transition(tx, importId, 'completed');
       }),
     fail: (importId: string, failure: ImportFailure, message: string) =>
-      store.transaction((tx) => transition(tx, importId, 'failed', { failure, message })),
-    cancel: (importId: string) => store.transaction((tx) => transition(tx, importId, 'cancelled')),
+      repos.transaction((tx) => transition(tx, importId, 'failed', { failure, message })),
+    cancel: (importId: string) => repos.transaction((tx) => transition(tx, importId, 'cancelled')),
   };
 }
 export type ImportStateMachine<Tx extends ImportTx> = ReturnType<typeof createImportStateMachine<Tx>>;

@@ -152,7 +152,7 @@ export interface PendingUploadsPort {
   expired(before: number, limit: number): Promise<string[]>;
 }
 
-export interface ImportStore<Tx extends ImportTx> {
+export interface ImportRepos<Tx extends ImportTx> {
   pendingUploads: PendingUploadsPort;
   imports: ImportRepositoryPort;
   ledger: LedgerPort;

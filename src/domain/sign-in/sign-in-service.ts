@@ -43,7 +43,7 @@ export function checkIssuer(raw: string): string | { error: string } {
 export type SsoSettingsInput = { issuer: string; clientId: string; clientSecret: string; domains: string; ssoOnly: boolean };
 
 export type SignInServiceDeps = {
-  store: {
+  repos: {
     signIn: SignInRepository;
     companies: CompanyRepository;
     transaction<T>(
@@ -62,7 +62,7 @@ export type SignInServiceDeps = {
  */
 type Events = AuditEventInput[];
 
-export function createSignInService({ store, sealer, now, passwordHashCost }: SignInServiceDeps) {
+export function createSignInService({ repos, sealer, now, passwordHashCost }: SignInServiceDeps) {
   const iso = (t = now()) => new Date(t).toISOString();
   const recordAll = async (tx: { audit: Pick<AuditRepository, 'record'> }, events: Events) => {
     for (const event of events) await recordAudit(tx, event);
@@ -70,20 +70,20 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
 
   /** The second factor's state of a person: enabled, and recovery codes left. */
   async function secondFactor(userId: string) {
-    const row = await store.signIn.secondFactor(userId);
+    const row = await repos.signIn.secondFactor(userId);
     return { enabled: Boolean(row?.enabledAt), remainingCodes: row?.remainingCodes ?? 0 };
   }
 
   /** Whether the person must have a second factor: operators always, a company's people when it requires one. */
   async function secondFactorRequired(user: { role: string; companyId: string | null }): Promise<boolean> {
     if (user.role === 'operator' || user.companyId === null) return true;
-    return store.signIn.requireSecondFactor(user.companyId);
+    return repos.signIn.requireSecondFactor(user.companyId);
   }
 
   /** A new key for enrolment (stored sealed, not yet in force), with what the page shows. */
   async function startEnrolment(user: { id: string; email: string }) {
     const key = newTotpKey();
-    if (!(await store.signIn.setPendingKey(user.id, sealer().seal(key)))) {
+    if (!(await repos.signIn.setPendingKey(user.id, sealer().seal(key)))) {
       throw new AppError('CONFLICT', 'A second factor is already set up. Turn it off first to set up another.');
     }
     return { key, uri: totpUri(key, user.email) };
@@ -91,7 +91,7 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
 
   /** The pending key of an enrolment under way (the page shown again after a wrong code). */
   async function pendingEnrolment(user: { id: string; email: string }) {
-    const row = await store.signIn.secondFactor(user.id);
+    const row = await repos.signIn.secondFactor(user.id);
     if (!row?.sealed || row.enabledAt) return undefined;
     const key = sealer().open(row.sealed);
     return { key, uri: totpUri(key, user.email) };
@@ -99,12 +99,12 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
 
   /** Confirms enrolment with one code; returns the 10 recovery codes (shown once), or undefined for a wrong code. */
   async function confirmEnrolment(userId: string, code: string, events: Events = []): Promise<string[] | undefined> {
-    const row = await store.signIn.secondFactor(userId);
+    const row = await repos.signIn.secondFactor(userId);
     if (!row?.sealed || row.enabledAt) throw new AppError('CONFLICT', 'There is no set-up under way. Start again.');
     const step = totpStep(sealer().open(row.sealed), code, now());
     if (step === null) return undefined;
     const codes = newRecoveryCodes();
-    const ok = await store.transaction(async (tx) => {
+    const ok = await repos.transaction(async (tx) => {
       if (!(await tx.signIn.enableKey(userId, step, codes.map(hashRecoveryCode), iso()))) return false;
       await recordAll(tx, events);
       return true;
@@ -117,15 +117,15 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
    * already used) or an unused recovery code (used up by this). 'totp', 'recovery' or null.
    */
   async function checkCode(userId: string, code: string): Promise<'totp' | 'recovery' | null> {
-    const row = await store.signIn.secondFactor(userId);
+    const row = await repos.signIn.secondFactor(userId);
     if (!row?.sealed || !row.enabledAt) return null;
     const trimmed = code.trim().slice(0, 64);
     if (/^\d[\d\s]*$/u.test(trimmed)) {
       const step = totpStep(sealer().open(row.sealed), trimmed, now());
-      return step !== null && (await store.signIn.acceptStep(userId, step)) ? 'totp' : null;
+      return step !== null && (await repos.signIn.acceptStep(userId, step)) ? 'totp' : null;
     }
     if (looksLikeRecoveryCode(trimmed)) {
-      return (await store.signIn.useRecoveryCode(userId, hashRecoveryCode(trimmed), iso())) ? 'recovery' : null;
+      return (await repos.signIn.useRecoveryCode(userId, hashRecoveryCode(trimmed), iso())) ? 'recovery' : null;
     }
     return null;
   }
@@ -140,7 +140,7 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
       throw new AppError('FORBIDDEN', 'A second factor is required for you, so it cannot be turned off.');
     }
     if (!(await checkCode(user.id, code))) return false;
-    await store.transaction(async (tx) => {
+    await repos.transaction(async (tx) => {
       await tx.signIn.disableKey(user.id);
       await recordAll(tx, events);
     });
@@ -162,14 +162,14 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
     keepSid: string,
     events: Events = [],
   ) {
-    const stored = await store.signIn.passwordHash(userId);
+    const stored = await repos.signIn.passwordHash(userId);
     if (!stored || !(await verifyPassword(input.current.slice(0, 200), stored))) {
       throw validationError({ current_password: ['The current password is not right.'] });
     }
     const problems = checkNewPassword(input.next, input.confirm);
     if (problems) throw validationError(problems);
     const hash = await hashPassword(input.next, passwordHashCost);
-    await store.transaction(async (tx) => {
+    await repos.transaction(async (tx) => {
       await tx.signIn.setPasswordHash(userId, hash);
       await tx.signIn.deleteSessions(userId, sha256(keepSid));
       await recordAll(tx, events);
@@ -178,11 +178,11 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
 
   /** An admin's reset of one of the company's people: a one-time link token, valid 1 hour; their sessions end. */
   async function createResetLink(companyId: string, personId: string, eventFor: (person: UserRecord) => Events = () => []) {
-    const person = isUuid(personId) ? await store.companies.findUserById(personId) : undefined;
+    const person = isUuid(personId) ? await repos.companies.findUserById(personId) : undefined;
     if (!person || person.company_id !== companyId) throw new AppError('NOT_FOUND', 'Person not found.');
     const token = randomBytes(32).toString('base64url');
     const expiresAt = iso(now() + RESET_LINK_MS);
-    await store.transaction(async (tx) => {
+    await repos.transaction(async (tx) => {
       await tx.signIn.insertReset(sha256(token), person.id, expiresAt);
       await tx.signIn.setPasswordHash(person.id, NO_PASSWORD);
       await tx.signIn.deleteSessions(person.id, null);
@@ -193,7 +193,7 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
 
   /** Whether a reset link may still be used (the form's page); its person, or undefined. */
   const resetLinkPerson = (token: string) =>
-    token.length > 20 && token.length < 100 ? store.signIn.findReset(sha256(token), iso()) : Promise.resolve(undefined);
+    token.length > 20 && token.length < 100 ? repos.signIn.findReset(sha256(token), iso()) : Promise.resolve(undefined);
 
   /** Sets a new password with a reset link, once; the link is used up. Returns the person, or undefined for a used or expired link. */
   async function resetPassword(
@@ -205,7 +205,7 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
     if (problems) throw validationError(problems);
     if (!(await resetLinkPerson(token))) return undefined;
     const hash = await hashPassword(input.next, passwordHashCost);
-    return store.transaction(async (tx) => {
+    return repos.transaction(async (tx) => {
       const userId = await tx.signIn.useReset(sha256(token), iso());
       if (!userId) return undefined;
       await tx.signIn.setPasswordHash(userId, hash);
@@ -219,8 +219,8 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
   /** The company's sign-in settings as its page shows them (never the client secret). */
   async function companySettings(companyId: string) {
     const [requireSecondFactor, sso] = await Promise.all([
-      store.signIn.requireSecondFactor(companyId),
-      store.signIn.ssoSettings(companyId),
+      repos.signIn.requireSecondFactor(companyId),
+      repos.signIn.ssoSettings(companyId),
     ]);
     return {
       requireSecondFactor,
@@ -247,17 +247,17 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
     if (domains.length === 0) errors.domains = ['Name at least one email domain, for example example.com.'];
     else if (bad.length > 0) errors.domains = [`Not an email domain: ${bad.slice(0, 3).join(', ')}.`];
     else if (domains.length > 50) errors.domains = ['At most 50 domains.'];
-    const existing = await store.signIn.ssoSettings(companyId);
+    const existing = await repos.signIn.ssoSettings(companyId);
     const secret = input.clientSecret.trim();
     if (!secret && !existing) errors.client_secret = ['The client secret is required.'];
     if (secret.length > 1000) errors.client_secret = ['The client secret is at most 1000 characters.'];
     if (!errors.domains) {
-      const taken = await store.signIn.domainsOfOthers(companyId, domains);
+      const taken = await repos.signIn.domainsOfOthers(companyId, domains);
       if (taken.length > 0) errors.domains = [`Another company's sign-in covers ${taken.join(', ')}.`];
     }
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const clientSecretSealed = secret ? sealer().seal(secret) : null;
-    await store.transaction(async (tx) => {
+    await repos.transaction(async (tx) => {
       await tx.signIn.saveSso({ companyId, issuer: issuer as string, clientId, clientSecretSealed, ssoOnly: input.ssoOnly, domains });
       await recordAll(tx, events);
     });
@@ -267,13 +267,13 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
   async function ssoForEmail(email: string) {
     const domain = email.trim().toLowerCase().split('@')[1];
     if (!domain) return undefined;
-    const row = await store.signIn.ssoForDomain(domain);
+    const row = await repos.signIn.ssoForDomain(domain);
     return row && { ...row, clientSecret: () => sealer().open(row.clientSecretSealed) };
   }
 
   /** The company's provider with its client secret opened, or undefined. */
   async function ssoForCompany(companyId: string) {
-    const row = await store.signIn.ssoSettings(companyId);
+    const row = await repos.signIn.ssoSettings(companyId);
     return row && { ...row, clientSecret: () => sealer().open(row.clientSecretSealed) };
   }
 
@@ -290,19 +290,19 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
     const normalized = email.trim().toLowerCase();
     const sso = await ssoForEmail(normalized);
     if (!sso || sso.companyId !== companyId) return undefined;
-    const found = await store.companies.findUserByEmail(normalized);
+    const found = await repos.companies.findUserByEmail(normalized);
     if (found) {
       const { password_hash: _p, ...user } = found;
       return user.company_id === companyId ? { user, created: false } : undefined;
     }
-    const user = await store.transaction(async (tx) => {
+    const user = await repos.transaction(async (tx) => {
       const made = await tx.companies.insertUser({ companyId, email: normalized, passwordHash: NO_PASSWORD, role: 'member' });
       if (made) await recordAudit(tx, createdEvent(made));
       return made;
     });
     if (user) return { user, created: true };
     // Created by a sign-in of the same person at the same moment.
-    const raced = await store.companies.findUserByEmail(normalized);
+    const raced = await repos.companies.findUserByEmail(normalized);
     if (!raced || raced.company_id !== companyId) return undefined;
     const { password_hash: _p, ...user2 } = raced;
     return { user: user2, created: false };
@@ -322,13 +322,13 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
     resetPassword,
     companySettings,
     setRequireSecondFactor: (companyId: string, required: boolean, events: Events = []) =>
-      store.transaction(async (tx) => {
+      repos.transaction(async (tx) => {
         await tx.signIn.setRequireSecondFactor(companyId, required);
         await recordAll(tx, events);
       }),
     saveSso,
     deleteSso: (companyId: string, events: Events = []) =>
-      store.transaction(async (tx) => {
+      repos.transaction(async (tx) => {
         await tx.signIn.deleteSso(companyId);
         await recordAll(tx, events);
       }),
@@ -336,7 +336,7 @@ export function createSignInService({ store, sealer, now, passwordHashCost }: Si
     ssoForCompany,
     /** Who an email belongs to (for the failed sign-in's event: the company that sees it), or undefined. */
     async personByEmail(email: string) {
-      const found = await store.companies.findUserByEmail(email.trim());
+      const found = await repos.companies.findUserByEmail(email.trim());
       return found && { id: found.id, email: found.email, companyId: found.company_id };
     },
     ssoPerson,

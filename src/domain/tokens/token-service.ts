@@ -41,7 +41,7 @@ export type TokenGrant = {
 };
 
 /** What the token service needs from storage (the token repository implements it). */
-export interface TokenStore {
+export interface TokenRepositoryPort {
   insert(t: {
     companyId: string;
     name: string;
@@ -62,11 +62,11 @@ export interface TokenStore {
   recordUses(uses: TokenUse[]): Promise<void>;
 }
 
-type TokenTx = { tokens: TokenStore; audit: Pick<AuditRepository, 'record'> };
+type TokenTx = { tokens: TokenRepositoryPort; audit: Pick<AuditRepository, 'record'> };
 
 export type TokenServiceOptions = {
-  store: {
-    tokens: TokenStore;
+  repos: {
+    tokens: TokenRepositoryPort;
     companies: { findById(id: string): Promise<unknown> };
     transaction<T>(fn: (tx: TokenTx) => Promise<T>): Promise<T>;
   };
@@ -141,7 +141,7 @@ function parseScopes(raw: unknown): TokenScope[] {
 }
 
 export function createTokenService({
-  store,
+  repos,
   sharedDatabase = false,
   onUsageError,
   maxLifetimeDays = 366,
@@ -149,7 +149,7 @@ export function createTokenService({
 }: TokenServiceOptions) {
   const revocations: RevocationWatch | undefined = sharedDatabase
     ? {
-        version: () => store.tokens.revocationVersion(),
+        version: () => repos.tokens.revocationVersion(),
         pollMs: REVOCATION_POLL_MS,
         trustMs: REVOCATION_TRUST_MS,
         idleMs: REVOCATION_IDLE_MS,
@@ -157,7 +157,7 @@ export function createTokenService({
     : undefined;
   const cache = createTokenCache<TokenGrant>({ ttlMs: TOKEN_CACHE_MS, maxEntries: TOKEN_CACHE_ENTRIES, revocations });
   const usage = createUsageRecorder({
-    write: (uses) => store.tokens.recordUses(uses),
+    write: (uses) => repos.tokens.recordUses(uses),
     flushMs: USAGE_FLUSH_MS,
     minGapMs: USAGE_GAP_MS,
     ...(onUsageError ? { onError: onUsageError } : {}),
@@ -211,12 +211,12 @@ export function createTokenService({
     const scopes = fieldOf(() => parseScopes(opts.scopes));
     const expiresAt = fieldOf(() => expiryOf(opts.lifetime ?? { days: defaultLifetimeDays }));
     if (Object.keys(errors).length > 0 || typeof name !== 'string' || !scopes || expiresAt === undefined) throw validationError(errors);
-    if (!isUuid(companyId) || !(await store.companies.findById(companyId))) {
+    if (!isUuid(companyId) || !(await repos.companies.findById(companyId))) {
       throw new AppError('NOT_FOUND', 'Company not found.');
     }
     const token = newTokenValue();
     const origin = opts.origin ?? NO_ORIGIN;
-    const record = await store.transaction(async (tx) => {
+    const record = await repos.transaction(async (tx) => {
       const r = await tx.tokens.insert({
         companyId,
         name: name.trim(),
@@ -255,7 +255,7 @@ export function createTokenService({
   async function check(bearer: string | undefined): Promise<TokenCheck> {
     if (!bearer || !isWellFormedToken(bearer)) return { ok: false, reason: 'unauthenticated' };
     const hash = sha256(bearer);
-    const grant = await cache.get(hash, () => store.tokens.authenticate(hash));
+    const grant = await cache.get(hash, () => repos.tokens.authenticate(hash));
     if (!grant) return { ok: false, reason: 'unauthenticated' };
     if (grant.expiresAt !== null && grant.expiresAt <= now()) return { ok: false, reason: 'token_expired' };
     if (grant.suspended) return { ok: false, reason: 'company_suspended' };
@@ -290,14 +290,14 @@ export function createTokenService({
 
   async function list(companyId: string): Promise<PublicToken[]> {
     await usage.flush();
-    return (await store.tokens.listByCompany(companyId)).map(publicToken);
+    return (await repos.tokens.listByCompany(companyId)).map(publicToken);
   }
 
   /** Revokes at once, with its audit event in the same transaction. With companyId, a token of another company is "not found". */
   async function revoke(id: string, companyId: string | null, by: { actor?: AuditActor; origin?: AuditOrigin } = {}): Promise<PublicToken> {
     const origin = by.origin ?? NO_ORIGIN;
     const record = isUuid(id)
-      ? await store.transaction(async (tx) => {
+      ? await repos.transaction(async (tx) => {
           const r = await tx.tokens.revoke(id, companyId);
           if (r) {
             await tx.audit.record({

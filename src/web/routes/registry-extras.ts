@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 
 import { AppError, validationError } from '../../domain/errors';
 import { fileMessages } from '../../domain/imports/csv-file';
-import { MAX_BATCH_ROWS, type PlateBatch } from '../../domain/lookups/plate-batch';
+import { MAX_BATCH_ROWS, type LookupBatch } from '../../domain/lookups/lookup-batch';
 import { monthBarChart } from '../chart';
 import { companyUser, principalOf, requireCompanyUser, requireOperator } from '../context';
 import { text, type FormBody } from '../forms';
@@ -16,11 +16,11 @@ const PAGE_SIZE = 25;
 const namedChart = (values: { label: string; value: number }[]) =>
   monthBarChart(values.map((v, i) => ({ month: String(i), label: v.label, claims: v.value })));
 
-const batchDone = (b: PlateBatch) => b.status === 'completed' || b.status === 'failed';
+const batchDone = (b: LookupBatch) => b.status === 'completed' || b.status === 'failed';
 
 /** The dashboard's pages for alerts, batch plate look-ups and data quality. */
 export async function registryExtrasRoutes(app: FastifyInstance) {
-  const { alerts, plateBatches, quality, config } = app.deps;
+  const { alerts, lookupBatches, quality, config } = app.deps;
   await app.register(multipart, { limits: { fileSize: config.importMaxBytes, files: 1, fields: 5, fieldSize: 1024, parts: 10 } });
 
   app.get('/alerts', { preHandler: requireCompanyUser }, async (request, reply) => {
@@ -42,7 +42,7 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
     const principal = principalOf(companyUser(request));
     let token: string | undefined;
     let purpose: string | undefined;
-    let batch: PlateBatch | undefined;
+    let batch: LookupBatch | undefined;
     let checked = false;
     try {
       if (request.isMultipart()) {
@@ -64,7 +64,7 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
             continue;
           }
           request.uploadGuard?.attach(part.file);
-          batch = await plateBatches.submit(
+          batch = await lookupBatches.submit(
             principal,
             { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated },
             purpose,
@@ -88,7 +88,7 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
 
   app.get('/lookups/batch/:id', { preHandler: requireCompanyUser }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    const batch = await plateBatches.get(principalOf(companyUser(request)), id);
+    const batch = await lookupBatches.get(principalOf(companyUser(request)), id);
     const done = batchDone(batch);
     return renderPage(reply, 'lookup-batch', {
       title: 'Plate file check',
@@ -101,7 +101,7 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
 
   app.get('/lookups/batch/:id/results.csv', { preHandler: requireCompanyUser }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    const { batch, csv } = await plateBatches.results(principalOf(companyUser(request)), id);
+    const { batch, csv } = await lookupBatches.results(principalOf(companyUser(request)), id);
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="lookup-batch-${batch.id.slice(0, 8)}-results.csv"`)

@@ -1,4 +1,4 @@
-import type { BatchRecord, PlateBatchRepository, ResultLine } from '../domain/lookups/plate-batch';
+import type { BatchRecord, LookupBatchRepository, ResultLine } from '../domain/lookups/lookup-batch';
 import { visibleClaim } from './claim-visibility';
 import { arrayLiteral, jsonArray, isoTime } from './columns';
 import type { Queryable } from './db';
@@ -64,7 +64,7 @@ const WRITE_CHUNK = `
      SET rows_done = rows_done + $5, invalid_rows = invalid_rows + $6, distinct_plates = distinct_plates + (SELECT count(*) FROM res)
    WHERE id = $1`;
 
-export function createPlateBatchRepository(db: Queryable): PlateBatchRepository {
+export function createLookupBatchRepository(db: Queryable): LookupBatchRepository {
   return {
     async insert(b) {
       await db.query(

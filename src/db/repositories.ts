@@ -15,7 +15,7 @@ import { createTokenRepository } from './token-repository';
 import { createWebhookRepository } from './webhook-repository';
 
 /** `soleSession`: q is a transaction of a database with one session (see ClaimRepositoryOptions). */
-function repositories(q: Queryable, soleSession = false) {
+function repositorySet(q: Queryable, soleSession = false) {
   return {
     claims: createClaimRepository(q, { soleSession }),
     tokens: createTokenRepository(q),
@@ -43,7 +43,7 @@ function repositories(q: Queryable, soleSession = false) {
     },
   };
 }
-export type Repositories = ReturnType<typeof repositories>;
+export type RepositorySet = ReturnType<typeof repositorySet>;
 
 /** Runs fn inside a savepoint: on error the work of fn alone is rolled back, and the error rethrown. */
 export type Savepoint = <T>(fn: () => Promise<T>) => Promise<T>;
@@ -67,13 +67,13 @@ function savepointOn(q: Queryable): Savepoint {
  * The repositories, and a way to run several of their calls in one transaction. Domain services
  * receive this; they never see SQL.
  */
-export function createStore(db: Db) {
+export function createRepositories(db: Db) {
   return {
-    ...repositories(db),
+    ...repositorySet(db),
     /** Runs fn in a transaction. Deadlocks and serialization failures surface as RetryableConflict. */
-    async transaction<T>(fn: (tx: Repositories & { savepoint: Savepoint }) => Promise<T>): Promise<T> {
+    async transaction<T>(fn: (tx: RepositorySet & { savepoint: Savepoint }) => Promise<T>): Promise<T> {
       try {
-        return await db.transaction((q) => fn(Object.assign(repositories(q, db.kind === 'pglite'), { savepoint: savepointOn(q) })));
+        return await db.transaction((q) => fn(Object.assign(repositorySet(q, db.kind === 'pglite'), { savepoint: savepointOn(q) })));
       } catch (err) {
         const code = pgErrorCode(err);
         if (code === '40P01' || code === '40001') throw new RetryableConflict(`database conflict ${code}`);
@@ -85,6 +85,6 @@ export function createStore(db: Db) {
     },
   };
 }
-export type Store = ReturnType<typeof createStore>;
-/** What a transaction of the store sees: the repositories on its connection, and savepoints. */
-export type StoreTx = Repositories & { savepoint: Savepoint };
+export type Repositories = ReturnType<typeof createRepositories>;
+/** What a transaction over the repositories sees: the repositories on its connection, and savepoints. */
+export type RepositoriesTx = RepositorySet & { savepoint: Savepoint };

@@ -50,7 +50,7 @@ export const batchMessages = {
 } as const;
 
 /** A batch as GET /lookups/batch/{id} shows it. */
-export type PlateBatch = {
+export type LookupBatch = {
   id: string;
   status: BatchStatus;
   file_name: string;
@@ -66,12 +66,12 @@ export type PlateBatch = {
   created_at: string;
   finished_at: string | null;
 };
-export type BatchRecord = PlateBatch & { companyId: string; tokenId: string | null; userId: string | null; objectKey: string };
+export type BatchRecord = LookupBatch & { companyId: string; tokenId: string | null; userId: string | null; objectKey: string };
 
 export type ResultLine = { vehicle_registration: string; claims: number; companies: number; latest_claim_date: string | null; seq: number };
 
-/** What the batch look-up needs from storage; src/db/plate-batch-repository.ts implements it. */
-export interface PlateBatchRepository {
+/** What the batch look-up needs from storage; src/db/lookup-batch-repository.ts implements it. */
+export interface LookupBatchRepository {
   insert(b: {
     id: string;
     companyId: string;
@@ -189,8 +189,8 @@ export function batchPlate(cell: string | undefined): string | undefined {
   return isPlateText(plate) ? plate : undefined;
 }
 
-export type PlateBatchDeps = {
-  batches: PlateBatchRepository;
+export type LookupBatchDeps = {
+  batches: LookupBatchRepository;
   storage: ObjectStore;
   queue: BatchQueue;
   today: () => string;
@@ -201,7 +201,7 @@ export type PlateBatchDeps = {
   whileChunkWrites?: (() => void) | undefined;
 };
 
-export function createPlateBatchService(deps: PlateBatchDeps) {
+export function createLookupBatchService(deps: LookupBatchDeps) {
   const { batches, storage, queue, limits } = deps;
 
   /** Counts the data rows of a stored file, checking it as the import checks a file (422 on a problem). */
@@ -228,7 +228,7 @@ export function createPlateBatchService(deps: PlateBatchDeps) {
     purposeRaw: unknown,
     /** Told the number of plates once the file is checked, before the batch is recorded; its error leaves nothing behind. */
     admit?: (plates: number) => Promise<void>,
-  ): Promise<PlateBatch> {
+  ): Promise<LookupBatch> {
     const errors = {};
     const purpose = parsePurpose(purposeRaw, errors);
     const badName = checkFileName(upload.fileName);
@@ -291,9 +291,9 @@ export function createPlateBatchService(deps: PlateBatchDeps) {
     return found;
   }
 
-  const publicOf = ({ companyId: _c, tokenId: _t, userId: _u, objectKey: _o, ...batch }: BatchRecord): PlateBatch => batch;
+  const publicOf = ({ companyId: _c, tokenId: _t, userId: _u, objectKey: _o, ...batch }: BatchRecord): LookupBatch => batch;
 
-  async function get(principal: Pick<Principal, 'companyId'>, id: string): Promise<PlateBatch> {
+  async function get(principal: Pick<Principal, 'companyId'>, id: string): Promise<LookupBatch> {
     return publicOf(await find(principal, id));
   }
 
@@ -390,7 +390,7 @@ export function createPlateBatchService(deps: PlateBatchDeps) {
   const markFailed = (batchId: string) => end(batchId, 'failed', batchMessages.failed);
 
   /** results.csv: one line per distinct plate in file order, read in pages (flat memory). */
-  async function results(principal: Pick<Principal, 'companyId'>, id: string): Promise<{ batch: PlateBatch; csv: Readable }> {
+  async function results(principal: Pick<Principal, 'companyId'>, id: string): Promise<{ batch: LookupBatch; csv: Readable }> {
     const batch = await find(principal, id);
     if (batch.status !== 'completed') throw new AppError('CONFLICT', batchMessages.notCompleted, undefined, 'conflict');
     const lines = async function* () {
@@ -414,4 +414,4 @@ export function createPlateBatchService(deps: PlateBatchDeps) {
 
   return { submit, get, process, markFailed, results, resumeUnfinished };
 }
-export type PlateBatchService = ReturnType<typeof createPlateBatchService>;
+export type LookupBatchService = ReturnType<typeof createLookupBatchService>;

@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
 
-import { BatchQueueUnavailable, type BatchQueue, type PlateBatchService } from '../domain/lookups/plate-batch';
+import { BatchQueueUnavailable, type BatchQueue, type LookupBatchService } from '../domain/lookups/lookup-batch';
 
 /**
  * Without REDIS_URL, batch look-ups run inside the server, one at a time, with the same service
  * the worker runs; a failed attempt is tried again (up to `attempts`), then the batch is failed.
  */
 export function createInProcessBatchQueue(opts: { attempts: number; log: Logger }) {
-  let service: Pick<PlateBatchService, 'process' | 'markFailed'> | undefined;
+  let service: Pick<LookupBatchService, 'process' | 'markFailed'> | undefined;
   let chain: Promise<void> = Promise.resolve();
   const queued = new Set<string>();
   let closed = false;

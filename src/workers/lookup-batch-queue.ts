@@ -2,11 +2,11 @@ import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 
 import type { Config } from '../config';
-import { BatchQueueUnavailable, type BatchQueue, type PlateBatchService } from '../domain/lookups/plate-batch';
+import { BatchQueueUnavailable, type BatchQueue, type LookupBatchService } from '../domain/lookups/lookup-batch';
 import { producerConnection, withTimeout, workerConnection } from './queues';
 
 export const BATCH_QUEUE = 'lookup-batches';
-export const BATCH_JOB = 'plate-batch';
+export const BATCH_JOB = 'lookup-batch';
 const batchJobId = (batchId: string) => `batch-${batchId}`;
 
 /** With REDIS_URL: the API adds a job per batch (its id only), the worker process runs it. */
@@ -52,7 +52,7 @@ export function createBullBatchQueue(opts: { url: string; prefix: string; attemp
 
 /** The worker process's consumer of batch look-ups; a job failed for good fails its batch. */
 export function startBatchWorker(
-  service: Pick<PlateBatchService, 'process' | 'markFailed'>,
+  service: Pick<LookupBatchService, 'process' | 'markFailed'>,
   config: Pick<Config, 'redisUrl' | 'queuePrefix' | 'workerConcurrency' | 'workerLockSeconds'>,
   log: Logger,
 ): Worker {

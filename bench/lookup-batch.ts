@@ -2,7 +2,7 @@
  * A batch plate look-up of 100,000 rows through the API, upload to completed, against the goal of
  * issue 25 (under 10 s, memory flat).
  *
- *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/<seeded db> BENCH_DOCUMENT_HASH_KEY=<its key> npm run bench:plate-batch
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/<seeded db> BENCH_DOCUMENT_HASH_KEY=<its key> npm run bench:lookup-batch
  *   BENCH_REDIS_URL=redis://127.0.0.1:6379 …   also through BullMQ and a worker process
  *
  * On a seeded database (1,000,000 claims over 289,257 plates for the figures in
@@ -24,7 +24,7 @@
  * most self time. At the end it deletes what it wrote (the batches with their results, their
  * look-up entries, the token, the queue's keys in Redis), runs VACUUM ANALYZE on those tables
  * and puts the daily retention run's time back. Logs and profiles go to BENCH_OUT (default
- * <tmp>/claims-bench-plate-batch).
+ * <tmp>/claims-bench-lookup-batch).
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -54,7 +54,7 @@ import {
 const url = process.env.BENCH_DATABASE_URL;
 const key = process.env.BENCH_DOCUMENT_HASH_KEY;
 if (!url || !key) {
-  console.error('Set BENCH_DATABASE_URL and BENCH_DOCUMENT_HASH_KEY (see the comment at the top of bench/plate-batch.ts).');
+  console.error('Set BENCH_DATABASE_URL and BENCH_DOCUMENT_HASH_KEY (see the comment at the top of bench/lookup-batch.ts).');
   process.exit(2);
 }
 const redisUrl = process.env.BENCH_REDIS_URL;
@@ -62,7 +62,7 @@ const rows = Number(process.env.BENCH_PLATES ?? 100_000);
 const unknownShare = Number(process.env.BENCH_UNKNOWN_SHARE ?? 0.1);
 const timeoutSeconds = Number(process.env.BENCH_TIMEOUT_SECONDS ?? 120);
 const cpuProfile = process.env.BENCH_CPU_PROF === '1';
-const outDir = path.resolve(process.env.BENCH_OUT ?? path.join(os.tmpdir(), 'claims-bench-plate-batch'));
+const outDir = path.resolve(process.env.BENCH_OUT ?? path.join(os.tmpdir(), 'claims-bench-lookup-batch'));
 const GOAL_SECONDS = 10;
 const signal = interruptible();
 
@@ -233,7 +233,7 @@ try {
       }
     }
   }
-  console.log(JSON.stringify({ kind: 'plate-batch-bench', at: new Date().toISOString(), loadavg: os.loadavg(), results }));
+  console.log(JSON.stringify({ kind: 'lookup-batch-bench', at: new Date().toISOString(), loadavg: os.loadavg(), results }));
 } finally {
   for (const child of children) await stopNode(child);
   if (tokenId) {
