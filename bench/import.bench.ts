@@ -1,7 +1,7 @@
 /**
  * CSV import benchmark on PostgreSQL (npm run bench:import):
  *
- *   npm run bench:import -- [--rows 90000] [--runs 3] [--large-mb 100] [--skip-large]
+ *   npm run bench:import -- [--rows 90000] [--runs 3] [--large-mb 100] [--skip-large] [--mismatch 1000]
  *
  * 1. Upload to response: a ~9 MB file of 90,000 rows (30% repeat persons, seeded) is POSTed
  *    over real HTTP (127.0.0.1), each run on a fresh schema, to a server running imports
@@ -15,6 +15,11 @@
  *    speaks of 500) goes through the queue to a real worker process started as `npm run worker`
  *    starts it (same node flags), with IMPORT_MAX_BYTES raised; the worker's peak RSS (VmHWM)
  *    and the throughput are reported. Needs Redis; skipped without it or with --skip-large.
+ *
+ * With --mismatch N, instead: the cost of identity checks. The same file twice, once as generated and
+ * once with N of its rows showing an earlier person's document under another date of birth (each
+ * fails and is logged as an identity check), imported in-process in turn, each run on a fresh
+ * schema; the medians and their ratio are reported.
  *
  * Databases: BENCH_DATABASE_URL or TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test),
  * BENCH_REDIS_URL or TEST_REDIS_URL (default redis://127.0.0.1:6379). Everything it creates
@@ -51,6 +56,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '3' },
     'large-mb': { type: 'string', default: '100' },
     'skip-large': { type: 'boolean', default: false },
+    mismatch: { type: 'string' },
   },
 });
 const ROWS = Number(values.rows);
@@ -228,6 +234,48 @@ async function uploadToResponse() {
   console.log(`   this (API) process's peak RSS ${mb(peakRss('self'))} MB`);
 }
 
+/** The same import with and without `mismatches` identity-mismatching rows, in turn, in-process. */
+async function mismatchCost(mismatches: number) {
+  const files = { plain: path.join(work, 'plain.csv'), mismatching: path.join(work, 'mismatching.csv') };
+  await generateCsvFile(files.plain, { rows: ROWS, repeat: 0.3, invalid: 0, delimiter: ',', seed: 90_000 });
+  const stats = await generateCsvFile(files.mismatching, {
+    rows: ROWS,
+    repeat: 0.3,
+    invalid: 0,
+    delimiter: ',',
+    seed: 90_000,
+    mismatch: mismatches,
+  });
+  console.log(
+    `\nidentity checks: ${stats.rows} rows, ${stats.mismatchRows} of them mismatching in the second file; in-process, a fresh schema per run`,
+  );
+  const times = { plain: [] as number[], mismatching: [] as number[] };
+  for (let run = 1; run <= RUNS; run++) {
+    for (const kind of ['plain', 'mismatching'] as const) {
+      await withSchema(async (schema) => {
+        // The hourly budget of mismatches out of reach, as the team's bench sets every abuse limit.
+        const s = await server({
+          DB_SEARCH_PATH: schema,
+          IMPORT_MAX_BYTES: String(64 * 1024 * 1024),
+          IDENTITY_MISMATCHES_PER_HOUR: '1000000000',
+        });
+        try {
+          const started = performance.now();
+          const res = await upload(s.url, s.auth, files[kind]);
+          const ms = performance.now() - started;
+          times[kind].push(ms);
+          console.log(`   ${kind} run ${run}: ${(ms / 1000).toFixed(2)} s, HTTP ${res.status}, ${String(res.body.message)}`);
+        } finally {
+          await s.close();
+        }
+      });
+    }
+  }
+  console.log(
+    `   medians: ${(median(times.plain) / 1000).toFixed(2)} s without, ${(median(times.mismatching) / 1000).toFixed(2)} s with; ${(median(times.mismatching) / median(times.plain)).toFixed(3)}×`,
+  );
+}
+
 async function largeFileWorkerMemory() {
   if (!(await redisReachable())) {
     console.log(`\n2) skipped: no Redis at ${redisUrl}`);
@@ -283,8 +331,11 @@ async function largeFileWorkerMemory() {
 
 try {
   console.log(`CSV import benchmark: ${os.cpus().length} cores, Node ${process.version}, PostgreSQL at ${new URL(dbUrl).host}`);
-  await uploadToResponse();
-  if (!values['skip-large']) await largeFileWorkerMemory();
+  if (values.mismatch !== undefined) await mismatchCost(Number(values.mismatch));
+  else {
+    await uploadToResponse();
+    if (!values['skip-large']) await largeFileWorkerMemory();
+  }
 } finally {
   fs.rmSync(work, { recursive: true, force: true });
 }

@@ -2,12 +2,15 @@
  * Realistic CSV import files, streamed (any size, constant memory):
  *
  *   npm run gen:csv -- --rows 90000 [--repeat 0.3] [--invalid 0.05] [--out file.csv]
- *                      [--delimiter ,|;|tab] [--seed N]
+ *                      [--delimiter ,|;|tab] [--seed N] [--mismatch N]
  *
  * --repeat   share of rows whose person appeared earlier in the file (same date of birth and
  *            document; every tenth of them with a second document type, which joins the record)
  * --invalid  share of rows with one deliberate error (future date, bad date, unknown document
  *            type, negative amount, bad is_at_fault, missing name, plate too long, wrong field count)
+ * --mismatch that many rows, spread evenly, showing an earlier person's document with another date
+ *            of birth (an identity mismatch: the row fails and is logged as an identity check);
+ *            the other rows are the same as without it
  * --seed     makes the file reproducible; without it document numbers carry a random tag, so
  *            files generated at different times never share persons.
  * Without --out the file goes to stdout. A summary goes to stderr.
@@ -17,8 +20,15 @@ import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
-export type GenOptions = { rows: number; repeat: number; invalid: number; delimiter: string; seed?: number | undefined };
-export type GenStats = { rows: number; invalidRows: number; repeatRows: number; bytes: number };
+export type GenOptions = {
+  rows: number;
+  repeat: number;
+  invalid: number;
+  delimiter: string;
+  seed?: number | undefined;
+  mismatch?: number | undefined;
+};
+export type GenStats = { rows: number; invalidRows: number; repeatRows: number; mismatchRows: number; bytes: number };
 
 const FIRST = [
   'Ona',
@@ -108,7 +118,8 @@ export async function generateCsv(opts: GenOptions, write: (chunk: string) => un
   const d = opts.delimiter;
   const quote = (v: string) => (v.includes(d) || v.includes('"') || v.includes('\n') ? `"${v.replace(/"/gu, '""')}"` : v);
   const pool: Person[] = [];
-  const stats: GenStats = { rows: 0, invalidRows: 0, repeatRows: 0, bytes: 0 };
+  const stats: GenStats = { rows: 0, invalidRows: 0, repeatRows: 0, mismatchRows: 0, bytes: 0 };
+  const mismatchEvery = opts.mismatch ? Math.max(2, Math.floor(opts.rows / opts.mismatch)) : 0;
   let buffer = HEADER.join(d) + '\n';
   let nextPerson = 0;
 
@@ -152,6 +163,18 @@ export async function generateCsv(opts: GenOptions, write: (chunk: string) => un
       is_at_fault: pick(['true', 'false', '1', '0', 'TRUE', '']),
       status: pick(STATUSES),
     };
+    // An earlier person's document under a date of birth one year later (the rows' random draws stay as they were).
+    const earlier = mismatchEvery && (i + 1) % mismatchEvery === 0 ? pool[((i + 1) / mismatchEvery - 1) % pool.length] : undefined;
+    if (earlier && earlier !== person && stats.mismatchRows < (opts.mismatch ?? 0)) {
+      stats.mismatchRows++;
+      Object.assign(row, {
+        first_name: earlier.first,
+        last_name: earlier.last,
+        date_of_birth: `${Number(earlier.dob.slice(0, 4)) + 1}${earlier.dob.slice(4)}`,
+        id_type: earlier.type,
+        id_number: earlier.number,
+      });
+    }
     let fields = HEADER.map((h) => quote(row[h]!));
     if (rnd() < opts.invalid) {
       stats.invalidRows++;
@@ -213,6 +236,7 @@ async function main() {
       out: { type: 'string' },
       delimiter: { type: 'string', default: ',' },
       seed: { type: 'string' },
+      mismatch: { type: 'string', default: '0' },
     },
   });
   const opts: GenOptions = {
@@ -221,15 +245,19 @@ async function main() {
     invalid: Number(values.invalid),
     delimiter: values.delimiter === 'tab' ? '\t' : values.delimiter,
     seed: values.seed === undefined ? undefined : Number(values.seed),
+    mismatch: Number(values.mismatch),
   };
   if (
     !Number.isInteger(opts.rows) ||
     opts.rows < 0 ||
     !(opts.repeat >= 0 && opts.repeat <= 1) ||
     !(opts.invalid >= 0 && opts.invalid <= 1) ||
+    !(Number.isInteger(opts.mismatch) && opts.mismatch! >= 0 && opts.mismatch! <= opts.rows) ||
     ![',', ';', '\t'].includes(opts.delimiter)
   ) {
-    console.error('Usage: npm run gen:csv -- --rows N [--repeat 0..1] [--invalid 0..1] [--out file] [--delimiter ,|;|tab] [--seed N]');
+    console.error(
+      'Usage: npm run gen:csv -- --rows N [--repeat 0..1] [--invalid 0..1] [--out file] [--delimiter ,|;|tab] [--seed N] [--mismatch N]',
+    );
     process.exit(2);
   }
   const stats = values.out
@@ -238,7 +266,7 @@ async function main() {
         process.stdout.write(chunk) ? undefined : new Promise<void>((resolve) => process.stdout.once('drain', () => resolve())),
       );
   console.error(
-    `${stats.rows} rows (${stats.repeatRows} repeat persons, ${stats.invalidRows} invalid), ${(stats.bytes / 1024 / 1024).toFixed(1)} MB`,
+    `${stats.rows} rows (${stats.repeatRows} repeat persons, ${stats.invalidRows} invalid, ${stats.mismatchRows} identity mismatches), ${(stats.bytes / 1024 / 1024).toFixed(1)} MB`,
   );
 }
 
