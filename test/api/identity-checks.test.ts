@@ -199,6 +199,31 @@ describe('the hourly budget (IDENTITY_MISMATCHES_PER_HOUR 100)', () => {
       clock = Date.now();
     }
   });
+
+  it('refuses a company taken past it by checks made elsewhere: a mismatch at once, any submission within a second', async () => {
+    clock = Date.parse('2031-02-01T10:00:00Z');
+    try {
+      const [a, b, c] = [await ctx.newCompany('Owner'), await ctx.newCompany('Prober'), await ctx.newCompany('Other prober')];
+      const numbers = Array.from({ length: 100 }, () => docNumber());
+      await postImport(ctx.app, a.auth, csv(numbers.map((n) => validRow({ id_number: n, date_of_birth: DOB }))));
+      // Each submits while within its budget, then an import uses the budget up: checks that the
+      // submissions of this server did not make.
+      for (const prober of [b, c]) {
+        expect((await submit(prober, docNumber(), DOB)).statusCode).toBe(201);
+        const probe = await postImport(ctx.app, prober.auth, csv(numbers.map((n) => validRow({ id_number: n, date_of_birth: OTHER_DOB }))));
+        expect(probe.json()).toMatchObject({ imported: 0, failed: 100 });
+      }
+      // A mismatch is decided on the counts of that moment.
+      expect((await submit(b, numbers[0]!, OTHER_DOB)).statusCode).toBe(429);
+      // Any submission, within a second.
+      clock += 1000;
+      expect((await submit(c, docNumber(), DOB)).statusCode).toBe(429);
+      expect(await checksOf(c)).toHaveLength(100);
+      expect(await checksOf(b)).toHaveLength(100);
+    } finally {
+      clock = Date.now();
+    }
+  });
 });
 
 describe('a file giving one document more than 3 dates of birth', () => {

@@ -8,10 +8,12 @@ import type { AuditEventInput } from '../audit/audit';
 import { planIdentities } from '../clients/identity';
 import {
   admitMismatches,
+  createCheckCounts,
   HOUR_MS,
   identityCheckOf,
   identityChecksLimited,
   identityChecksLimitedEvent,
+  isMismatch,
   limitedOutcome,
   type IdentityCheck,
   type IdentityCheckLog,
@@ -96,6 +98,7 @@ export function createClaimService({
     if (window.today !== day) window = { today: day, from: minusYears(day, searchHistoryYears) };
     return window.from;
   };
+  const checkCounts = createCheckCounts(repos.identityChecks);
   /** A claim's identity documents as stored: type and keyed hash of the number (CPU work, no I/O). */
   const documentsOf = (input: ClaimInput): DocumentRef[] =>
     input.client.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
@@ -191,19 +194,22 @@ export function createClaimService({
     return withRetries(async () => {
       const at = policy.now();
       const companyOf = (i: number) => batch[i]!.principal.companyId;
-      // The companies' identity checks of the last hour, read beside the documents.
-      const [known, usedBefore] = await Promise.all([
+      const companies = [...new Set(batch.map((s) => s.principal.companyId))];
+      // The companies' identity checks of the last hour (as last read, within a second), beside the documents.
+      const [known, cached] = await Promise.all([
         repos.claims.findDocuments(batch.flatMap((s) => s.documents)),
-        policy.perHour > 0
-          ? repos.identityChecks.countSince([...new Set(batch.map((s) => s.principal.companyId))], at - HOUR_MS)
-          : undefined,
+        policy.perHour > 0 ? checkCounts.used(companies, at) : undefined,
       ]);
+      let usedBefore = cached;
+      let exact = false;
       // Submissions of a company past its budget are refused; a mismatch that takes a company past
       // it refuses that submission and the company's later ones of the batch, which is planned again
-      // without them (their persons must not be created).
-      const refused = new Set<number>();
-      if (usedBefore) batch.forEach((s, i) => (usedBefore.get(s.principal.companyId) ?? 0) >= policy.perHour && refused.add(i));
+      // without them (their persons must not be created). A batch with a mismatch is decided on
+      // counts read now.
+      const limited = new Set<number>();
       for (;;) {
+        const refused = new Set(limited);
+        if (usedBefore) batch.forEach((s, i) => (usedBefore!.get(s.principal.companyId) ?? 0) >= policy.perHour && refused.add(i));
         const active = batch.map((_s, i) => i).filter((i) => !refused.has(i));
         const { plan, claims, written } = planOwned(
           active.map((i) => batch[i]!.input),
@@ -212,6 +218,11 @@ export function createClaimService({
           active.map((i) => batch[i]!.documents),
           known,
         );
+        if (usedBefore && !exact && plan.outcomes.some(isMismatch)) {
+          usedBefore = await checkCounts.used(companies, at, { fresh: true });
+          exact = true;
+          continue;
+        }
         const { admitted, limitedFrom, exhausted } = admitMismatches(
           plan.outcomes,
           (j) => companyOf(active[j]!),
@@ -220,7 +231,7 @@ export function createClaimService({
         );
         if (limitedFrom.size > 0) {
           for (const [company, j0] of limitedFrom)
-            for (let j = j0; j < active.length; j++) if (companyOf(active[j]!) === company) refused.add(active[j]!);
+            for (let j = j0; j < active.length; j++) if (companyOf(active[j]!) === company) limited.add(active[j]!);
           continue;
         }
         const checks = admitted.map((j) => {
@@ -231,6 +242,7 @@ export function createClaimService({
           o.ok ? shownClaim(batch[active[j]!]!.principal, claims[j]!, o.client, batch[active[j]!]!.source) : null,
         );
         const createdAt = await write(plan, written, shown, from, checks, exhausted.map(identityChecksLimitedEvent));
+        for (const c of checks) checkCounts.added(c.companyId, 1);
         const results: Submitted[] = batch.map(() => ({ ok: false, limited: true }));
         plan.outcomes.forEach((o, j) => {
           results[active[j]!] = o.ok

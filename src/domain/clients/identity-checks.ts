@@ -42,6 +42,38 @@ export type IdentityCheckPolicy = {
 
 export const HOUR_MS = 3_600_000;
 
+/** A row's outcome that told of a mismatch (not one refused for the budget). */
+export const isMismatch = (o: IdentityOutcome): boolean => !o.ok && o.field !== 'row';
+
+/**
+ * Each company's identity checks of the last hour as this process last read them, read again once
+ * a second old (or at once with `fresh`) and moved on by the checks this process writes. A
+ * submission that tells of no mismatch is decided on these; one that does, on counts read then, so
+ * a company's budget is exact where a mismatch is admitted, and a company that another process
+ * took past its budget is refused here within a second.
+ */
+export function createCheckCounts(log: Pick<IdentityCheckLog, 'countSince'>, maxAgeMs = 1000) {
+  const known = new Map<string, { n: number; readAt: number }>();
+  return {
+    async used(companyIds: readonly string[], at: number, opts: { fresh?: boolean } = {}): Promise<Map<string, number>> {
+      const stale = companyIds.filter((c) => {
+        const k = known.get(c);
+        return opts.fresh || !k || at - k.readAt >= maxAgeMs || at < k.readAt;
+      });
+      if (stale.length > 0) {
+        const read = await log.countSince(stale, at - HOUR_MS);
+        for (const c of stale) known.set(c, { n: read.get(c) ?? 0, readAt: at });
+      }
+      return new Map(companyIds.map((c) => [c, known.get(c)?.n ?? 0]));
+    },
+    /** `n` more checks of the company, written by this process. */
+    added(companyId: string, n: number): void {
+      const k = known.get(companyId);
+      if (k) k.n += n;
+    },
+  };
+}
+
 export const identityCheckMessages = {
   limited: 'This company has been told of too many identity mismatches in the last hour; claims are refused until the hour has passed.',
 } as const;
@@ -76,7 +108,7 @@ export function admitMismatches(
   const exhausted: string[] = [];
   for (let i = 0; i < outcomes.length; i++) {
     const o = outcomes[i]!;
-    if (o.ok || o.field === 'row') continue;
+    if (!isMismatch(o)) continue;
     const company = companyOf(i);
     if (limitedFrom.has(company)) continue;
     const n = used.get(company) ?? 0;
