@@ -1,11 +1,10 @@
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { fileMessages } from '../../src/domain/imports/csv-file';
 import { apiError, createTestContext, type TestContext } from '../harness';
-import { csv, plate, validRow } from '../import-helpers';
+import { csv, plate, sendUpload, validRow } from '../import-helpers';
 import { companyWithPeople, signedIn, type WebClient } from '../web/web-client';
 
 /**
@@ -17,7 +16,7 @@ import { companyWithPeople, signedIn, type WebClient } from '../web/web-client';
  */
 const MAX = 16 * 1024;
 let ctx: TestContext;
-let port: number;
+let base: string;
 let company: Awaited<ReturnType<typeof companyWithPeople>>;
 let web: WebClient;
 
@@ -26,7 +25,7 @@ beforeAll(async () => {
   // timeout would make the test time out.
   ctx = await createTestContext({ IMPORT_MAX_BYTES: String(MAX), IMPORT_UPLOAD_TIMEOUT_SECONDS: '300' });
   await ctx.app.listen({ port: 0, host: '127.0.0.1' });
-  port = (ctx.app.server.address() as AddressInfo).port;
+  base = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`;
   company = await companyWithPeople(ctx, 'Uploads');
   web = await signedIn(ctx, company.member.email);
   await web.get('/imports');
@@ -37,70 +36,25 @@ const padded = (text: string, size: number) => Buffer.from(text + ' '.repeat(siz
 const importFile = (size: number) => padded(csv([validRow()]), size);
 const plateFile = (size: number) => padded(`vehicle_registration\n${plate()}\n`, size);
 
-/**
- * Posts a multipart form with `fields` and then the file over a socket; unless `end`, the body is
- * never finished, so that only an answer given before the end of the upload settles the promise.
- */
-function send(
-  url: string,
-  headers: Record<string, string>,
-  fields: Record<string, string>,
-  file: Buffer,
-  end: boolean,
-): Promise<{ status: number; body: string }> {
-  const boundary = 'upload-limits-boundary';
-  return new Promise((resolve, reject) => {
-    const req = http.request(`http://127.0.0.1:${port}${url}`, {
-      method: 'POST',
-      headers: { ...headers, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' },
-    });
-    req.on('response', (res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => {
-        resolve({ status: res.statusCode!, body });
-        req.destroy();
-      });
-    });
-    req.on('error', reject);
-    for (const [name, value] of Object.entries(fields)) {
-      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`);
-    }
-    req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="upload.csv"\r\nContent-Type: text/csv\r\n\r\n`);
-    req.write(file);
-    if (end) req.end(`\r\n--${boundary}--\r\n`);
-  });
-}
-
 /** The four upload routes, each with what it answers for a file taken. */
 const routes = () => {
-  const session = { cookie: [...web.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
+  const api = { headers: company.auth, fields: {} };
+  const dashboard = (accept: string) => ({
+    headers: { cookie: [...web.cookies].map(([k, v]) => `${k}=${v}`).join('; '), accept },
+    fields: { _csrf: web.lastCsrf },
+  });
   return [
-    { name: 'API import', url: '/api/v1/claims/import', headers: company.auth, fields: {}, file: importFile, taken: 200 },
-    { name: 'API batch look-up', url: '/api/v1/lookups/batch', headers: company.auth, fields: {}, file: plateFile, taken: 202 },
-    {
-      name: 'dashboard import',
-      url: '/imports',
-      headers: { ...session, accept: 'application/json' },
-      fields: { _csrf: web.lastCsrf },
-      file: importFile,
-      taken: 202,
-    },
-    {
-      name: 'dashboard batch look-up',
-      url: '/lookups/batch',
-      headers: { ...session, accept: 'text/html' },
-      fields: { _csrf: web.lastCsrf },
-      file: plateFile,
-      taken: 303,
-    },
+    { name: 'API import', url: '/api/v1/claims/import', ...api, file: importFile, taken: 200 },
+    { name: 'API batch look-up', url: '/api/v1/lookups/batch', ...api, file: plateFile, taken: 202 },
+    { name: 'dashboard import', url: '/imports', ...dashboard('application/json'), file: importFile, taken: 202 },
+    { name: 'dashboard batch look-up', url: '/lookups/batch', ...dashboard('text/html'), file: plateFile, taken: 303 },
   ];
 };
 
 describe('the size limit of every upload, API and dashboard', () => {
   it('takes a file of exactly IMPORT_MAX_BYTES', async () => {
     for (const route of routes()) {
-      const res = await send(route.url, route.headers, route.fields, route.file(MAX), true);
+      const res = await sendUpload(base, route.url, route.headers, route.fields, route.file(MAX), true);
       expect(res.status, `${route.name}: ${res.body}`).toBe(route.taken);
     }
   });
@@ -108,7 +62,7 @@ describe('the size limit of every upload, API and dashboard', () => {
   it('refuses the byte past IMPORT_MAX_BYTES with the size 422 as it arrives, while the rest is still being sent', async () => {
     const tooLarge = fileMessages.tooLarge(MAX);
     for (const route of routes()) {
-      const res = await send(route.url, route.headers, route.fields, route.file(MAX + 1), false);
+      const res = await sendUpload(base, route.url, route.headers, route.fields, route.file(MAX + 1), false);
       expect(res.status, `${route.name}: ${res.body}`).toBe(422);
       if (route.url.startsWith('/api/')) {
         expect(JSON.parse(res.body), route.name).toEqual(apiError('validation_failed', tooLarge, { file: [tooLarge] }));
