@@ -5,9 +5,9 @@
  *
  * Each shape is a file of about --mb megabytes made to be expensive (blank lines, rows of one
  * field, one endless line, a header of 100,000 columns, a huge quoted field), beside a regular
- * file of the same size. Each goes through the upload check (`createFileInspector`, as the
- * endpoint streams the upload to storage) and the worker's reader (`readImportRows`), fed in 64 KB
- * chunks as a socket or storage would. Printed per shape and reader: the verdict (accepted, or the
+ * file of the same size. Each goes through the upload check (`uploadMeter`, then
+ * `createFileInspector`, as the endpoint streams the upload to storage) and the worker's reader
+ * (`readImportRows`), fed in 64 KB chunks as a socket or storage would. Printed per shape and reader: the verdict (accepted, or the
  * 422 message), the file's size divided by the time to that verdict (MB/s, median of --runs), and
  * the growth of the process's peak resident memory.
  */
@@ -16,6 +16,7 @@ import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 
 import { createFileInspector, readImportRows } from '../src/domain/imports/csv-file';
+import { uploadMeter } from '../src/domain/uploads/upload';
 
 const { values } = parseArgs({ options: { mb: { type: 'string', default: '10' }, runs: { type: 'string', default: '3' } } });
 const LIMIT = 10 * 1024 * 1024;
@@ -49,8 +50,8 @@ function chunks(buf: Buffer): Readable {
 }
 
 async function uploadCheck(buf: Buffer): Promise<string> {
-  const inspector = createFileInspector({ maxBytes: LIMIT });
-  await pipeline(chunks(buf), inspector, new Writable({ write: (_c, _e, cb) => cb() }));
+  const inspector = createFileInspector();
+  await pipeline(chunks(buf), uploadMeter(LIMIT).stream, inspector, new Writable({ write: (_c, _e, cb) => cb() }));
   return `accepted, ${inspector.result().dataRows} rows`;
 }
 

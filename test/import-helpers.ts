@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -90,6 +91,43 @@ export async function multipart(content: string | Buffer, opts: { fileName?: str
   form.append(opts.field ?? 'file', new Blob([content]), opts.fileName ?? 'claims.csv');
   const res = new Response(form);
   return { payload: Buffer.from(await res.arrayBuffer()), contentType: res.headers.get('content-type')! };
+}
+
+/**
+ * Posts a multipart form over a socket to `base` + `url`: `fields`, then `file` as the part `file`.
+ * Unless `end`, the body is never finished, so that only an answer given before the end of the
+ * upload settles the promise.
+ */
+export function sendUpload(
+  base: string,
+  url: string,
+  headers: Record<string, string>,
+  fields: Record<string, string>,
+  file: Buffer,
+  end: boolean,
+): Promise<{ status: number; body: string }> {
+  const boundary = 'send-upload-boundary';
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${base}${url}`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' },
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => {
+        resolve({ status: res.statusCode!, body });
+        req.destroy();
+      });
+    });
+    req.on('error', reject);
+    for (const [name, value] of Object.entries(fields)) {
+      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`);
+    }
+    req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="upload.csv"\r\nContent-Type: text/csv\r\n\r\n`);
+    req.write(file);
+    if (end) req.end(`\r\n--${boundary}--\r\n`);
+  });
 }
 
 /** POST /api/v1/claims/import through inject. */

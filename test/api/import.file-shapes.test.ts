@@ -1,11 +1,10 @@
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { fileMessages, MAX_FIELD_COUNT_ERRORS, MAX_HEADER_BYTES, MAX_RECORD_CHARS } from '../../src/domain/imports/csv-file';
 import { apiError, createTestContext, type Company, type TestContext } from '../harness';
-import { csv, HEADER, postImport, validRow } from '../import-helpers';
+import { csv, HEADER, postImport, sendUpload, validRow } from '../import-helpers';
 
 /**
  * Files shaped to cost more than their size: blank lines, rows of one field, one huge line or
@@ -105,28 +104,10 @@ describe('the size limit on the bytes as they arrive', () => {
   });
 
   it('answers 422 once the byte past the limit is read, while the rest of the upload is still being sent', async () => {
-    const boundary = 'shape-boundary';
-    const preamble = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.csv"\r\nContent-Type: text/csv\r\n\r\n`;
-    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = http.request(`${base}/api/v1/claims/import`, {
-        method: 'POST',
-        headers: { ...company.auth, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' },
-      });
-      req.on('response', (r) => {
-        let body = '';
-        r.on('data', (d: Buffer) => (body += d.toString()));
-        r.on('end', () => {
-          resolve({ status: r.statusCode!, body });
-          req.destroy();
-        });
-      });
-      req.on('error', reject);
-      req.write(preamble);
-      req.write(`${HEADER}\n`);
-      // One byte over the limit, and the request is never ended: only an answer given as that byte
-      // arrives can settle this promise.
-      req.write(Buffer.alloc(MAX + 1 - HEADER.length - 1, 0x0a));
-    });
+    // One byte over the limit, and the request is never ended: only an answer given as that byte
+    // arrives can settle this promise.
+    const file = Buffer.concat([Buffer.from(`${HEADER}\n`), Buffer.alloc(MAX + 1 - HEADER.length - 1, 0x0a)]);
+    const res = await sendUpload(base, '/api/v1/claims/import', company.auth, {}, file, false);
     expect(res.status).toBe(422);
     expect(JSON.parse(res.body)).toEqual(fileError(fileMessages.tooLarge(MAX)));
   });

@@ -136,9 +136,11 @@ describe('an outage of the object store shorter than STORAGE_RETRY_SECONDS', () 
     };
     const batchOf = (id: string) =>
       ctx.app.inject({ method: 'GET', url: `/api/v1/lookups/batch/${id}`, headers: company.auth }).then((r) => r.json().data);
-    // The first keeps the batch queue busy (one batch at a time) while the second is queued and the store goes away.
+    // The first keeps the batch queue busy (one batch at a time) while the second is queued and the
+    // store goes away: it has begun reading its file (its first chunk of 20 is written) by then.
     const first = await submit(plates(100_000));
     const second = await submit(plates(10));
+    await until('the first batch to be under way', async () => (await batchOf(first)).rows_done > 0);
     await s3.stop();
     await until(
       'the second batch to say it waits for storage',

@@ -8,7 +8,8 @@ import { createTestContext, type TestContext } from '../harness';
 
 /**
  * An upload whose multipart body ends without its closing boundary (a client that gave up, a
- * proxy that cut the body) is a 422 at once, and the partial file is removed. Before, it was a
+ * proxy that cut the body) is a 422 at once, and the partial file is removed, whether it is an
+ * import or a batch plate look-up (one multipart reader for both). Before, it was a
  * 500 on the embedded database and, on PostgreSQL, no answer until the upload timeout. A raw
  * HTTP request over a real socket, as curl sends it.
  */
@@ -43,27 +44,36 @@ function rawRequest(head: string, body: Buffer): Promise<{ status: number; text:
   });
 }
 
-describe('an import upload cut short', () => {
-  it('is a 422 on the file at once, with nothing stored and no import recorded', async () => {
+describe('an upload cut short', () => {
+  it('is a 422 on the file at once, with nothing stored and nothing recorded: the import and the batch look-up alike', async () => {
     const company = await ctx.newCompany();
-    const body = Buffer.from(
-      '--x\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\n' +
-        'first_name,last_name,date_of_birth,id_type,id_number,claim_date,vehicle_registration\r\nabc',
-    );
-    const head =
-      `POST /api/v1/claims/import HTTP/1.1\r\nHost: 127.0.0.1\r\n${Object.entries(company.auth)
-        .map(([k, v]) => `${k}: ${v}`)
-        .join('\r\n')}\r\n` +
-      `Accept: application/json\r\nContent-Type: multipart/form-data; boundary=x\r\nContent-Length: ${body.length}\r\n\r\n`;
-    const res = await rawRequest(head, body);
-    expect(res.status, res.text).toBe(422);
-    const json = JSON.parse(res.text) as { message: string; errors: { file: string[] } };
-    expect(json.errors.file).toEqual([json.message]);
-    expect(json.message).toMatch(/incomplete|cut short|ended/i);
+    const routes = [
+      { url: '/api/v1/claims/import', header: 'first_name,last_name,date_of_birth,id_type,id_number,claim_date,vehicle_registration' },
+      { url: '/api/v1/lookups/batch', header: 'vehicle_registration' },
+    ];
+    for (const { url, header } of routes) {
+      const body = Buffer.from(`--x\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\n${header}\r\nabc`);
+      const head =
+        `POST ${url} HTTP/1.1\r\nHost: 127.0.0.1\r\n${Object.entries(company.auth)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join('\r\n')}\r\n` +
+        `Accept: application/json\r\nContent-Type: multipart/form-data; boundary=x\r\nContent-Length: ${body.length}\r\n\r\n`;
+      const res = await rawRequest(head, body);
+      expect(res.status, `${url}: ${res.text}`).toBe(422);
+      const json = JSON.parse(res.text) as { message: string; errors: { file: string[] } };
+      expect(json.errors.file).toEqual([json.message]);
+      expect(json.message).toMatch(/incomplete|cut short|ended/i);
+    }
 
     const list = await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth });
     expect(list.json().data).toEqual([]);
-    const dir = path.join(ctx.config.dataDir, 'imports', 'imports', company.id);
-    expect(fs.existsSync(dir) ? fs.readdirSync(dir) : []).toEqual([]);
+    const batches = await ctx.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM lookup_batches WHERE company_id = $1', [
+      company.id,
+    ]);
+    expect(batches[0]!.n).toBe(0);
+    for (const folder of ['imports', 'lookup-batches']) {
+      const dir = path.join(ctx.config.dataDir, 'imports', folder, company.id);
+      expect(fs.existsSync(dir) ? fs.readdirSync(dir) : [], folder).toEqual([]);
+    }
   });
 });

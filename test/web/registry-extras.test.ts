@@ -73,6 +73,14 @@ describe('dashboard: plate file', () => {
     const bad = await web.postMultipart('/lookups/batch', { _csrf: web.lastCsrf }, { name: 'plates.csv', content: 'plate\nAB1\n' });
     expect(bad.statusCode).toBe(422);
     expect(bad.body).toContain('The header row is missing the required column: vehicle_registration.');
+    // No file chosen (what a browser sends: a file part with no name and no bytes), or no file
+    // part at all: the import page's words (one upload form reader for both pages).
+    for (const file of [{ name: '', content: '' }, null]) {
+      const none = await web.postMultipart('/lookups/batch', { _csrf: web.lastCsrf }, file);
+      expect(none.statusCode).toBe(422);
+      expect(none.body).toContain('Choose a CSV file to upload: no file was chosen.');
+      expect(none.body).not.toContain('must be a file of type');
+    }
 
     const stranger = await companyWithPeople(ctx, 'Web batch stranger');
     const strangerWeb = await signedIn(ctx, stranger.member.email);

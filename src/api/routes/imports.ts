@@ -1,4 +1,3 @@
-import multipart, { type MultipartFile } from '@fastify/multipart';
 import { auditOrigin } from '../../audit-origin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FromSchema } from 'json-schema-to-ts';
@@ -21,7 +20,7 @@ import {
 } from '../schemas/common';
 import type { ApiTypeProvider } from '../schemas/type-provider';
 import { importBodyDoc, importEnvelope, importIdParams, importPage, importSummary, listImportsQuery } from '../schemas/imports';
-import { filePart } from './file-part';
+import { receiveFilePart, registerUploadParser } from './upload-part';
 
 const security = [{ bearerAuth: [] }];
 const notFound = { 404: { description: 'Unknown import id, or an import of another company', ...errorBody } } as const;
@@ -63,29 +62,6 @@ function outcome(reply: FastifyReply, run: ImportRecord) {
   return accepted(reply, run);
 }
 
-const uploadCutShort =
-  'The upload ended before the file was complete (the multipart body has no closing boundary); nothing was imported. Send the file again.';
-
-/**
- * Stores the upload. A multipart body that ends without its closing boundary destroys the file
- * part with an error, possibly before the handler reads it (then nothing would ever flow):
- * either way it is a 422 at once, and the storage write has removed what it had stored.
- */
-async function receiveUpload(
-  imports: FastifyInstance['deps']['imports'],
-  request: FastifyRequest,
-  part: MultipartFile,
-): Promise<ReceivedFile> {
-  const cutShort = () => part.file.errored !== null || (part.file.destroyed && !part.file.readableEnded);
-  if (cutShort()) throw validationError({ file: [uploadCutShort] });
-  try {
-    return await imports.receive(request.principal, { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated });
-  } catch (err) {
-    if (!(err instanceof AppError) && cutShort()) throw validationError({ file: [uploadCutShort] });
-    throw err;
-  }
-}
-
 /**
  * Idempotency-Key for an upload, whose fingerprint is known only once the file is stored: true
  * when the first response was replayed. The stored file is kept only for a new request.
@@ -110,9 +86,7 @@ async function beginUpload(app: FastifyInstance, request: FastifyRequest, reply:
 export async function importRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ApiTypeProvider>();
   const { config, imports } = app.deps;
-  // One byte past the limit reaches the upload check, which refuses the file as that byte arrives
-  // (past fileSize busboy would truncate the stream rather than fail; `truncated` stays a backstop).
-  await app.register(multipart, { limits: { fileSize: config.importMaxBytes + 1, files: 1, fields: 10, fieldSize: 1024, parts: 20 } });
+  await registerUploadParser(app);
   app.addHook('onRequest', app.requireToken);
   app.addHook('onReady', async () => {
     const resumed = await imports.resumeUnfinished();
@@ -169,8 +143,7 @@ export async function importRoutes(fastify: FastifyInstance) {
       config: { upload: true },
     },
     async (request, reply) => {
-      const part = await filePart(request);
-      const file = await receiveUpload(imports, request, part);
+      const file = await receiveFilePart(request, (upload) => imports.receive(request.principal, upload));
       if (isDryRun(request)) {
         // Validates every row as a real import would; writes nothing, keeps no idempotency record.
         const result = await imports.dryRun(request.principal, file);

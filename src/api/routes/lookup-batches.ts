@@ -1,25 +1,17 @@
-import multipart, { type MultipartFile } from '@fastify/multipart';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 
 import { bodyErrors, commonErrors, errorBody, locationHeader, uploadErrors } from '../schemas/common';
 import { lookupBatchBodyDoc, lookupBatchEnvelope, lookupBatchParams } from '../schemas/lookup-batches';
-import { filePart } from './file-part';
+import { receiveFilePart, registerUploadParser } from './upload-part';
 
 const security = [{ bearerAuth: [] }];
 const notFound = { 404: { description: 'Unknown batch id, or a batch of another company (not_found)', ...errorBody } } as const;
 const locationOf = (id: string) => `/api/v1/lookups/batch/${id}`;
 
-/** The `purpose` form field (sent before the file), or the `purpose` query parameter. */
-function purposeOf(request: FastifyRequest, part: MultipartFile): unknown {
-  const field = part.fields.purpose;
-  const value = field && !Array.isArray(field) && field.type === 'field' ? field.value : undefined;
-  return value ?? (request.query as { purpose?: unknown } | undefined)?.purpose;
-}
-
 /** Batch plate look-ups: a file of plates answered for all of them by a job, then a results file. */
 export async function lookupBatchRoutes(app: FastifyInstance) {
-  const { config, lookupBatches, batchQueue } = app.deps;
-  await app.register(multipart, { limits: { fileSize: config.importMaxBytes, files: 1, fields: 10, fieldSize: 1024, parts: 20 } });
+  const { lookupBatches, batchQueue } = app.deps;
+  await registerUploadParser(app);
   app.addHook('onRequest', app.requireToken);
   if (batchQueue.kind === 'in-process') {
     app.addHook('onReady', async () => {
@@ -61,12 +53,14 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
       config: { upload: true, countsPerPlate: true },
     },
     async (request, reply) => {
-      const part = await filePart(request);
-      const data = await lookupBatches.submit(
-        request.principal,
-        { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated },
-        purposeOf(request, part),
-        (plates) => app.rateLimits.countMany(request, reply, plates),
+      const data = await receiveFilePart(request, (upload, fields) =>
+        lookupBatches.submit(
+          request.principal,
+          upload,
+          // The `purpose` form field (sent before the file), or the `purpose` query parameter.
+          fields.purpose ?? (request.query as { purpose?: unknown } | undefined)?.purpose,
+          (plates) => app.rateLimits.countMany(request, reply, plates),
+        ),
       );
       return reply.code(202).header('location', locationOf(data.id)).send({ data });
     },

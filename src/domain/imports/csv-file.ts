@@ -1,4 +1,4 @@
-import { createHash, hash as digest } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 import { Readable, Transform } from 'node:stream';
 import { finished } from 'node:stream/promises';
 
@@ -240,7 +240,7 @@ function sniffDelimiter(head: Buffer, final: boolean): Delimiter | undefined {
 }
 
 /** What the upload inspection learnt about a valid file. */
-export type InspectedFile = { size: number; sha256: string; dataRows: number; header: Header | undefined };
+export type InspectedFile = { dataRows: number; header: Header | undefined };
 
 const blank = (cell: string | undefined) => cell === undefined || cell.trim() === '';
 
@@ -248,11 +248,11 @@ const blank = (cell: string | undefined) => cell === undefined || cell.trim() ==
  * A pass-through stream that rejects an unacceptable file on its way to storage, as early as the
  * bytes show it: binary content (NUL bytes), text that is not UTF-8, a header row that does not
  * match, a quote that is never closed. The bytes go through the import's csv-parse parser, which
- * also counts the data rows (the progress total); they are hashed too (for Idempotency-Key).
- * Nothing is kept beyond the header line and the parser's current record.
+ * also counts the data rows (the progress total). Nothing is kept beyond the header line and the
+ * parser's current record. The upload (src/domain/uploads/upload.ts) limits, counts and hashes
+ * the bytes before they reach it.
  */
-export function createFileInspector({ maxBytes }: { maxBytes: number }): Transform & { result(): InspectedFile } {
-  const hash = createHash('sha256');
+export function createFileInspector(): Transform & { result(): InspectedFile } {
   const decoder = new TextDecoder('utf-8', { fatal: true });
   let size = 0;
   let head: Buffer[] = [];
@@ -295,9 +295,6 @@ export function createFileInspector({ maxBytes }: { maxBytes: number }): Transfo
     transform(chunk: Buffer, _enc, done) {
       (async () => {
         size += chunk.length;
-        // Counted as the bytes arrive, before any is parsed: a file over the limit is refused at once.
-        if (size > maxBytes) throw new InvalidImportFile([fileMessages.tooLarge(maxBytes)]);
-        hash.update(chunk);
         if (chunk.indexOf(0) !== -1) throw new InvalidImportFile([fileMessages.binary]);
         try {
           decoder.decode(chunk, { stream: true });
@@ -343,7 +340,7 @@ export function createFileInspector({ maxBytes }: { maxBytes: number }): Transfo
       );
     },
   }) as Transform & { result(): InspectedFile };
-  inspector.result = () => ({ size, sha256: hash.digest('hex'), dataRows, header });
+  inspector.result = () => ({ dataRows, header });
   return inspector;
 }
 

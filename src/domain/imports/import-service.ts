@@ -3,22 +3,14 @@ import type { Readable } from 'node:stream';
 
 import type { AuditEventInput } from '../audit/audit';
 import type { IdentityCheck } from '../clients/identity-checks';
-import {
-  deleteObject,
-  ObjectNotFound,
-  ObjectTooLarge,
-  sleep,
-  storageOutageClock,
-  StorageTimeout,
-  StorageUnavailable,
-  type ObjectStore,
-} from '../storage';
-import { AppError, validationError } from '../errors';
+import { deleteObject, ObjectNotFound, sleep, storageOutageClock, StorageUnavailable, type ObjectStore } from '../storage';
+import { AppError } from '../errors';
 import { pageOf, pageRequest } from '../paging';
 import { isUuid } from '../ids';
 import type { Principal } from '../principal';
 import { actorOf, NO_ORIGIN, type AuditActor, type AuditOrigin } from '../audit/audit';
 import { withRetries } from '../claims/claim-service';
+import { checkUpload, createUploads, type StoredFile, type Upload } from '../uploads/upload';
 import {
   createChunkWriter,
   ledgerEntry,
@@ -35,17 +27,7 @@ import {
 import { readChunks, type ReadChunk } from './chunk-reader';
 import { planRanges, type ImportRange } from './range-plan';
 import { writeChunks, type Started } from './chunk-scheduler';
-import {
-  checkFileName,
-  createFileInspector,
-  fileMessages,
-  InvalidImportFile,
-  OPTIONAL_COLUMNS,
-  readImportRows,
-  REQUIRED_COLUMNS,
-  sanitizeFileName,
-  type ImportRow,
-} from './csv-file';
+import { createFileInspector, OPTIONAL_COLUMNS, readImportRows, REQUIRED_COLUMNS, type ImportRow } from './csv-file';
 import { createImportStateMachine, isTerminal } from './import-status';
 import type { CommittedChunk, ImportFailure, ImportRecord, ImportStatus, ImportRepos, ImportTx, RowError } from './ports';
 
@@ -106,7 +88,6 @@ export class ImportBusy extends Error {
 
 export const importMessages = {
   unavailable: 'Imports are unavailable right now (the job queue cannot be reached); nothing was imported. Try again later.',
-  storageTimeout: 'The file could not be stored in time; nothing was imported. Try again.',
   failed: 'The import could not be completed; nothing was imported. Try again later.',
   waitingForStorage: 'Waiting for the file storage, which cannot be reached right now; the import goes on when it is back.',
   storageOutage: (seconds: number) =>
@@ -117,8 +98,7 @@ export const importMessages = {
   finished: (imported: number, failed: number) => `Import finished: ${imported} imported, ${failed} failed.`,
 } as const;
 
-export type ReceivedFile = { importId: string; objectKey: string; fileName: string; size: number; sha256: string; dataRows: number };
-export type Upload = { fileName: string | undefined; stream: Readable; truncated: () => boolean };
+export type ReceivedFile = StoredFile & { importId: string };
 /** A job's progress; `waiting_for: 'storage'` while it waits out an outage of the file storage. */
 export type ImportProgress = { rows_done: number; rows_total: number; waiting_for?: 'storage' };
 export type ProcessOutcome = { importId: string; status: ImportStatus; imported: number; failed: number; alreadyDone: boolean };
@@ -175,57 +155,27 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   // One session (embedded): chunks in flight side by side would only take turns.
   const writers = deps.writeClaims.lookupOutside ? (limits.writers ?? 1) : 1;
   const objectKeyOf = (companyId: string, importId: string) => `imports/${companyId}/${importId}`;
+  const uploads = createUploads({ storage, limits, pendingUploads: repos.pendingUploads });
 
   /**
-   * Streams the upload through the inspector into storage. Every file-level problem is a 422
-   * before any row is processed, and leaves nothing stored.
+   * Stores the upload (src/domain/uploads/upload.ts) through the import's file inspector. Every
+   * file-level problem is a 422 before any row is processed, and leaves nothing stored.
    */
   async function receive(principal: Principal, upload: Upload): Promise<ReceivedFile> {
-    const badName = checkFileName(upload.fileName);
-    if (badName) throw validationError({ file: [badName] });
+    checkUpload(upload);
     if (!queue.available()) throw new AppError('UNAVAILABLE', importMessages.unavailable);
     const importId = randomUUID();
-    const objectKey = objectKeyOf(principal.companyId, importId);
-    const inspector = createFileInspector({ maxBytes: limits.maxBytes });
-    upload.stream.on('error', (err) => inspector.destroy(err));
-    // The upload flows as soon as it is piped, possibly before storage attaches its own handlers
-    // (while it creates a folder or a bucket): an early rejection stays on the stream, where the
-    // storage write finds it, instead of being thrown as an unhandled 'error' event.
-    inspector.on('error', () => {});
-    try {
-      await storage.putStream(objectKey, upload.stream.pipe(inspector), {
-        // One byte over the limit tells "too large" apart from "exactly at the limit".
-        maxBytes: limits.maxBytes + 1,
-        timeoutMs: limits.uploadTimeoutMs,
-      });
-    } catch (err) {
-      // Let the rest of the upload drain, so the client gets the answer rather than a reset.
-      upload.stream.unpipe(inspector);
-      upload.stream.resume();
-      if (upload.truncated() || err instanceof ObjectTooLarge) throw validationError({ file: [fileMessages.tooLarge(limits.maxBytes)] });
-      if (err instanceof InvalidImportFile) throw validationError(err.fields);
-      if (err instanceof StorageTimeout) throw new AppError('UNAVAILABLE', importMessages.storageTimeout);
-      throw err;
-    }
-    if (upload.truncated()) {
-      await deleteObject(storage, objectKey);
-      throw validationError({ file: [fileMessages.tooLarge(limits.maxBytes)] });
-    }
-    const file = inspector.result();
-    return {
-      importId,
-      objectKey,
-      fileName: sanitizeFileName(upload.fileName),
-      size: file.size,
-      sha256: file.sha256,
-      dataRows: file.dataRows,
-    };
+    const inspector = createFileInspector();
+    const file = await uploads.store(upload, objectKeyOf(principal.companyId, importId), {
+      stream: inspector,
+      dataRows: () => inspector.result().dataRows,
+    });
+    return { importId, ...file };
   }
 
   /** Removes a received file that will not be imported (a replayed Idempotency-Key, a file the person dropped). */
   async function discard(file: ReceivedFile): Promise<void> {
-    await deleteObject(storage, file.objectKey);
-    await repos.pendingUploads.forget(file.objectKey);
+    await uploads.discard(file);
   }
 
   /**

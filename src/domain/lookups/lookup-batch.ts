@@ -2,31 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
-import {
-  deleteObject,
-  ObjectTooLarge,
-  sleep,
-  StorageOutage,
-  storageOutageClock,
-  StorageTimeout,
-  StorageUnavailable,
-  type ObjectStore,
-} from '../storage';
+import { deleteObject, sleep, StorageOutage, storageOutageClock, StorageUnavailable, type ObjectStore } from '../storage';
 import { isPlateText, LIMITS, normalizePlate } from '../claims/claim';
 import { minusYears } from '../dates';
-import { AppError, validationError } from '../errors';
+import { AppError } from '../errors';
 import { isUuid } from '../ids';
-import {
-  checkFileName,
-  createCsvParser,
-  detectDelimiter,
-  fileMessages,
-  InvalidImportFile,
-  MAX_HEADER_BYTES,
-  sanitizeFileName,
-} from '../imports/csv-file';
+import { createCsvParser, detectDelimiter, fileMessages, InvalidImportFile, MAX_HEADER_BYTES } from '../imports/csv-file';
 import type { Principal } from '../principal';
 import { parsePurpose } from '../registry/registry';
+import { checkUpload, createUploads, readingCheck, type Upload } from '../uploads/upload';
 
 /** The column a batch file must have; any other column is ignored. */
 export const PLATE_COLUMN = 'vehicle_registration';
@@ -104,8 +88,6 @@ export interface BatchQueue {
   enqueue(batchId: string): Promise<void>;
 }
 export class BatchQueueUnavailable extends Error {}
-
-type Upload = { fileName: string | undefined; stream: Readable; truncated: () => boolean };
 
 const notFound = () => new AppError('NOT_FOUND', batchMessages.notFound, undefined, 'not_found');
 
@@ -201,26 +183,28 @@ export type LookupBatchDeps = {
   whileChunkWrites?: (() => void) | undefined;
 };
 
+/** Counts the data rows of a batch file as its bytes pass, checking it as the import checks a file (InvalidImportFile). */
+async function countPlates(bytes: AsyncIterable<Buffer>): Promise<number> {
+  let rows = 0;
+  let header = true;
+  for await (const record of csvRecords(bytes)) {
+    if (header) {
+      plateColumn(record);
+      header = false;
+    } else if (!blank(record) && ++rows > MAX_BATCH_ROWS) throw new InvalidImportFile([batchMessages.tooManyRows]);
+  }
+  if (header) throw new InvalidImportFile([fileMessages.empty]);
+  return rows;
+}
+
 export function createLookupBatchService(deps: LookupBatchDeps) {
   const { batches, storage, queue, limits } = deps;
-
-  /** Counts the data rows of a stored file, checking it as the import checks a file (422 on a problem). */
-  async function inspect(objectKey: string): Promise<number> {
-    let rows = 0;
-    let header = true;
-    for await (const record of csvRecords(await storage.getStream(objectKey))) {
-      if (header) {
-        plateColumn(record);
-        header = false;
-      } else if (!blank(record) && ++rows > MAX_BATCH_ROWS) throw new InvalidImportFile([batchMessages.tooManyRows]);
-    }
-    if (header) throw new InvalidImportFile([fileMessages.empty]);
-    return rows;
-  }
+  const uploads = createUploads({ storage, limits });
 
   /**
-   * POST /lookups/batch: stores the file, checks it (the import's file errors, a 422, leave
-   * nothing behind), records the batch (queued) and queues its job.
+   * POST /lookups/batch: stores the file (src/domain/uploads/upload.ts), checked on its way as the
+   * import's is (the import's file errors, a 422, leave nothing behind), then records the batch
+   * (queued) and queues its job; when either fails, the file goes.
    */
   async function submit(
     principal: Principal,
@@ -231,57 +215,28 @@ export function createLookupBatchService(deps: LookupBatchDeps) {
   ): Promise<LookupBatch> {
     const errors = {};
     const purpose = parsePurpose(purposeRaw, errors);
-    const badName = checkFileName(upload.fileName);
-    if (badName || Object.keys(errors).length > 0) {
-      upload.stream.resume();
-      throw validationError({ ...(badName ? { file: [badName] } : {}), ...errors });
-    }
+    checkUpload(upload, errors);
     const id = randomUUID();
-    const objectKey = `lookup-batches/${principal.companyId}/${id}`;
-    let plates: number;
-    try {
-      await storage.putStream(objectKey, upload.stream, { maxBytes: limits.maxBytes + 1, timeoutMs: limits.uploadTimeoutMs });
-      if (upload.truncated()) throw new ObjectTooLarge(limits.maxBytes);
-      plates = await inspect(objectKey);
-    } catch (err) {
-      upload.stream.resume();
-      await storage.delete(objectKey).catch(() => {});
-      if (upload.truncated() || err instanceof ObjectTooLarge) throw validationError({ file: [fileMessages.tooLarge(limits.maxBytes)] });
-      if (err instanceof InvalidImportFile) throw validationError(err.fields);
-      if (err instanceof StorageTimeout) throw new AppError('UNAVAILABLE', batchMessages.unavailable);
-      throw err;
-    }
-    if (admit) {
-      try {
-        await admit(plates);
-      } catch (err) {
-        await deleteObject(storage, objectKey);
-        throw err;
-      }
-    }
-    try {
+    await uploads.storeFor(upload, `lookup-batches/${principal.companyId}/${id}`, readingCheck(countPlates), async (file) => {
+      await admit?.(file.dataRows);
       await batches.insert({
         id,
         companyId: principal.companyId,
         tokenId: principal.tokenId,
         userId: principal.userId,
         purpose,
-        fileName: sanitizeFileName(upload.fileName),
-        objectKey,
-        plates,
+        fileName: file.fileName,
+        objectKey: file.objectKey,
+        plates: file.dataRows,
       });
-    } catch (err) {
-      await deleteObject(storage, objectKey);
-      throw err;
-    }
-    try {
-      await queue.enqueue(id);
-    } catch (err) {
-      await batches.finish(id, 'failed', batchMessages.unavailable);
-      await deleteObject(storage, objectKey);
-      if (err instanceof BatchQueueUnavailable) throw new AppError('UNAVAILABLE', batchMessages.unavailable);
-      throw err;
-    }
+      try {
+        await queue.enqueue(id);
+      } catch (err) {
+        await batches.finish(id, 'failed', batchMessages.unavailable);
+        if (err instanceof BatchQueueUnavailable) throw new AppError('UNAVAILABLE', batchMessages.unavailable);
+        throw err;
+      }
+    });
     return get(principal, id);
   }
 

@@ -1,18 +1,16 @@
-import multipart from '@fastify/multipart';
 import { auditOrigin } from '../../audit-origin';
 import { personActor } from '../../domain/audit/audit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import type { ImportRecord } from '../../db/import-repository';
-import { AppError, validationError } from '../../domain/errors';
 import { ALLOWED_EXTENSIONS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS } from '../../domain/imports/csv-file';
 import type { ReceivedFile } from '../../domain/imports/import-service';
 import { isTerminal } from '../../domain/imports/import-status';
 import { companyUser, principalOf, requireCompanyUser, wantsJson } from '../context';
 import { text, type FormBody } from '../forms';
 import { errorGroups, errorLines, failedRowsFile } from '../import-csv';
-import { noFileChosen } from '../messages';
 import { renderPage } from '../render';
+import { fileFieldError, readUploadForm, registerUploadForms, type UploadForm } from '../upload-form';
 
 /** Row errors on a page of the results (the groups above them count them all; the CSV download has them all). */
 const ERRORS_ON_PAGE = 100;
@@ -30,26 +28,10 @@ function statusOf(run: ImportRecord) {
   };
 }
 
-/**
- * The CSRF check of @fastify/csrf-protection, for a multipart upload: the token comes from the
- * X-CSRF-Token header (the page script) or from the `_csrf` field sent before the file (the
- * plain form), which only the handler can read, so it runs here instead of as a preHandler.
- */
-export function verifyCsrf(app: FastifyInstance, request: FastifyRequest, token: string | undefined): Promise<void> {
-  const body = request.body;
-  request.body = { _csrf: token };
-  return new Promise<void>((resolve, reject) => {
-    const refuse = { send: (err: Error) => reject(err) } as unknown as FastifyReply;
-    app.csrfProtection(request, refuse, () => resolve());
-  }).finally(() => {
-    request.body = body;
-  });
-}
-
 /** Import pages: upload with progress, results with row errors, failed rows as CSV, history. */
 export async function importRoutes(app: FastifyInstance) {
   const { config, imports } = app.deps;
-  await app.register(multipart, { limits: { fileSize: config.importMaxBytes + 1, files: 1, fields: 5, fieldSize: 1024, parts: 10 } });
+  await registerUploadForms(app);
 
   const help = {
     requiredColumns: REQUIRED_COLUMNS,
@@ -81,45 +63,21 @@ export async function importRoutes(app: FastifyInstance) {
 
   app.post('/imports', { preHandler: requireCompanyUser, config: { upload: true } }, async (request, reply) => {
     const principal = principalOf(companyUser(request));
-    const header = request.headers['x-csrf-token'];
-    let token = typeof header === 'string' ? header : undefined;
-    let checked = false;
-    let checkOnly = false;
-    let received: ReceivedFile | undefined;
+    let form: UploadForm<ReceivedFile>;
     try {
-      if (request.isMultipart()) {
-        for await (const part of request.parts()) {
-          if (part.type === 'field') {
-            if (part.fieldname === '_csrf' && typeof part.value === 'string') token ??= part.value;
-            if (part.fieldname === 'check_only' && part.value === 'on') checkOnly = true;
-            continue;
-          }
-          if (!checked) {
-            await verifyCsrf(app, request, token).catch((err: unknown) => {
-              part.file.resume();
-              throw err;
-            });
-            checked = true;
-          }
-          // A form sent without a chosen file still has a file part: no name, no bytes.
-          if (part.fieldname !== 'file' || received || part.filename === '') {
-            part.file.resume();
-            continue;
-          }
-          request.uploadGuard?.attach(part.file);
-          received = await imports.receive(principal, { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated });
-        }
-      }
-      if (!checked) await verifyCsrf(app, request, token);
-      if (!received) throw validationError({ file: [noFileChosen] });
+      form = await readUploadForm(
+        app,
+        request,
+        (upload) => imports.receive(principal, upload),
+        (received) => imports.discard(received),
+      );
     } catch (err) {
-      if (received) await imports.discard(received);
-      if (!(err instanceof AppError) || (err.code !== 'VALIDATION_FAILED' && err.code !== 'UNAVAILABLE')) throw err;
-      const status = err.code === 'UNAVAILABLE' ? 503 : 422;
-      if (wantsJson(request)) return reply.status(status).send({ message: err.message });
-      return renderPage(reply, 'imports', await historyPage(request, { fileError: err.message }), status);
+      const { status, message } = fileFieldError(err);
+      if (wantsJson(request)) return reply.status(status).send({ message });
+      return renderPage(reply, 'imports', await historyPage(request, { fileError: message }), status);
     }
-    if (checkOnly) {
+    const { received } = form;
+    if (form.fields.check_only === 'on') {
       // "Check only": every row validated as a real import would, nothing written.
       const result = await imports.dryRun(principal, received);
       const lines = errorLines(result.errors);

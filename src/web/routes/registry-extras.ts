@@ -1,14 +1,11 @@
-import multipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 
-import { AppError, validationError } from '../../domain/errors';
-import { fileMessages } from '../../domain/imports/csv-file';
 import { MAX_BATCH_ROWS, type LookupBatch } from '../../domain/lookups/lookup-batch';
 import { monthBarChart } from '../chart';
 import { companyUser, principalOf, requireCompanyUser, requireOperator } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
-import { verifyCsrf } from './imports';
+import { fileFieldError, readUploadForm, registerUploadForms } from '../upload-form';
 
 const PAGE_SIZE = 25;
 
@@ -20,8 +17,8 @@ const batchDone = (b: LookupBatch) => b.status === 'completed' || b.status === '
 
 /** The dashboard's pages for alerts, batch plate look-ups and data quality. */
 export async function registryExtrasRoutes(app: FastifyInstance) {
-  const { alerts, lookupBatches, quality, config } = app.deps;
-  await app.register(multipart, { limits: { fileSize: config.importMaxBytes, files: 1, fields: 5, fieldSize: 1024, parts: 10 } });
+  const { alerts, lookupBatches, quality } = app.deps;
+  await registerUploadForms(app);
 
   app.get('/alerts', { preHandler: requireCompanyUser }, async (request, reply) => {
     const cursor = text(request.query as FormBody, 'cursor', 200);
@@ -40,46 +37,17 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
 
   app.post('/lookups/batch', { preHandler: requireCompanyUser, config: { upload: true } }, async (request, reply) => {
     const principal = principalOf(companyUser(request));
-    let token: string | undefined;
-    let purpose: string | undefined;
-    let batch: LookupBatch | undefined;
-    let checked = false;
+    let batch: LookupBatch;
     try {
-      if (request.isMultipart()) {
-        for await (const part of request.parts()) {
-          if (part.type === 'field') {
-            if (part.fieldname === '_csrf' && typeof part.value === 'string') token ??= part.value;
-            if (part.fieldname === 'purpose' && typeof part.value === 'string') purpose = part.value;
-            continue;
-          }
-          if (!checked) {
-            await verifyCsrf(app, request, token).catch((err: unknown) => {
-              part.file.resume();
-              throw err;
-            });
-            checked = true;
-          }
-          if (part.fieldname !== 'file' || batch) {
-            part.file.resume();
-            continue;
-          }
-          request.uploadGuard?.attach(part.file);
-          batch = await lookupBatches.submit(
-            principal,
-            { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated },
-            purpose,
-          );
-        }
-      }
-      if (!checked) await verifyCsrf(app, request, token);
-      if (!batch) throw validationError({ file: [fileMessages.required] });
+      ({ received: batch } = await readUploadForm(app, request, (upload, fields) =>
+        lookupBatches.submit(principal, upload, fields.purpose),
+      ));
     } catch (err) {
-      if (!(err instanceof AppError) || (err.code !== 'VALIDATION_FAILED' && err.code !== 'UNAVAILABLE')) throw err;
-      const status = err.code === 'UNAVAILABLE' ? 503 : 422;
+      const { status, message } = fileFieldError(err);
       return renderPage(
         reply,
         'lookup-batch-new',
-        { title: 'Check a file of plates', maxRows: MAX_BATCH_ROWS, fileError: err.message },
+        { title: 'Check a file of plates', maxRows: MAX_BATCH_ROWS, fileError: message },
         status,
       );
     }
