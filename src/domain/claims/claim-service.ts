@@ -21,7 +21,7 @@ import {
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 import type { ClaimRepos, NewClaimRow, StoredClaim } from './claim-repository';
-import { isPlateText, messages, normalizePlate, validateClaimInput } from './claim';
+import { CLAIM_FIELDS, isPlateText, messages, normalizePlate, validateClaimInput } from './claim';
 import { STATUS_ALERT_DAYS } from '../alerts/alerts';
 import { parsePurpose } from '../registry/registry';
 import { lookupOf } from '../registry/registry-service';
@@ -137,17 +137,9 @@ export function createClaimService({
     const written: NewClaimRow[] = [];
     const claims = plan.outcomes.map((o, i): NewClaimRow | null => {
       if (!o.ok) return null;
-      const c = inputs[i]!;
       const owner = ownerOf(i);
       const row: NewClaimRow = {
-        client: c.client,
-        claimDate: c.claimDate,
-        claimType: c.claimType,
-        amount: c.amount,
-        currency: c.currency,
-        isAtFault: c.isAtFault,
-        vehicleRegistration: c.vehicleRegistration,
-        status: c.status,
+        input: inputs[i]!,
         id: newId(),
         clientId: o.client.id,
         companyId: owner.companyId,
@@ -346,32 +338,46 @@ export function createClaimService({
     throw written.failure;
   }
 
-  /** A claim just written as the API shows it, but for its creation time (the write's). */
+  /**
+   * A claim just written as it is answered (claim-schema.ts), but for its creation time (the
+   * write's): the submitted fields as validated, in the declaration's order.
+   */
   function shownClaim(
     principal: Pick<Principal, 'companyName'>,
     row: NewClaimRow,
     c: Extract<IdentityOutcome, { ok: true }>['client'],
     source: ClaimSource,
   ): Omit<Claim, 'created_at'> {
-    return {
-      id: row.id,
-      client: {
-        id: c.id,
-        first_name: c.firstName,
-        last_name: c.lastName,
-        date_of_birth: c.dateOfBirth,
-        id_documents: c.documentTypes.map((type) => ({ type })),
-      },
-      claim_date: row.claimDate,
-      claim_type: row.claimType,
-      amount: row.amount,
-      currency: 'EUR',
-      is_at_fault: row.isAtFault,
-      vehicle_registration: row.vehicleRegistration,
-      source,
-      status: row.status,
-      company_name: principal.companyName,
+    const client: Claim['client'] = {
+      id: c.id,
+      first_name: c.firstName,
+      last_name: c.lastName,
+      date_of_birth: c.dateOfBirth,
+      id_documents: c.documentTypes.map((type) => ({ type })),
     };
+    const claim: Record<string, unknown> = {};
+    for (const f of CLAIM_FIELDS) {
+      switch (f) {
+        case 'id':
+          claim[f] = row.id;
+          break;
+        case 'client':
+          claim[f] = client;
+          break;
+        case 'source':
+          claim[f] = source;
+          break;
+        case 'company_name':
+          claim[f] = principal.companyName;
+          break;
+        case 'created_at':
+          break; // the write's, added by the caller
+        default:
+          // A field the submission sets (claim.ts SubmittedFields): another field the answer gains is a compile error here.
+          claim[f] = row.input[f];
+      }
+    }
+    return claim as Omit<Claim, 'created_at'>;
   }
 
   /** A claim of the caller's company; another company's claim is "not found" here. */
