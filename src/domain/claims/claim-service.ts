@@ -69,6 +69,14 @@ type Submitted =
   /** Refused: the company is past its identity-check budget. */
   | { ok: false; limited: true };
 
+/** The answer's fields that are the write's time: a claim just written takes them from the write (writeTime). */
+const WRITE_TIME_FIELDS = ['created_at'] as const satisfies readonly (keyof Claim)[];
+type WriteTimeField = (typeof WRITE_TIME_FIELDS)[number];
+const isWriteTime = (f: keyof Claim): f is WriteTimeField => (WRITE_TIME_FIELDS as readonly string[]).includes(f);
+const writeTime = (at: string) => Object.fromEntries(WRITE_TIME_FIELDS.map((f) => [f, at])) as Record<WriteTimeField, string>;
+/** A claim just planned, as it is answered but for the write's time. */
+type ShownClaim = Omit<Claim, WriteTimeField>;
+
 /** Too many submissions already wait for a write. */
 const submissionsBacklogged = () => new AppError('UNAVAILABLE', 'Too many claims are being submitted right now; try again in a moment.');
 
@@ -226,7 +234,7 @@ export function createClaimService({
         const results: Submitted[] = batch.map(() => ({ ok: false, limited: true }));
         plan.outcomes.forEach((o, j) => {
           results[active[j]!] = o.ok
-            ? { ok: true, claim: { ...shown[j]!, created_at: createdAt! } }
+            ? { ok: true, claim: { ...shown[j]!, ...writeTime(createdAt!) } }
             : { ok: false, errors: { [o.field]: [o.message] } };
         });
         return results;
@@ -242,7 +250,7 @@ export function createClaimService({
   async function write(
     plan: IdentityPlan,
     written: NewClaimRow[],
-    shown: (Omit<Claim, 'created_at'> | null)[],
+    shown: (ShownClaim | null)[],
     from: string,
     checks: IdentityCheck[],
     events: AuditEventInput[],
@@ -339,15 +347,15 @@ export function createClaimService({
   }
 
   /**
-   * A claim just written as it is answered (claim-schema.ts), but for its creation time (the
-   * write's): the submitted fields as validated, in the declaration's order.
+   * A claim just written as it is answered (claim-schema.ts), but for the write's time
+   * (WRITE_TIME_FIELDS): the submitted fields as validated, in the declaration's order.
    */
   function shownClaim(
     principal: Pick<Principal, 'companyName'>,
     row: NewClaimRow,
     c: Extract<IdentityOutcome, { ok: true }>['client'],
     source: ClaimSource,
-  ): Omit<Claim, 'created_at'> {
+  ): ShownClaim {
     const client: Claim['client'] = {
       id: c.id,
       first_name: c.firstName,
@@ -357,6 +365,7 @@ export function createClaimService({
     };
     const claim: Record<string, unknown> = {};
     for (const f of CLAIM_FIELDS) {
+      if (isWriteTime(f)) continue;
       switch (f) {
         case 'id':
           claim[f] = row.id;
@@ -370,14 +379,12 @@ export function createClaimService({
         case 'company_name':
           claim[f] = principal.companyName;
           break;
-        case 'created_at':
-          break; // the write's, added by the caller
         default:
           // A field the submission sets (claim.ts SubmittedFields): another field the answer gains is a compile error here.
           claim[f] = row.input[f];
       }
     }
-    return claim as Omit<Claim, 'created_at'>;
+    return claim as ShownClaim;
   }
 
   /** A claim of the caller's company; another company's claim is "not found" here. */
