@@ -155,11 +155,11 @@ export type Closed<S> = S extends { type: 'object'; properties: infer P }
 
 /** The client of a claim as it is answered: identity document types only, never numbers. */
 export const clientAnswerSchema = answerObject({
-  id: { type: 'string', format: 'uuid' },
-  first_name: { type: 'string' },
-  last_name: { type: 'string' },
+  id: { type: 'string', format: 'uuid', examples: ['0193a1b2-0000-7000-8000-000000000003'] },
+  first_name: { type: 'string', examples: ['Ona'] },
+  last_name: { type: 'string', examples: ['Petraitė'] },
   date_of_birth: { type: 'string', examples: ['1985-06-02'] },
-  id_documents: { type: 'array', items: answerObject({ type: { type: 'string', enum: DOCUMENT_TYPES } }) },
+  id_documents: { type: 'array', items: answerObject({ type: { type: 'string', enum: DOCUMENT_TYPES, examples: ['passport'] } }) },
 });
 
 /**
@@ -172,22 +172,33 @@ export const clientAnswerSchema = answerObject({
  * derivation agrees.
  */
 export const claimAnswerSchema = answerObject({
-  id: { type: 'string', format: 'uuid' },
+  id: { type: 'string', format: 'uuid', examples: ['0193a1b2-0000-7000-8000-000000000002'] },
   client: clientAnswerSchema,
   claim_date: { type: 'string', examples: ['2026-03-14'] },
-  claim_type: { type: ['string', 'null'], enum: [...CLAIM_TYPES, null] },
+  claim_type: { type: ['string', 'null'], enum: [...CLAIM_TYPES, null], examples: ['accident'] },
   amount: { type: ['string', 'null'], examples: ['1250.00'] },
-  currency: { type: 'string', enum: ['EUR'] },
-  is_at_fault: { type: ['boolean', 'null'] },
+  currency: { type: 'string', enum: ['EUR'], examples: ['EUR'] },
+  is_at_fault: { type: ['boolean', 'null'], examples: [false] },
   vehicle_registration: { type: 'string', examples: ['AB123C'] },
-  source: { type: 'string', enum: CLAIM_SOURCES },
-  status: { type: 'string', enum: CLAIM_STATUSES },
-  company_name: { type: 'string' },
+  source: { type: 'string', enum: CLAIM_SOURCES, examples: ['api'] },
+  status: { type: 'string', enum: CLAIM_STATUSES, examples: ['filed'] },
+  company_name: { type: 'string', examples: ['Baltic Mutual'] },
   created_at: { type: 'string', format: 'date-time', examples: ['2026-11-21T10:15:30+00:00'] },
 });
 /** The answer's fields in their order. */
 export const CLAIM_FIELDS = claimAnswerSchema.required;
 export const CLIENT_FIELDS = clientAnswerSchema.required;
+
+/** A value as its schema's examples make it: each field's first example (every field of the answer has one). */
+function exampleOf(schema: object): unknown {
+  if ('properties' in schema) {
+    return Object.fromEntries(Object.entries(schema.properties as Record<string, object>).map(([k, v]) => [k, exampleOf(v)]));
+  }
+  if ('items' in schema) return [exampleOf(schema.items as object)];
+  return (schema as { examples: readonly unknown[] }).examples[0];
+}
+/** A claim as answered, made of the declaration's examples: for the OpenAPI document's examples of answers holding one. */
+export const CLAIM_EXAMPLE = exampleOf(claimAnswerSchema) as FromSchema<Closed<typeof claimAnswerSchema>>;
 
 /**
  * The plate's characters, as the domain normalizes and checks it (claim.ts normalizePlate,
