@@ -13,7 +13,7 @@ import { authPlugin } from './api/plugins/auth';
 import { rateLimitsPlugin } from './api/plugins/rate-limits';
 import { errorHandlerPlugin } from './api/plugins/error-handler';
 import { claimSchema, clientSchema } from './api/schemas/claims';
-import { addSharedSchemas, documentHeaders, errorBody, errorSchema } from './api/schemas/common';
+import { addSharedSchemas, documentRoute, errorBody, errorSchema } from './api/schemas/common';
 import { routeKey, scopeOfRoute } from './api/route-scopes';
 import { metricsPlugin } from './api/plugins/metrics';
 import { uploadGuardPlugin } from './upload-guard';
@@ -200,8 +200,9 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   await app.register(swagger, {
     // Only tagged routes (the /api/v1 resources) are part of the API reference; dashboard pages are not.
     hideUntagged: true,
-    // Each API answer's headers (request id, WWW-Authenticate, Retry-After, ...) declared in one place.
-    transform: ({ schema, url }) => ({ schema: url.startsWith('/api/v1/') ? documentHeaders(schema) : schema, url }),
+    // Each API answer's headers (request id, WWW-Authenticate, Retry-After, ...) declared in one
+    // place, and each body with every rule the server enforces.
+    transform: ({ schema, url }) => ({ schema: url.startsWith('/api/v1/') ? documentRoute(schema) : schema, url }),
     // Component schemas keep the names they were added under (Claim, Client, Error, ...).
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {

@@ -5,7 +5,8 @@ import { INCIDENT_DAYS } from '../domain/registry/registry';
 import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
 import { olderThan, positionParams, positionTs } from './keyset';
-import { CLAIM_JSON, claimJson, RETURNED_BY } from './registry-repository';
+import { CLAIM_JSON, claimJson } from './claim-columns';
+import { RETURNED_BY } from './registry-repository';
 import { isoTime } from './columns';
 
 /**

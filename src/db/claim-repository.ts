@@ -11,6 +11,7 @@ import type { DocumentRef, IdentityPlan, KnownDocument } from '../domain/clients
 import { RetryableConflict } from '../domain/errors';
 import { matchNewClaimsCtes } from './alert-repository';
 import { visibleClaim } from './claim-visibility';
+import { CLAIM_COLUMNS, claimOfRow, type ClaimColumns } from './claim-columns';
 import { arrayLiteral, jsonArray, isoTime } from './columns';
 import type { PageRequest } from '../domain/paging';
 import { pgErrorCode, type Queryable } from './db';
@@ -19,59 +20,23 @@ import { olderThan, positionParams, positionTs } from './keyset';
 const CREATED_AT = isoTime('c.created_at');
 
 /**
- * Explicit column list: the API shape, never internal columns; with `internal`, also the owner and
+ * The answer's columns (claim-columns.ts), never internal ones; with `internal`, also the owner and
  * the paging position (CLAIM_SELECT), which a cross-company search neither needs nor returns
- * (PUBLIC_CLAIM_SELECT); `extra`: columns a statement adds for its own use (toPublicClaim drops them).
+ * (PUBLIC_CLAIM_SELECT); `extra`: columns a statement adds for its own use (claimOfRow drops them).
  */
 const claimSelect = (internal: boolean, extra = '') => `
-  SELECT c.id, c.claim_date, c.claim_type, c.amount::text AS amount, c.currency, c.is_at_fault,
-         c.vehicle_registration, c.source, c.status, co.name AS company_name,
-         ${CREATED_AT} AS created_at,${internal ? ` ${positionTs('c.created_at')} AS position_ts, c.company_id,` : ''}${extra ? ` ${extra},` : ''}
-         cl.id AS client_id, cl.first_name, cl.last_name, cl.date_of_birth,
-         ARRAY(SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id ORDER BY d.doc_type)::text[] AS document_types
+  SELECT ${CLAIM_COLUMNS}${internal ? `, ${positionTs('c.created_at')} AS position_ts, c.company_id` : ''}${extra ? `, ${extra}` : ''}
     FROM claims c
     JOIN clients cl ON cl.id = c.client_id
     JOIN companies co ON co.id = c.company_id`;
 const CLAIM_SELECT = claimSelect(true);
 const PUBLIC_CLAIM_SELECT = claimSelect(false);
 
-/** A row of PUBLIC_CLAIM_SELECT: the Claim's own columns and the client flattened. */
-type PublicClaimRow = Omit<Claim, 'client'> & {
-  client_id: string;
-  first_name: string;
-  last_name: string;
-  date_of_birth: string;
-  document_types: DocumentType[];
-};
 /** A row of CLAIM_SELECT: also the owner and what paging needs. */
-type ClaimRow = PublicClaimRow & { position_ts: string; company_id: string };
-
-/** A row as the API shows a claim: built as one literal (no copy without the internal fields). */
-function toPublicClaim(r: PublicClaimRow): Claim {
-  return {
-    id: r.id,
-    client: {
-      id: r.client_id,
-      first_name: r.first_name,
-      last_name: r.last_name,
-      date_of_birth: r.date_of_birth,
-      id_documents: r.document_types.map((type) => ({ type })),
-    },
-    claim_date: r.claim_date,
-    claim_type: r.claim_type,
-    amount: r.amount,
-    currency: r.currency,
-    is_at_fault: r.is_at_fault,
-    vehicle_registration: r.vehicle_registration,
-    source: r.source,
-    status: r.status,
-    company_name: r.company_name,
-    created_at: r.created_at,
-  };
-}
+type ClaimRow = ClaimColumns & { position_ts: string; company_id: string };
 
 function toClaim(r: ClaimRow): StoredClaim {
-  const claim = toPublicClaim(r) as StoredClaim;
+  const claim = claimOfRow(r) as StoredClaim;
   claim.companyId = r.company_id;
   claim.position = { ts: r.position_ts, id: r.id };
   return claim;
@@ -261,13 +226,13 @@ export function createClaimRepository(db: Queryable, { soleSession = false }: Cl
         arrayLiteral(claims, (c) => c.id),
         arrayLiteral(claims, (c) => c.companyId),
         arrayLiteral(claims, (c) => c.clientId),
-        arrayLiteral(claims, (c) => c.claimDate),
-        arrayLiteral(claims, (c) => c.claimType),
-        arrayLiteral(claims, (c) => c.amount),
-        arrayLiteral(claims, (c) => (c.isAtFault === null ? null : c.isAtFault ? 't' : 'f')),
-        jsonArray(claims, (c) => c.vehicleRegistration),
+        arrayLiteral(claims, (c) => c.input.claim_date),
+        arrayLiteral(claims, (c) => c.input.claim_type),
+        arrayLiteral(claims, (c) => c.input.amount),
+        arrayLiteral(claims, (c) => (c.input.is_at_fault === null ? null : c.input.is_at_fault ? 't' : 'f')),
+        jsonArray(claims, (c) => c.input.vehicle_registration),
         arrayLiteral(claims, (c) => c.source),
-        arrayLiteral(claims, (c) => c.status),
+        arrayLiteral(claims, (c) => c.input.status),
         arrayLiteral(claims, (c) => c.importId),
       ];
       const conflict = (err: unknown): never => {
@@ -336,11 +301,11 @@ export function createClaimRepository(db: Queryable, { soleSession = false }: Cl
 
     /** A read-only statement: the caller notes the look-up in the look-up log. */
     async searchByPlate(plate: string, fromDate: string): Promise<Claim[]> {
-      return (await db.query<PublicClaimRow>(SEARCH_BY_PLATE, [plate, fromDate])).map(toPublicClaim);
+      return (await db.query<ClaimColumns>(SEARCH_BY_PLATE, [plate, fromDate])).map(claimOfRow);
     },
 
     async searchByPlateLogged(searches: readonly LoggedPlateSearch[]): Promise<Claim[][]> {
-      const rows = await db.query<PublicClaimRow & { n: string }>(SEARCH_BY_PLATE_LOGGED, [
+      const rows = await db.query<ClaimColumns & { n: string }>(SEARCH_BY_PLATE_LOGGED, [
         jsonArray(searches, (s) => s.plate),
         arrayLiteral(searches, (s) => s.fromDate),
         arrayLiteral(searches, (s) => s.entry.id),
@@ -351,7 +316,7 @@ export function createClaimRepository(db: Queryable, { soleSession = false }: Cl
         arrayLiteral(searches, (s) => String(s.entry.at)),
       ]);
       const found: Claim[][] = searches.map(() => []);
-      for (const r of rows) found[Number(r.n) - 1]!.push(toPublicClaim(r));
+      for (const r of rows) found[Number(r.n) - 1]!.push(claimOfRow(r));
       return found;
     },
 

@@ -13,13 +13,15 @@ import type {
   LookupLogRow,
   StatusHistoryEntry,
 } from '../domain/dashboard/dashboard-repository';
+import { claimFieldColumns } from './claim-columns';
 import { visibleClaim } from './claim-visibility';
 import type { Queryable } from './db';
 import { olderThan, positionTs } from './keyset';
 import { logPage } from './registry-repository';
 import { isoTime } from './columns';
 
-const CREATED_AT = isoTime('c.created_at');
+/** The claim's fields of the answer (claim-columns.ts) but its company's name: the list is one company's own. */
+const LIST_COLUMNS = claimFieldColumns(['company_name']);
 
 /** LIKE's own characters in a value taken literally. */
 const likeLiteral = (value: string) => value.replace(/[\\%_]/gu, (c) => `\\${c}`);
@@ -131,10 +133,9 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
       const order = keys.map((k) => `${k} ${upwards ? 'ASC' : 'DESC'}`).join(', ');
       const skip = seek.kind === 'after' || seek.kind === 'before' ? seek.skip : 0;
       const rows = await db.query<Omit<ClaimListRow, 'key'> & { position_ts: string }>(
-        `SELECT c.id, c.claim_date::text AS claim_date, ${CREATED_AT} AS created_at, ${positionTs('c.created_at')} AS position_ts,
-                c.vehicle_registration, cl.first_name, cl.last_name, cl.date_of_birth::text AS date_of_birth,
-                (SELECT min(d.doc_type) FROM identity_documents d WHERE d.client_id = cl.id) AS id_type,
-                c.claim_type, c.amount::text AS amount, c.currency, c.is_at_fault, c.status, c.source
+        `SELECT ${LIST_COLUMNS}, ${positionTs('c.created_at')} AS position_ts,
+                cl.first_name, cl.last_name, cl.date_of_birth::text AS date_of_birth,
+                (SELECT min(d.doc_type) FROM identity_documents d WHERE d.client_id = cl.id) AS id_type
            FROM claims c JOIN clients cl ON cl.id = c.client_id
           WHERE ${where}
           ORDER BY ${order}

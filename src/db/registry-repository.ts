@@ -10,26 +10,11 @@ import type {
   SubjectRecord,
 } from '../domain/registry/registry';
 import { INCIDENT_DAYS } from '../domain/registry/registry';
+import { CLAIM_JSON, documentTypesJson } from './claim-columns';
 import { visibleClaim } from './claim-visibility';
 import { arrayLiteral, jsonArray, isoTime } from './columns';
 import type { Db } from './db';
 import { olderThan, positionParams, positionTs } from './keyset';
-
-/**
- * A claim as JSON in the API's shape, the same fields a plate search returns and no more: the
- * claim is alias c, its company co, and its client the JSON expression `client`. CLAIM_JSON
- * takes the client from the stored person, alias cl.
- */
-export const claimJson = (client: string) => `json_build_object(
-    'id', c.id,
-    'client', ${client},
-    'claim_date', c.claim_date, 'claim_type', c.claim_type, 'amount', c.amount::text, 'currency', c.currency,
-    'is_at_fault', c.is_at_fault, 'vehicle_registration', c.vehicle_registration, 'source', c.source,
-    'status', c.status, 'company_name', co.name, 'created_at', ${isoTime('c.created_at')})`;
-export const CLAIM_JSON = claimJson(`json_build_object(
-      'id', cl.id, 'first_name', cl.first_name, 'last_name', cl.last_name, 'date_of_birth', cl.date_of_birth,
-      'id_documents', (SELECT coalesce(json_agg(json_build_object('type', t.doc_type) ORDER BY t.doc_type), '[]'::json)
-                         FROM (SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id) t))`);
 
 /**
  * An alert as its told company's look-up log entry (alias l): kind `alert`, naming the claim it
@@ -490,8 +475,7 @@ export function createRegistryRepository(db: Db): RegistryRepository {
          )
          SELECT cl.id, cl.first_name, cl.last_name, to_char(cl.date_of_birth, 'YYYY-MM-DD') AS date_of_birth,
                 ${isoTime('cl.created_at')} AS created_at,
-                (SELECT coalesce(json_agg(json_build_object('type', t.doc_type) ORDER BY t.doc_type), '[]'::json)
-                   FROM (SELECT DISTINCT d.doc_type FROM identity_documents d WHERE d.client_id = cl.id) t) AS id_documents
+                ${documentTypesJson('cl.id')} AS id_documents
            FROM clients cl
           WHERE cl.id = (SELECT client_id FROM docs LIMIT 1) AND (SELECT count(*) FROM docs) = 1 AND cl.date_of_birth = $3::date`,
         [documents.map((d) => d.type), documents.map((d) => d.hash), dateOfBirth],

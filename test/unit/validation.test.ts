@@ -56,24 +56,24 @@ describe('validateClaimInput: a valid submission', () => {
           { type: 'national_id', number: '39001010000' },
         ],
       },
-      claimDate: '2026-03-14',
-      claimType: 'theft',
+      claim_date: '2026-03-14',
+      claim_type: 'theft',
       amount: '1250.00',
       currency: 'EUR',
-      isAtFault: false,
-      vehicleRegistration: 'AB123C',
+      is_at_fault: false,
+      vehicle_registration: 'AB123C',
       status: 'disputed',
     });
   });
 
   it('fills the defaults: status filed, currency EUR, optional fields null', () => {
     const value = valueOf(body());
-    expect(value).toMatchObject({ status: 'filed', currency: 'EUR', claimType: null, amount: null, isAtFault: null });
+    expect(value).toMatchObject({ status: 'filed', currency: 'EUR', claim_type: null, amount: null, is_at_fault: null });
   });
 
   it('treats null optional fields as not given', () => {
     const value = valueOf(body({ claim_type: null, amount: null, currency: null, is_at_fault: null }));
-    expect(value).toMatchObject({ currency: 'EUR', claimType: null, amount: null, isAtFault: null });
+    expect(value).toMatchObject({ currency: 'EUR', claim_type: null, amount: null, is_at_fault: null });
   });
 });
 
@@ -176,7 +176,7 @@ describe('validateClaimInput: claim date', () => {
 
 describe('validateClaimInput: vehicle registration', () => {
   it('accepts 20 characters as sent and rejects 21, even when normalizing would shorten it', () => {
-    expect(valueOf(body({ vehicle_registration: 'A'.repeat(20) })).vehicleRegistration).toBe('A'.repeat(20));
+    expect(valueOf(body({ vehicle_registration: 'A'.repeat(20) })).vehicle_registration).toBe('A'.repeat(20));
     expect(errorsOf(body({ vehicle_registration: 'AB-12-34-56-78-90-123' }))).toEqual({
       vehicle_registration: ['The vehicle registration field must not be greater than 20 characters.'],
     });
@@ -189,7 +189,7 @@ describe('validateClaimInput: vehicle registration', () => {
   });
 
   it('accepts letters of any script', () => {
-    expect(valueOf(body({ vehicle_registration: 'аб 123' })).vehicleRegistration).toBe('АБ123');
+    expect(valueOf(body({ vehicle_registration: 'аб 123' })).vehicle_registration).toBe('АБ123');
   });
 
   it('must be a string', () => {
@@ -282,7 +282,7 @@ describe('validateClaimInput: identity documents', () => {
 
 describe('validateClaimInput: optional fields', () => {
   it('claim_type is one of accident, theft, other', () => {
-    for (const t of ['accident', 'theft', 'other']) expect(valueOf(body({ claim_type: t })).claimType).toBe(t);
+    for (const t of ['accident', 'theft', 'other']) expect(valueOf(body({ claim_type: t })).claim_type).toBe(t);
     expect(errorsOf(body({ claim_type: 'fire' }))).toEqual({
       claim_type: ['The claim type field must be one of: accident, theft, other.'],
     });
@@ -294,8 +294,8 @@ describe('validateClaimInput: optional fields', () => {
   });
 
   it('is_at_fault is a boolean; the string "true" is rejected', () => {
-    expect(valueOf(body({ is_at_fault: true })).isAtFault).toBe(true);
-    expect(valueOf(body({ is_at_fault: false })).isAtFault).toBe(false);
+    expect(valueOf(body({ is_at_fault: true })).is_at_fault).toBe(true);
+    expect(valueOf(body({ is_at_fault: false })).is_at_fault).toBe(false);
     for (const v of ['true', 1, 0]) {
       expect(errorsOf(body({ is_at_fault: v }))).toEqual({ is_at_fault: ['The is at fault field must be true or false.'] });
     }

@@ -1,5 +1,6 @@
 import { ALERT_KINDS } from '../../domain/alerts/alerts';
 import { CLAIM_STATUSES } from '../../domain/claims/claim';
+import { CLAIM_EXAMPLE } from '../../domain/claims/claim-schema';
 import { pageMeta, pageQuery } from './common';
 
 /**
@@ -42,26 +43,7 @@ export const alertSchema = {
       id: '0193a1b2-7c3d-7e4f-8a5b-6c7d8e9f0a1b',
       kind: 'match',
       claim_id: '0193a1b2-0000-7000-8000-000000000001',
-      matched_claim: {
-        id: '0193a1b2-0000-7000-8000-000000000002',
-        client: {
-          id: '0193a1b2-0000-7000-8000-000000000003',
-          first_name: 'Ona',
-          last_name: 'Petraitė',
-          date_of_birth: '1985-06-02',
-          id_documents: [{ type: 'passport' }],
-        },
-        claim_date: '2026-11-20',
-        claim_type: 'accident',
-        amount: '1250.00',
-        currency: 'EUR',
-        is_at_fault: false,
-        vehicle_registration: 'AB123C',
-        source: 'api',
-        status: 'filed',
-        company_name: 'Baltic Mutual',
-        created_at: '2026-11-21T10:15:30+00:00',
-      },
+      matched_claim: CLAIM_EXAMPLE,
       matched_on: ['vehicle_registration'],
       same_incident: true,
       created_at: '2026-11-21T10:15:30+00:00',

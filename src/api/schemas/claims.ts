@@ -1,63 +1,21 @@
 import {
-  CLAIM_SOURCES,
   CLAIM_STATUSES,
-  CLAIM_TYPES,
+  claimAnswerSchema,
   claimInputSchema,
-  DOCUMENT_TYPES,
+  clientAnswerSchema,
   plateSearchSchema,
   statusChangeSchema,
 } from '../../domain/claims/claim-schema';
 import { pageMeta, pageQuery } from './common';
 
-/** The client of a claim as the API returns it: identity document types only, never numbers. */
-export const clientSchema = {
-  $id: 'Client',
-  type: 'object',
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    first_name: { type: 'string' },
-    last_name: { type: 'string' },
-    date_of_birth: { type: 'string', examples: ['1985-06-02'] },
-    id_documents: {
-      type: 'array',
-      items: { type: 'object', properties: { type: { type: 'string', enum: DOCUMENT_TYPES } }, required: ['type'] },
-    },
-  },
-  required: ['id', 'first_name', 'last_name', 'date_of_birth', 'id_documents'],
-} as const;
+/** The client of a claim as the API returns it (named `Client` in the OpenAPI document): the domain's declaration. */
+export const clientSchema = { $id: 'Client', ...clientAnswerSchema } as const;
 
-/** A claim as the API returns it (named `Claim` in the OpenAPI document). */
+/** A claim as the API returns it (named `Claim` in the OpenAPI document): the domain's declaration, its client by name. */
 export const claimSchema = {
   $id: 'Claim',
-  type: 'object',
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    client: { $ref: 'Client#' },
-    claim_date: { type: 'string', examples: ['2026-03-14'] },
-    claim_type: { type: ['string', 'null'], enum: [...CLAIM_TYPES, null] },
-    amount: { type: ['string', 'null'], examples: ['1250.00'] },
-    currency: { type: 'string', enum: ['EUR'] },
-    is_at_fault: { type: ['boolean', 'null'] },
-    vehicle_registration: { type: 'string', examples: ['AB123C'] },
-    source: { type: 'string', enum: CLAIM_SOURCES },
-    status: { type: 'string', enum: CLAIM_STATUSES },
-    company_name: { type: 'string' },
-    created_at: { type: 'string', format: 'date-time', examples: ['2026-11-21T10:15:30+00:00'] },
-  },
-  required: [
-    'id',
-    'client',
-    'claim_date',
-    'claim_type',
-    'amount',
-    'currency',
-    'is_at_fault',
-    'vehicle_registration',
-    'source',
-    'status',
-    'company_name',
-    'created_at',
-  ],
+  ...claimAnswerSchema,
+  properties: { ...claimAnswerSchema.properties, client: { $ref: 'Client#' } },
 } as const;
 
 export const claimEnvelope = { type: 'object', properties: { data: { $ref: 'Claim#' } }, required: ['data'] } as const;

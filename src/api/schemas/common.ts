@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 
+import { publishedInput } from '../../domain/claims/claim-schema';
 import { ERROR_CODES } from '../../domain/errors';
 
 /** Every error body of the API: a message for people, a stable code for programs, and the request's id. */
@@ -116,6 +117,16 @@ export function documentHeaders<S extends { response?: unknown; headers?: unknow
     response[status] = { ...answer, headers: { ...EVERY_ANSWER, ...BY_STATUS[status], ...(idempotent ? replayedHeader : {}), ...own } };
   }
   return { ...schema, response };
+}
+
+/**
+ * An API route's schema as the OpenAPI document shows it (@fastify/swagger's `transform`): its
+ * body with every rule the server enforces (the domain's publishedInput), its answers' headers
+ * (documentHeaders). The server validates with the route's own schema, whose messages are the
+ * domain's.
+ */
+export function documentRoute<S extends { body?: unknown; response?: unknown; headers?: unknown }>(schema: S): S {
+  return documentHeaders(schema.body === undefined ? schema : { ...schema, body: publishedInput(schema.body) });
 }
 
 /** The Idempotency-Key request header of the POST routes, as an OpenAPI parameter. */

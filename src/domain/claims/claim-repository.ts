@@ -12,8 +12,15 @@ export type StoredClaim = Claim & { companyId: string; position: Position };
 /** A plate search (the normalized plate, the window's first day) and the look-up entry it writes. */
 export type LoggedPlateSearch = { plate: string; fromDate: string; entry: LookupEntry };
 
-/** A claim to write, its client already resolved. */
-export type NewClaimRow = ClaimInput & { id: string; clientId: string; companyId: string; source: ClaimSource; importId: string | null };
+/** A claim to write, its client already resolved: the submission as validated (`input`), and what the service adds. */
+export type NewClaimRow = {
+  input: ClaimInput;
+  id: string;
+  clientId: string;
+  companyId: string;
+  source: ClaimSource;
+  importId: string | null;
+};
 
 /** Who changed a status: an API token or a signed-in person. */
 export type StatusActor = { tokenId: string | null; userId: string | null };

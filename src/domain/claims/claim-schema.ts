@@ -62,7 +62,7 @@ export const claimInputSchema = {
     vehicle_registration: {
       type: 'string',
       maxLength: 20,
-      description: 'Spaces, dots and dashes are removed and the value upper-cased.',
+      description: 'Spaces, dots and dashes are removed and the value upper-cased; then letters and digits (of any script) only.',
       examples: ['ab-123 c'],
     },
     claim_type: { type: ['string', 'null'], enum: [...CLAIM_TYPES, null] },
@@ -128,3 +128,144 @@ export const LIMITS = {
   amountMaxIntegerPart: 9_999_999_999n,
   amountMax: '9999999999.99',
 } as const;
+
+/**
+ * An object of the answer: every property required (null where a value may be missing), in the
+ * order given, which is the order of the answer's fields on every surface.
+ */
+function answerObject<const P extends Record<string, object>>(properties: P) {
+  return { type: 'object', properties, required: Object.keys(properties) as (keyof P & string)[] } as const;
+}
+
+/**
+ * The type of an answer schema, closed: the published schema leaves objects open (a field added
+ * later breaks no client), while the type knows exactly the fields declared.
+ */
+export type Closed<S> = S extends { type: 'object'; properties: infer P }
+  ? {
+      [K in keyof S | 'additionalProperties']: K extends 'additionalProperties'
+        ? false
+        : K extends 'properties'
+          ? { [F in keyof P]: Closed<P[F]> }
+          : S[K & keyof S];
+    }
+  : S extends { type: 'array'; items: infer I }
+    ? { [K in keyof S]: K extends 'items' ? Closed<I> : S[K] }
+    : S;
+
+/** The client of a claim as it is answered: identity document types only, never numbers. */
+export const clientAnswerSchema = answerObject({
+  id: { type: 'string', format: 'uuid', examples: ['0193a1b2-0000-7000-8000-000000000003'] },
+  first_name: { type: 'string', examples: ['Ona'] },
+  last_name: { type: 'string', examples: ['Petraitė'] },
+  date_of_birth: { type: 'string', examples: ['1985-06-02'] },
+  id_documents: { type: 'array', items: answerObject({ type: { type: 'string', enum: DOCUMENT_TYPES, examples: ['passport'] } }) },
+});
+
+/**
+ * The one declaration of a claim as every surface answers it, in its fields' order: the type
+ * `Claim` (claim.ts), the API's `Claim` and `Client` schemas (src/api/schemas/claims.ts), the
+ * columns every repository selects (src/db/claim-columns.ts: each field's SQL, which the compiler
+ * asks for), the claim just written (claim-service.ts) and the dashboard's CSV export (the
+ * import's columns that are answer fields) follow it. Adding a field here and its SQL there is
+ * the whole change for a field read from storage; test/unit/claim-answer.test.ts checks that every
+ * derivation agrees.
+ */
+export const claimAnswerSchema = answerObject({
+  id: { type: 'string', format: 'uuid', examples: ['0193a1b2-0000-7000-8000-000000000002'] },
+  client: clientAnswerSchema,
+  claim_date: { type: 'string', examples: ['2026-03-14'] },
+  claim_type: { type: ['string', 'null'], enum: [...CLAIM_TYPES, null], examples: ['accident'] },
+  amount: { type: ['string', 'null'], examples: ['1250.00'] },
+  currency: { type: 'string', enum: ['EUR'], examples: ['EUR'] },
+  is_at_fault: { type: ['boolean', 'null'], examples: [false] },
+  vehicle_registration: { type: 'string', examples: ['AB123C'] },
+  source: { type: 'string', enum: CLAIM_SOURCES, examples: ['api'] },
+  status: { type: 'string', enum: CLAIM_STATUSES, examples: ['filed'] },
+  company_name: { type: 'string', examples: ['Baltic Mutual'] },
+  created_at: { type: 'string', format: 'date-time', examples: ['2026-11-21T10:15:30+00:00'] },
+});
+/** The answer's fields in their order. */
+export const CLAIM_FIELDS = claimAnswerSchema.required;
+export const CLIENT_FIELDS = clientAnswerSchema.required;
+
+/** A value as its schema's examples make it: each field's first example (every field of the answer has one). */
+function exampleOf(schema: object): unknown {
+  if ('properties' in schema) {
+    return Object.fromEntries(Object.entries(schema.properties as Record<string, object>).map(([k, v]) => [k, exampleOf(v)]));
+  }
+  if ('items' in schema) return [exampleOf(schema.items as object)];
+  return (schema as { examples: readonly unknown[] }).examples[0];
+}
+/** A claim as answered, made of the declaration's examples: for the OpenAPI document's examples of answers holding one. */
+export const CLAIM_EXAMPLE = exampleOf(claimAnswerSchema) as FromSchema<Closed<typeof claimAnswerSchema>>;
+
+/**
+ * The plate's characters, as the domain normalizes and checks it (claim.ts normalizePlate,
+ * isPlateText): the separators (spaces, dots, dashes) are removed, then letters and digits of any
+ * script remain. Character-class bodies, for RegExp and for the published pattern.
+ */
+export const PLATE_SEPARATORS = '\\s.\\-';
+export const PLATE_CHARACTERS = '\\p{L}\\p{N}';
+
+/**
+ * What the domain's rules (claim.ts validateClaimInput, registry.ts validatePersonQuery, the plate
+ * search) refuse beyond the input schemas above, as JSON Schema keywords, by field name. They are
+ * not compiled into the server's validator (its messages are the domain's, naming the field);
+ * the OpenAPI document publishes each input schema with them (publishedInput), so that a
+ * generated client refuses what the server refuses. Patterns are ECMA-262 with the `u` flag.
+ * test/api/openapi-request-rules.test.ts sends each refused value to the server and to the
+ * published schema.
+ */
+const PUBLISHED_RULES: Record<string, Record<string, unknown>> = {
+  // Not blank, no control characters (PostgreSQL text cannot hold NUL or a lone surrogate).
+  first_name: { pattern: '^(?=\\s*\\S)[^\\p{Cc}\\p{Cs}]*$' },
+  last_name: { pattern: '^(?=\\s*\\S)[^\\p{Cc}\\p{Cs}]*$' },
+  // A calendar date that exists, from year 0001.
+  date_of_birth: { format: 'date', pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}$' },
+  claim_date: { format: 'date', pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}$' },
+  // Not blank, and more than a country prefix once white space is removed.
+  number: { pattern: '^(?!\\s*$)(?!(?:\\s*[A-Za-z]){2,3}\\s*-\\s*$)' },
+  vehicle_registration: {
+    pattern: `^[${PLATE_SEPARATORS}]*[${PLATE_CHARACTERS}][${PLATE_CHARACTERS}${PLATE_SEPARATORS}]*$`,
+  },
+  // A number within the bounds, or a decimal string of at most 2 decimals within them ("-0" is 0).
+  // Not `multipleOf: 0.01`: in binary floating point 0.07 is no multiple of 0.01, and validators
+  // would refuse amounts the server takes; the description says it.
+  amount: {
+    minimum: 0,
+    maximum: Number(LIMITS.amountMax),
+    pattern: '^\\s*(?:-0+(?:\\.0{1,2})?|0*\\d{1,10}(?:\\.\\d{1,2})?)\\s*$',
+  },
+  currency: { enum: ['EUR', null] },
+  // Tab, line feed and carriage return are the only control characters it may hold.
+  purpose: { pattern: '^(?:[\\t\\n\\r]|[^\\p{Cc}\\p{Cs}])*$' },
+};
+
+/** A copy of an input schema with PUBLISHED_RULES merged into each property of their name, at any depth. */
+function withRules(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withRules);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    out[key] =
+      key === 'properties'
+        ? Object.fromEntries(
+            Object.entries(value as Record<string, unknown>).map(([name, property]) => [
+              name,
+              { ...(withRules(property) as object), ...PUBLISHED_RULES[name] },
+            ]),
+          )
+        : withRules(value);
+  }
+  return out;
+}
+
+/** The input schemas as the OpenAPI document publishes them: each with the rules the server enforces beyond it. */
+const PUBLISHED = new Map<object, unknown>(
+  [claimInputSchema, plateSearchSchema, personSearchSchema, statusChangeSchema].map((s) => [s, withRules(s)]),
+);
+
+/** The published form of an input schema (above); any other schema as it is. */
+export const publishedInput = (schema: unknown): unknown =>
+  (schema !== null && typeof schema === 'object' && PUBLISHED.get(schema)) || schema;

@@ -23,7 +23,7 @@ import {
 import type { Principal } from '../principal';
 import type { Claim, ClaimInput, ClaimSource, ClaimStatus } from './claim';
 import type { ClaimRepos, NewClaimRow, StoredClaim } from './claim-repository';
-import { isPlateText, messages, normalizePlate, validateClaimInput } from './claim';
+import { CLAIM_FIELDS, isPlateText, messages, normalizePlate, validateClaimInput } from './claim';
 import { STATUS_ALERT_DAYS } from '../alerts/alerts';
 import { parsePurpose } from '../registry/registry';
 import { lookupOf } from '../registry/registry-service';
@@ -70,6 +70,14 @@ type Submitted =
   | { ok: false; failure: unknown }
   /** Refused: the company is past its identity-check budget. */
   | { ok: false; limited: true };
+
+/** The answer's fields that are the write's time: a claim just written takes them from the write (writeTime). */
+const WRITE_TIME_FIELDS = ['created_at'] as const satisfies readonly (keyof Claim)[];
+type WriteTimeField = (typeof WRITE_TIME_FIELDS)[number];
+const isWriteTime = (f: keyof Claim): f is WriteTimeField => (WRITE_TIME_FIELDS as readonly string[]).includes(f);
+const writeTime = (at: string) => Object.fromEntries(WRITE_TIME_FIELDS.map((f) => [f, at])) as Record<WriteTimeField, string>;
+/** A claim just planned, as it is answered but for the write's time. */
+type ShownClaim = Omit<Claim, WriteTimeField>;
 
 /** Too many submissions already wait for a write. */
 const submissionsBacklogged = () => new AppError('UNAVAILABLE', 'Too many claims are being submitted right now; try again in a moment.');
@@ -140,17 +148,9 @@ export function createClaimService({
     const written: NewClaimRow[] = [];
     const claims = plan.outcomes.map((o, i): NewClaimRow | null => {
       if (!o.ok) return null;
-      const c = inputs[i]!;
       const owner = ownerOf(i);
       const row: NewClaimRow = {
-        client: c.client,
-        claimDate: c.claimDate,
-        claimType: c.claimType,
-        amount: c.amount,
-        currency: c.currency,
-        isAtFault: c.isAtFault,
-        vehicleRegistration: c.vehicleRegistration,
-        status: c.status,
+        input: inputs[i]!,
         id: newId(),
         clientId: o.client.id,
         companyId: owner.companyId,
@@ -246,7 +246,7 @@ export function createClaimService({
         const results: Submitted[] = batch.map(() => ({ ok: false, limited: true }));
         plan.outcomes.forEach((o, j) => {
           results[active[j]!] = o.ok
-            ? { ok: true, claim: { ...shown[j]!, created_at: createdAt! } }
+            ? { ok: true, claim: { ...shown[j]!, ...writeTime(createdAt!) } }
             : { ok: false, errors: { [o.field]: [o.message] } };
         });
         return results;
@@ -262,7 +262,7 @@ export function createClaimService({
   async function write(
     plan: IdentityPlan,
     written: NewClaimRow[],
-    shown: (Omit<Claim, 'created_at'> | null)[],
+    shown: (ShownClaim | null)[],
     from: string,
     checks: IdentityCheck[],
     events: AuditEventInput[],
@@ -358,32 +358,45 @@ export function createClaimService({
     throw written.failure;
   }
 
-  /** A claim just written as the API shows it, but for its creation time (the write's). */
+  /**
+   * A claim just written as it is answered (claim-schema.ts), but for the write's time
+   * (WRITE_TIME_FIELDS): the submitted fields as validated, in the declaration's order.
+   */
   function shownClaim(
     principal: Pick<Principal, 'companyName'>,
     row: NewClaimRow,
     c: Extract<IdentityOutcome, { ok: true }>['client'],
     source: ClaimSource,
-  ): Omit<Claim, 'created_at'> {
-    return {
-      id: row.id,
-      client: {
-        id: c.id,
-        first_name: c.firstName,
-        last_name: c.lastName,
-        date_of_birth: c.dateOfBirth,
-        id_documents: c.documentTypes.map((type) => ({ type })),
-      },
-      claim_date: row.claimDate,
-      claim_type: row.claimType,
-      amount: row.amount,
-      currency: 'EUR',
-      is_at_fault: row.isAtFault,
-      vehicle_registration: row.vehicleRegistration,
-      source,
-      status: row.status,
-      company_name: principal.companyName,
+  ): ShownClaim {
+    const client: Claim['client'] = {
+      id: c.id,
+      first_name: c.firstName,
+      last_name: c.lastName,
+      date_of_birth: c.dateOfBirth,
+      id_documents: c.documentTypes.map((type) => ({ type })),
     };
+    const claim: Record<string, unknown> = {};
+    for (const f of CLAIM_FIELDS) {
+      if (isWriteTime(f)) continue;
+      switch (f) {
+        case 'id':
+          claim[f] = row.id;
+          break;
+        case 'client':
+          claim[f] = client;
+          break;
+        case 'source':
+          claim[f] = source;
+          break;
+        case 'company_name':
+          claim[f] = principal.companyName;
+          break;
+        default:
+          // A field the submission sets (claim.ts SubmittedFields): another field the answer gains is a compile error here.
+          claim[f] = row.input[f];
+      }
+    }
+    return claim as ShownClaim;
   }
 
   /** A claim of the caller's company; another company's claim is "not found" here. */

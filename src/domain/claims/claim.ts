@@ -1,3 +1,5 @@
+import type { FromSchema } from 'json-schema-to-ts';
+
 import { addFieldError, type FieldErrors } from '../errors';
 import { isIsoDate, minusYears } from '../dates';
 import { messages } from '../messages';
@@ -5,14 +7,16 @@ import { compileInput, fieldErrorsOf, inSchemaOrder } from '../validation';
 import {
   claimInputSchema,
   LIMITS,
+  PLATE_CHARACTERS,
+  PLATE_SEPARATORS,
+  type claimAnswerSchema,
+  type Closed,
   type ClaimInputBody,
-  type ClaimSource,
-  type ClaimStatus,
-  type ClaimType,
   type DocumentType,
 } from './claim-schema';
 
 export {
+  CLAIM_FIELDS,
   CLAIM_SOURCES,
   CLAIM_STATUSES,
   CLAIM_TYPES,
@@ -25,41 +29,29 @@ export {
 } from './claim-schema';
 export { messages } from '../messages';
 
-/** A claim as every surface returns it. Document numbers are never part of it. */
-export type Claim = {
-  id: string;
-  client: { id: string; first_name: string; last_name: string; date_of_birth: string; id_documents: { type: DocumentType }[] };
-  claim_date: string;
-  claim_type: ClaimType | null;
-  amount: string | null;
-  currency: 'EUR';
-  is_at_fault: boolean | null;
-  vehicle_registration: string;
-  source: ClaimSource;
-  status: ClaimStatus;
-  company_name: string;
-  created_at: string;
-};
+/** A claim as every surface returns it (claim-schema.ts). Document numbers are never part of it. */
+export type Claim = FromSchema<Closed<typeof claimAnswerSchema>>;
 
 /** A submission after validation and normalization: what the identity resolution and storage work on. */
 export type ClaimInput = {
   client: { firstName: string; lastName: string; dateOfBirth: string; documents: { type: DocumentType; number: string }[] };
-  claimDate: string;
-  claimType: ClaimType | null;
-  amount: string | null;
-  currency: 'EUR';
-  isAtFault: boolean | null;
-  vehicleRegistration: string;
-  status: ClaimStatus;
-};
+} & SubmittedFields;
+
+/**
+ * The claim's own fields a submission sets: those of the answer the input also has (claim-schema.ts),
+ * named and typed as the answer has them, so that the claim just written is answered field by field.
+ */
+export type SubmittedFields = Pick<Claim, Exclude<keyof Claim & keyof typeof claimInputSchema.properties, 'client'>>;
 
 /** Removes spaces, dots and dashes and upper-cases: "ab-123.c" and "AB 123C" are the same plate. */
 export function normalizePlate(raw: string): string {
-  return raw.replace(/[\s.-]/gu, '').toUpperCase();
+  return raw.replace(PLATE_SEPARATOR, '').toUpperCase();
 }
+const PLATE_SEPARATOR = new RegExp(`[${PLATE_SEPARATORS}]`, 'gu');
 
 /** The plate's character rule: once normalized, letters and digits only (of any script). */
-export const isPlateText = (normalized: string): boolean => /^[\p{L}\p{N}]+$/u.test(normalized);
+export const isPlateText = (normalized: string): boolean => PLATE_TEXT.test(normalized);
+const PLATE_TEXT = new RegExp(`^[${PLATE_CHARACTERS}]+$`, 'u');
 
 /**
  * Trims, removes inner white space, upper-cases and strips one leading country prefix
@@ -215,12 +207,12 @@ function claimRules(body: Record<string, unknown>, today: string, errors: FieldE
   const valid = body as ClaimInputBody;
   return {
     client: { firstName: firstName!, lastName: lastName!, dateOfBirth: dateOfBirth!, documents },
-    claimDate: claimDate!,
-    claimType: valid.claim_type ?? null,
+    claim_date: claimDate!,
+    claim_type: valid.claim_type ?? null,
     amount,
     currency: 'EUR',
-    isAtFault: valid.is_at_fault ?? null,
-    vehicleRegistration: plate!,
+    is_at_fault: valid.is_at_fault ?? null,
+    vehicle_registration: plate!,
     status: valid.status ?? 'filed',
   };
 }

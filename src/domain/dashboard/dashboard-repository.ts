@@ -1,5 +1,5 @@
 import type { LookupKind } from '../registry/registry';
-import type { ClaimSource, ClaimStatus, DocumentType } from '../claims/claim';
+import type { Claim, ClaimSource, ClaimStatus, DocumentType } from '../claims/claim';
 import type { UserRole } from '../companies/company-repository';
 
 export type SignedInUser = {
@@ -34,24 +34,16 @@ export type ClaimListKey = { date: string; ts: string; id: string };
  * skipping `skip` rows first (a jump of a few pages from the current one).
  */
 export type ClaimListSeek = { kind: 'first' } | { kind: 'last' } | { kind: 'after' | 'before'; key: ClaimListKey; skip: number };
-export type ClaimListRow = {
-  id: string;
-  claim_date: string;
-  created_at: string;
-  key: ClaimListKey;
-  vehicle_registration: string;
-  first_name: string;
-  last_name: string;
-  date_of_birth: string;
-  /** The client's first document type (alphabetical); the export's id_type. */
-  id_type: DocumentType | null;
-  claim_type: string | null;
-  amount: string | null;
-  currency: string;
-  is_at_fault: boolean | null;
-  status: ClaimStatus;
-  source: ClaimSource;
-};
+/**
+ * A row of the claims list and of its CSV export: the claim's fields of the answer (claim-schema.ts)
+ * but its company's name, its client's name and birth date, and its place in the list.
+ */
+export type ClaimListRow = Omit<Claim, 'client' | 'company_name'> &
+  Pick<Claim['client'], 'first_name' | 'last_name' | 'date_of_birth'> & {
+    key: ClaimListKey;
+    /** The client's first document type (alphabetical); the export's id_type. */
+    id_type: DocumentType | null;
+  };
 
 /** A status change of a claim with who made it: a person's email or a token's name (null once removed). */
 export type StatusHistoryEntry = {
