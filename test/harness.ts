@@ -128,6 +128,11 @@ export async function createTestContext(
   };
 }
 
+/** A document number nobody else uses, so tests never share persons. */
+export const docNumber = (prefix = 'P'): string => `${prefix}${randomBytes(6).toString('hex').toUpperCase()}`;
+/** A plate nobody else uses. */
+export const plate = (): string => `AB${randomBytes(3).toString('hex').toUpperCase()}`;
+
 /** A valid claim body; override any part. Document numbers are random so persons never collide across tests. */
 export function claimBody(overrides: Record<string, unknown> = {}, clientOverrides: Record<string, unknown> = {}) {
   return {
@@ -135,11 +140,11 @@ export function claimBody(overrides: Record<string, unknown> = {}, clientOverrid
       first_name: 'Ona',
       last_name: 'Petraitė',
       date_of_birth: '1985-06-02',
-      id_documents: [{ type: 'passport', number: `P${randomBytes(6).toString('hex').toUpperCase()}` }],
+      id_documents: [{ type: 'passport', number: docNumber() }],
       ...clientOverrides,
     },
     claim_date: addDays(todayIn('UTC'), -30),
-    vehicle_registration: `AB${randomBytes(3).toString('hex').toUpperCase()}`,
+    vehicle_registration: plate(),
     amount: 1250,
     claim_type: 'accident',
     ...overrides,

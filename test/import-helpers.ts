@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 
 import { minusYears, todayIn } from '../src/domain/dates';
 
-import { companyPrincipal, type Company, type TestContext } from './harness';
+import { companyPrincipal, docNumber, plate, type Company, type TestContext } from './harness';
 
 export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
 export const fixture = (name: string): Buffer => fs.readFileSync(path.join(FIXTURES, name));
@@ -30,9 +29,7 @@ export const futureDate = (): string => {
   return d.toISOString().slice(0, 10);
 };
 
-/** A document number nobody else uses, so tests never share persons. */
-export const docNumber = (prefix = 'P'): string => `${prefix}${randomBytes(6).toString('hex').toUpperCase()}`;
-export const plate = (): string => `AB${randomBytes(3).toString('hex').toUpperCase()}`;
+export { docNumber, plate } from './harness';
 
 export type CsvRow = Partial<
   Record<

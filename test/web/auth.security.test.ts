@@ -5,7 +5,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { buildApp } from '../../src/app';
-import { apiError, createTestContext, submitClaim, type TestContext } from '../harness';
+import { apiError, claimBody, companyPrincipal, createTestContext, submitClaim, type TestContext } from '../harness';
 import { csv, postImport, validRow } from '../import-helpers';
 import { companyWithPeople, PASSWORD, signedIn, WebClient } from './web-client';
 
@@ -155,10 +155,7 @@ describe('CSRF protection', () => {
     const web = await signedIn(ctx, c.admin.email);
     await web.get('/settings/tokens');
     const [token] = await ctx.deps.tokens.list(c.id);
-    const claim = await ctx.deps.claims.submit(
-      { companyId: c.id, companyName: c.name, tokenId: null, userId: null },
-      (await import('../harness')).claimBody(),
-    );
+    const claim = await ctx.deps.claims.submit(companyPrincipal(c), claimBody());
     const forms: [string, Record<string, string>][] = [
       ['/settings/tokens', { name: 'sneaky' }],
       [`/settings/tokens/${token!.id}/revoke`, {}],
@@ -176,9 +173,7 @@ describe('CSRF protection', () => {
     }
     expect((await ctx.deps.tokens.list(c.id)).map((t) => [t.name, t.revoked_at])).toEqual([['test token', null]]);
     expect((await ctx.deps.companies.listUsers(c.id)).length).toBe(2);
-    expect((await ctx.deps.claims.get({ companyId: c.id, companyName: c.name, tokenId: null, userId: null }, claim.id)).status).toBe(
-      'filed',
-    );
+    expect((await ctx.deps.claims.get(companyPrincipal(c), claim.id)).status).toBe('filed');
     expect((await web.get('/claims')).statusCode).toBe(200);
   });
 
