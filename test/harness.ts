@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
@@ -132,6 +133,18 @@ export async function createTestContext(
 export const docNumber = (prefix = 'P'): string => `${prefix}${randomBytes(6).toString('hex').toUpperCase()}`;
 /** A plate nobody else uses. */
 export const plate = (): string => `AB${randomBytes(3).toString('hex').toUpperCase()}`;
+
+/** A log destination that keeps what is written to it: `lines` as written, `records()` parsed (pino's JSON lines). */
+export function logSink<T = Record<string, unknown>>() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { stream, lines, records: (): T[] => lines.map((line) => JSON.parse(line) as T) };
+}
 
 /** A valid claim body; override any part. Document numbers are random so persons never collide across tests. */
 export function claimBody(overrides: Record<string, unknown> = {}, clientOverrides: Record<string, unknown> = {}) {

@@ -1,11 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
 
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { buildApp } from '../../src/app';
-import { apiError, claimBody, companyPrincipal, createTestContext, submitClaim, type TestContext } from '../harness';
+import { apiError, claimBody, companyPrincipal, createTestContext, logSink, submitClaim, type TestContext } from '../harness';
 import { csv, postImport, validRow } from '../import-helpers';
 import { companyWithPeople, PASSWORD, signedIn, WebClient } from './web-client';
 
@@ -213,14 +212,8 @@ describe('sign-in rate limit', () => {
 
 describe('logs', () => {
   it('never contain a password, a session id or a token value', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, cb) {
-        lines.push(String(chunk));
-        cb();
-      },
-    });
-    const app = await buildApp(ctx.deps, { logger: pino({ level: 'trace' }, sink) });
+    const { stream, lines } = logSink();
+    const app = await buildApp(ctx.deps, { logger: pino({ level: 'trace' }, stream) });
     await app.ready();
     try {
       const c = await companyWithPeople(ctx);
