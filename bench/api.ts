@@ -39,7 +39,7 @@ import autocannon from 'autocannon';
 import postgres from 'postgres';
 
 import { loadConfig } from '../src/config';
-import { createDeps } from '../src/deps';
+import { openDeps } from '../src/startup';
 import { todayIn } from '../src/domain/dates';
 
 import { addDays, seedRegistry, seedShape } from './seed';
@@ -119,7 +119,7 @@ const freePort = () => 20_000 + Math.floor(Math.random() * 40_000);
 
 try {
   // ---- database, company, token, seed ------------------------------------------------------------
-  const deps = await createDeps(loadConfig({ DATABASE_URL: url, DOCUMENT_HASH_KEY: key, DB_POOL_SIZE: '2', LOG_LEVEL: 'silent' }));
+  const deps = await openDeps(loadConfig({ DATABASE_URL: url, DOCUMENT_HASH_KEY: key, DB_POOL_SIZE: '2', LOG_LEVEL: 'silent' }));
   const company = await deps.companies.createCompany('Bench Insurance');
   const other = await deps.companies.createCompany('Other Insurance');
   const { token } = await deps.tokens.create(company.id, 'bench');

@@ -39,7 +39,7 @@ import postgres from 'postgres';
 
 import { generateCsv } from '../scripts/gen-csv';
 import { loadConfig } from '../src/config';
-import { createDeps } from '../src/deps';
+import { openDeps } from '../src/startup';
 import { todayIn } from '../src/domain/dates';
 import { answering, freePort, kill, ROOT, startScript, type Child } from '../test/processes';
 
@@ -389,7 +389,7 @@ let pg: ReturnType<typeof pgSampler> | undefined;
 try {
   fs.mkdirSync(outDir, { recursive: true });
   await admin.unsafe(`CREATE DATABASE ${dbName}`);
-  const deps = await createDeps(loadConfig({ DATABASE_URL: dbUrl, DOCUMENT_HASH_KEY: key, DB_POOL_SIZE: '2', LOG_LEVEL: 'silent' }));
+  const deps = await openDeps(loadConfig({ DATABASE_URL: dbUrl, DOCUMENT_HASH_KEY: key, DB_POOL_SIZE: '2', LOG_LEVEL: 'silent' }));
   const company = await deps.companies.createCompany('Capacity Insurance');
   const other = await deps.companies.createCompany('Other Insurance');
   token = (await deps.tokens.create(company.id, 'capacity')).token;

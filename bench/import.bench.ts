@@ -42,7 +42,7 @@ import { copyRows } from './copy-rows';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { openDb } from '../src/db/db';
-import { createDeps } from '../src/deps';
+import { openDeps } from '../src/startup';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dbUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -140,8 +140,8 @@ async function server(env: Record<string, string>) {
     ...env,
   });
   const logger = pino({ level: 'warn' });
-  const deps = await createDeps(config, { logger });
-  if (deps.importQueue.kind === 'in-process') deps.startImportRunner();
+  const deps = await openDeps(config, { logger });
+  if (!config.redisUrl) deps.startJobRunners();
   const app = await buildApp(deps, { logger });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address() as { port: number };

@@ -35,7 +35,7 @@ import pino from 'pino';
 import { generateCsv, generateCsvFile } from '../scripts/gen-csv';
 import { loadConfig } from '../src/config';
 import { openDb } from '../src/db/db';
-import { createDeps } from '../src/deps';
+import { openDeps } from '../src/startup';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dbUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -129,7 +129,7 @@ type Stack = {
 };
 
 /**
- * A fresh schema (migrated as the service does, through createDeps) with `companies` companies and
+ * A fresh schema (migrated as the service does, through openDeps) with `companies` companies and
  * their tokens; the two APIs and two workers on it. Runs `fn`, then removes everything.
  */
 async function withStack<T>(companies: number, storageEnv: Record<string, string>, fn: (s: Stack) => Promise<T>): Promise<T> {
@@ -149,7 +149,7 @@ async function withStack<T>(companies: number, storageEnv: Record<string, string
     LOG_LEVEL: 'warn',
     ...storageEnv,
   };
-  const deps = await createDeps(loadConfig({ ...env, SESSION_SECRET }), { logger: pino({ level: 'warn' }) });
+  const deps = await openDeps(loadConfig({ ...env, SESSION_SECRET }), { logger: pino({ level: 'warn' }) });
   try {
     const auths: { authorization: string }[] = [];
     for (let i = 0; i < companies; i++) {

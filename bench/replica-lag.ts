@@ -21,7 +21,7 @@ import postgres from 'postgres';
 
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
-import { createDeps } from '../src/deps';
+import { openDeps } from '../src/startup';
 import { claimBody } from '../test/harness';
 
 const primaryUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -45,9 +45,10 @@ const config = loadConfig({
   SESSION_SECRET: 'bench-session-secret-0123456789abcdef0123',
   LOG_LEVEL: 'silent',
   ALERTS_ENABLED: 'true',
+  DB_SEARCH_PATH: schema,
 });
 const logger = pino({ level: 'silent' });
-const deps = await createDeps(config, { searchPath: schema, logger });
+const deps = await openDeps(config, { logger });
 const app = await buildApp(deps, { logger });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/v1`;

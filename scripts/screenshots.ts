@@ -15,7 +15,8 @@ import type { Page } from 'playwright-core';
 
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
-import { createDeps, type Deps } from '../src/deps';
+import type { Deps } from '../src/deps';
+import { openDeps } from '../src/startup';
 import { CLAIM_STATUSES, CLAIM_TYPES } from '../src/domain/claims/claim';
 import { lastMonths } from '../src/domain/dashboard/dashboard-service';
 import type { Principal } from '../src/domain/principal';
@@ -145,8 +146,8 @@ async function main() {
   fs.mkdirSync(OUT, { recursive: true });
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'claims-screenshots-'));
   const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
-  const deps = await createDeps(config, { inMemory: true });
-  deps.startImportRunner();
+  const deps = await openDeps(config);
+  deps.startJobRunners();
   const app = await buildApp(deps, { logger: pino({ level: 'silent' }) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

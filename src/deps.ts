@@ -1,12 +1,9 @@
-import path from 'node:path';
-
 import type { Logger } from 'pino';
 
 import type { Config } from './config';
 import { isDatabaseUnavailable, isDiskFull, openDb, type Db } from './db/db';
 import { createDiskFullReporter } from './disk-full';
 import { importJobCounts } from './db/metrics-repository';
-import { migrate } from './db/migrate';
 import { createLookupBatchRepository } from './db/lookup-batch-repository';
 import { createQualityRepository } from './db/quality-repository';
 import { createRegistryRepository } from './db/registry-repository';
@@ -16,7 +13,7 @@ import { createAlertService } from './domain/alerts/alert-service';
 import { createAuditService } from './domain/audit/audit-service';
 import { createClaimService } from './domain/claims/claim-service';
 import { createLoggedPlateSearches } from './domain/claims/logged-plate-searches';
-import { createDocumentHasher, keyFingerprint } from './domain/clients/identity';
+import { createDocumentHasher } from './domain/clients/identity';
 import { createCompanyService } from './domain/companies/company-service';
 import { createDashboardService } from './domain/dashboard/dashboard-service';
 import { createSessionService } from './domain/dashboard/session-service';
@@ -33,87 +30,69 @@ import { createTokenService } from './domain/tokens/token-service';
 import { createWebhookService } from './domain/webhooks/webhook-service';
 import { createLogger } from './logger';
 import { createMetrics } from './metrics';
-import { resolveDocumentHashKey, resolveEncryptionKey, resolveSessionSecret, StartupError } from './secrets';
+import { resolveEncryptionKey, resolveSessionSecret, StartupError } from './secrets';
 import { createDatabaseFailureCounter } from './db/failure-counter';
 import { createSealer, type Sealer } from './domain/sign-in/sealed';
 import { createSignInService } from './domain/sign-in/sign-in-service';
 import { createSignInThrottle } from './domain/sign-in/throttle';
-import { createObjectStore, type ObjectStore } from './storage/object-store';
+import type { ObjectStore } from './storage/object-store';
 import { sweepFiles } from './domain/storage';
 import { importCsvProcessor } from './workers/import-csv.processor';
 import { startImportThread } from './workers/import-thread';
-import { createInProcessImportQueue } from './workers/in-process-runner';
-import { createInProcessBatchQueue } from './workers/lookup-batch-runner';
+import { createInProcessBatchQueue, createInProcessImportQueue } from './workers/in-process-runner';
 import type { BullImportQueue } from './workers/queues';
 import { sendOnce, startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
 
 export { resolveSessionSecret, StartupError };
 
+/** The service's clock: today's date (YYYY-MM-DD) and the time (ms since the epoch). */
+export type Clock = { today: () => string; now: () => number };
+
+/** The real clock: today in APP_TIMEZONE, Date.now. */
+export const systemClock = (config: Pick<Config, 'timezone'>): Clock => ({ today: () => todayIn(config.timezone), now: Date.now });
+
+/** Points in the write of each chunk of an import (whileChunkWrites: of a batch look-up's too). */
+export type ChunkHooks = {
+  /** Called while a chunk's write runs in the database and this thread waits for it: the main files' heap trim. */
+  whileChunkWrites?: () => void;
+  /** Awaited in an import chunk's transaction before its write (0-based chunk number). */
+  beforeChunkWrite?: (chunkNo: number) => Promise<void>;
+  /** Called right after an import chunk commits, before its progress is reported. */
+  afterChunkCommit?: (chunkNo: number) => void;
+};
+
+/**
+ * What createDeps is given rather than makes: everything it opens or reads from outside. The main
+ * files (and src/startup.ts) open and prepare them; createDeps only builds the objects.
+ */
 export type DepsOptions = {
-  /** Test isolation: a PostgreSQL schema, or an in-memory PGlite (dataDir null). */
-  searchPath?: string;
-  inMemory?: boolean;
+  /** The database, opened and migrated (startup.ts: openPreparedDatabase); deps.close() closes it. */
+  db: Db;
+  /** DOCUMENT_HASH_KEY, resolved (and in embedded mode generated) by the caller: startup.ts. */
+  documentHashKey: string;
+  /** What counts days and hours (budgets, retention, token expiry, sign-in): systemClock(config) in every process. */
+  clock: Clock;
+  /** Where uploaded files go: createObjectStore(config) in every process. */
+  storage: ObjectStore;
   /** Where the queue, storage and import job log; default: a logger at LOG_LEVEL. */
   logger?: Logger;
-  /**
-   * Tests only: a password hashing cost below configuration's floor, so that test sign-ins do
-   * not spend the suite's time in scrypt. No variable sets it; production always uses the config.
-   */
-  testPasswordHashCost?: number;
-  /** Tests only: the clock's date (YYYY-MM-DD) instead of today's in APP_TIMEZONE. */
-  today?: () => string;
-  /**
-   * Tests only: the clock's time (milliseconds since the epoch) for what counts hours and days
-   * (the identity-check budget, the retention of look-ups, delivery bodies, uploads and audit
-   * events), for token expiry and for sign-in (sessions, codes, reset links, throttling), instead
-   * of Date.now.
-   */
-  now?: () => number;
-  /** A long-running server: the embedded database's code is compiled optimized once, at start. */
-  optimizedEmbeddedCode?: boolean;
-  /** Called right after an import chunk commits, before its progress is reported (crash tests). */
-  afterChunkCommit?: (chunkNo: number) => void;
-  /** Awaited in an import chunk's transaction before its write (crash tests). */
-  beforeChunkWrite?: (chunkNo: number) => Promise<void>;
-  /** Called while an import chunk's write runs in the database and this thread waits for it: the heap trim. */
-  whileChunkWrites?: () => void;
-  /** Tests only: the object store as the service uses it, given the configured one (a full disk simulated at this seam). */
-  storage?: (configured: ObjectStore) => ObjectStore;
+  /** The main files pass the heap trim (whileChunkWrites); a worker's entry file may observe a chunk's commit. */
+  chunkHooks?: ChunkHooks;
 };
 
 /** An uploaded file that belongs to no import or batch is removed by the daily sweep once this old (uploads take at most an hour). */
 const ORPHAN_FILE_AFTER_MS = 24 * 3_600_000;
 
-export async function createDeps(config: Config, options: DepsOptions = {}) {
-  const key = resolveDocumentHashKey(config);
-  const searchPath = options.searchPath ?? config.dbSearchPath;
-  const db: Db = await openDb(
-    config.databaseUrl
-      ? {
-          kind: 'postgres',
-          url: config.databaseUrl,
-          poolSize: config.dbPoolSize,
-          ...(searchPath ? { searchPath } : {}),
-        }
-      : {
-          kind: 'pglite',
-          dataDir: options.inMemory ? undefined : path.join(config.dataDir, 'pgdata'),
-          optimizedCode: options.optimizedEmbeddedCode ?? false,
-        },
-  );
+export async function createDeps(config: Config, options: DepsOptions) {
+  const { db, clock, storage } = options;
+  const hooks: ChunkHooks = options.chunkHooks ?? {};
+  const searchPath = config.dbSearchPath;
   let lookupDb: Db | undefined;
   let searchDb: Db | undefined;
   try {
-    await migrate(db);
     const repos = createRepositories(db);
-    // A process started with another key would silently stop matching anyone: refuse instead.
-    const stored = await repos.meta.setOnce('document_hash_key_fingerprint', keyFingerprint(key));
-    if (stored !== keyFingerprint(key)) {
-      throw new StartupError('DOCUMENT_HASH_KEY does not match the key this database was created with; refusing to start.');
-    }
-    const today = options.today ?? (() => todayIn(config.timezone));
-    const now = options.now ?? Date.now;
-    const hashDocument = createDocumentHasher(key);
+    const { today, now } = clock;
+    const hashDocument = createDocumentHasher(options.documentHashKey);
     const log = options.logger ?? createLogger(config.logLevel);
     const registryRepository = createRegistryRepository(db);
     // A look-up is answered once its log entry is committed; entries arriving meanwhile are
@@ -180,12 +159,10 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       ...(searches ? { searches } : {}),
       ...(loggedPlateSearches ? { loggedPlateSearches } : {}),
     });
-    const configuredStorage = createObjectStore(config);
-    const storage = options.storage ? options.storage(configuredStorage) : configuredStorage;
     const audit = createAuditService({
       audit: repos.audit,
       retentionDays: config.auditRetentionDays,
-      ...(options.now ? { now: options.now } : {}),
+      now,
     });
     const registry = createRegistryService({
       auditTrail: { purge: () => audit.purge(), record: (event) => repos.audit.record(event) },
@@ -238,9 +215,8 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         uploadTimeoutMs: config.importUploadTimeoutSeconds * 1000,
         storageRetryMs: config.storageRetrySeconds * 1000,
       },
-      whileChunkWrites: options.whileChunkWrites,
+      whileChunkWrites: hooks.whileChunkWrites,
     });
-    if (batchQueue.kind === 'in-process') batchQueue.start(lookupBatches);
     const imports = createImportService<RepositoriesTx>({
       repos,
       // PostgreSQL looks the next chunk up beside the one being written; PGlite has one session.
@@ -266,23 +242,21 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         }
         await announceImportOutcome(tx, run);
       },
-      ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
-      ...(options.beforeChunkWrite ? { beforeChunkWrite: options.beforeChunkWrite } : {}),
-      ...(options.whileChunkWrites ? { whileChunkWrites: options.whileChunkWrites } : {}),
+      ...hooks,
     });
     const tokens = createTokenService({
       repos,
       sharedDatabase: db.kind === 'postgres',
       onUsageError: (err) => log.warn({ err }, 'could not record the last use of API tokens; will try again'),
       maxLifetimeDays: config.tokenMaxLifetimeDays,
-      ...(options.now ? { now: options.now } : {}),
+      now,
     });
     let sealer: Sealer | undefined;
     const signIn = createSignInService({
       repos,
       sealer: () => (sealer ??= createSealer(resolveEncryptionKey(config))),
       now,
-      passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost,
+      passwordHashCost: config.passwordHashCost,
     });
     // Failed sign-ins counted where every server process sees them: Redis, else the database.
     const failureCounter = config.redisUrl
@@ -302,17 +276,18 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
     let importThread: ReturnType<typeof startImportThread> | undefined;
     let deliverer: WebhookDeliverer | undefined;
     /**
-     * Runs the import queue inside this process (no REDIS_URL; with it, `npm run worker` does).
-     * With `thread` and PostgreSQL each job runs on a thread of its own (import-thread.ts), with
-     * its own connections; otherwise on this thread (embedded, PGlite's own thread does the
-     * database work). Jobs enqueued before it starts wait for it.
+     * Runs the import and batch look-up jobs inside this process (no REDIS_URL; with it, `npm run
+     * worker` does). With `thread` and PostgreSQL each import runs on a thread of its own
+     * (import-thread.ts), with its own connections; otherwise on this thread (embedded, PGlite's own
+     * thread does the database work). Jobs queued before they start wait for them.
      */
-    const startImportRunner = (opts: { thread?: boolean } = {}) => {
-      if (importQueue.kind !== 'in-process') throw new Error('Imports run on BullMQ here: npm run worker consumes them.');
-      if (opts.thread && db.kind === 'postgres') {
-        importThread ??= startImportThread({ config, ...(searchPath ? { searchPath } : {}), metrics, log });
+    const startJobRunners = (opts: { thread?: boolean } = {}) => {
+      if (importQueue.kind !== 'in-process' || batchQueue.kind !== 'in-process') {
+        throw new Error('Jobs run on BullMQ here: npm run worker consumes them.');
       }
+      if (opts.thread && db.kind === 'postgres') importThread ??= startImportThread({ config, metrics, log });
       importQueue.start(importThread?.processor ?? importCsvProcessor({ imports, metrics }));
+      batchQueue.start(lookupBatches);
     };
     /** Starts delivering the webhook outbox from this process (once). */
     const startWebhookDelivery = () => {
@@ -337,7 +312,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
       tokens,
       companies: createCompanyService({
         repos,
-        passwordHashCost: options.testPasswordHashCost ?? config.passwordHashCost,
+        passwordHashCost: config.passwordHashCost,
         onTokensChanged: () => tokens.forget(),
       }),
       storage,
@@ -356,7 +331,7 @@ export async function createDeps(config: Config, options: DepsOptions = {}) {
         allowPrivate: config.webhookAllowPrivate,
         sendOnce: (d) => sendOnce(d, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutSeconds * 1000 }),
       }),
-      startImportRunner,
+      startJobRunners,
       startWebhookDelivery,
       idempotency: createIdempotencyService({ repos }),
       /**

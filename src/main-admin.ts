@@ -5,11 +5,12 @@ import pino from 'pino';
 
 import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
-import { createDeps, StartupError, type Deps } from './deps';
+import { StartupError, type Deps } from './deps';
 import { CLI_ACTOR } from './domain/audit/audit';
 import { isCompanyRole } from './domain/companies/company-repository';
 import { AppError } from './domain/errors';
 import { createLogger } from './logger';
+import { openDeps } from './startup';
 
 const USAGE = `Usage: npm run admin -- <command> [options] [--json]
 
@@ -310,9 +311,8 @@ async function main(): Promise<number> {
     if (!COMMANDS.includes(command)) throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
     // Logs (the queue's connection closing, say) go to stderr: stdout holds only the command's output.
     const config = loadConfig();
-    deps = await createDeps(config, {
-      logger: createLogger(config.logLevel, pino.destination({ fd: 2, sync: true })),
-    });
+    // The database migrated and the key checked, as the server does at its start.
+    deps = await openDeps(config, { logger: createLogger(config.logLevel, pino.destination({ fd: 2, sync: true })) });
     const out = await run(deps, command, args, parsed.values);
     if (out.streamed === undefined) console.log(parsed.values.json ? JSON.stringify(out.json) : out.text);
     return 0;

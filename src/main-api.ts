@@ -3,9 +3,10 @@ import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app';
 import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
-import { createDeps, StartupError } from './deps';
+import { StartupError } from './deps';
 import { startRetentionSchedule } from './domain/registry/retention-schedule';
 import { createLogger } from './logger';
+import { openDeps, startBackground } from './startup';
 import { createHeapTrim, exposeGc } from './workers/heap-trim';
 
 /**
@@ -20,14 +21,13 @@ async function main() {
   const logger = createLogger(config.logLevel);
   // Before the database's and the imports' threads start, so that they have `gc` too.
   const trimHeap = createHeapTrim(HEAP_GROWTH_BYTES, exposeGc());
-  const deps = await createDeps(config, { optimizedEmbeddedCode: true, whileChunkWrites: trimHeap });
-  // Without REDIS_URL there are no separate workers: this server runs the imports (with PostgreSQL
-  // on a thread of its own, started now so that the first import does not wait for it), delivers
-  // the webhook outbox and runs the daily retention purge. With REDIS_URL, `npm run worker` does.
-  if (!config.redisUrl) {
-    deps.startImportRunner({ thread: true });
-    deps.startWebhookDelivery();
-  }
+  // The key (generated into DATA_DIR in embedded mode), the database migrated, the key's fingerprint checked.
+  const deps = await openDeps(config, { optimizedEmbeddedCode: true, logger, chunkHooks: { whileChunkWrites: trimHeap } });
+  // Without REDIS_URL there are no separate workers: this server runs the imports and batch
+  // look-ups (imports with PostgreSQL on a thread of their own, started now so that the first
+  // import does not wait for it), delivers the webhook outbox and runs the daily retention purge.
+  // With REDIS_URL, `npm run worker` does.
+  if (!config.redisUrl) startBackground(deps, { thread: true });
   const app = await buildApp(deps, { logger });
   app.addHook('onClose', async () => deps.close());
   closeWithGrace({ delay: 20_000 }, async ({ err, signal }) => {

@@ -1,11 +1,9 @@
 import { loadConfig } from './config';
-import { openDb } from './db/db';
 import { migrate } from './db/migrate';
+import { openDatabase } from './startup';
 
 const config = loadConfig();
-const db = await openDb(
-  config.databaseUrl ? { kind: 'postgres', url: config.databaseUrl, poolSize: 1 } : { kind: 'pglite', dataDir: `${config.dataDir}/pgdata` },
-).catch((err: Error) => {
+const db = await openDatabase(config).catch((err: Error) => {
   console.error(err.message);
   process.exit(1);
 });

@@ -6,10 +6,11 @@ import { Redis } from 'ioredis';
 
 import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
-import { createDeps, StartupError, type DepsOptions } from './deps';
+import { StartupError, type ChunkHooks } from './deps';
 import { startRetentionSchedule } from './domain/registry/retention-schedule';
 import { createLogger } from './logger';
 import { serveMetrics } from './metrics';
+import { openDeps } from './startup';
 import { createHeapTrim, exposeGc, IMPORT_WORKER_HEAP_GROWTH_BYTES } from './workers/heap-trim';
 import { startImportWorker } from './workers/import-worker';
 import { startBatchWorker } from './workers/lookup-batch-queue';
@@ -23,8 +24,11 @@ import { checkEvictionPolicy } from './workers/queues';
  */
 const SHUTDOWN_GRACE_MS = 110_000;
 
-/** The worker process; `hooks` are for a test's own entry file (test/crash-worker.ts), never set here. */
-export async function runWorker(hooks: Pick<DepsOptions, 'afterChunkCommit' | 'beforeChunkWrite'> = {}) {
+/**
+ * The worker process. `chunkHooks`: points in each import chunk's write that a worker's own entry
+ * file observes (test/crash-worker.ts stops there); `npm run worker` passes none.
+ */
+export async function runWorker(chunkHooks: Pick<ChunkHooks, 'afterChunkCommit' | 'beforeChunkWrite'> = {}) {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   if (!config.redisUrl)
@@ -41,11 +45,7 @@ export async function runWorker(hooks: Pick<DepsOptions, 'afterChunkCommit' | 'b
 
   // With or without --expose-gc on the command line (a supervisor's own command may leave it out).
   const trimHeap = createHeapTrim(IMPORT_WORKER_HEAP_GROWTH_BYTES, exposeGc());
-  const deps = await createDeps(config, {
-    logger,
-    ...hooks,
-    whileChunkWrites: trimHeap,
-  });
+  const deps = await openDeps(config, { logger, chunkHooks: { ...chunkHooks, whileChunkWrites: trimHeap } });
   const worker = startImportWorker(deps, config, logger);
   const batchWorker = startBatchWorker(deps.lookupBatches, config, logger);
   startRetentionSchedule(deps.registry, logger);

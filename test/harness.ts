@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
@@ -9,7 +10,9 @@ import { loadConfig, type Config } from '../src/config';
 import { openDb } from '../src/db/db';
 import { todayIn } from '../src/domain/dates';
 import type { Principal } from '../src/domain/principal';
-import { createDeps, type Deps, type DepsOptions } from '../src/deps';
+import { createDeps, systemClock, type ChunkHooks, type Deps } from '../src/deps';
+import { openDatabase, prepareDatabase, startBackground } from '../src/startup';
+import { createObjectStore, type ObjectStore } from '../src/storage/object-store';
 
 import { checkResponsesAgainstOpenApi } from './openapi-conformance';
 
@@ -46,11 +49,11 @@ export async function createTestContext(
     /** The service's clock (ms since the epoch): hours and days (budgets, retention), token expiry, and sign-in (sessions, codes, reset links, throttling); default: the real time. */
     now?: () => number;
     /** Called right after each import chunk commits (0-based), before its progress is reported. */
-    afterChunkCommit?: DepsOptions['afterChunkCommit'];
+    afterChunkCommit?: ChunkHooks['afterChunkCommit'];
     /** Awaited in each import chunk's transaction before its write (0-based chunk number). */
-    beforeChunkWrite?: DepsOptions['beforeChunkWrite'];
+    beforeChunkWrite?: ChunkHooks['beforeChunkWrite'];
     /** The object store as the service uses it, given the configured one (a fault at this seam: a full disk). */
-    storage?: DepsOptions['storage'];
+    storage?: (configured: ObjectStore) => ObjectStore;
   } = {},
 ): Promise<TestContext> {
   const kind = dbKind();
@@ -62,34 +65,42 @@ export async function createTestContext(
     await admin.exec(`CREATE SCHEMA ${schema}`);
     await admin.close();
   }
-  const config = loadConfig({
+  const loaded = loadConfig({
     DOCUMENT_HASH_KEY: TEST_HASH_KEY,
     SESSION_SECRET: 'test-session-secret-0123456789abcdef0123',
     ENCRYPTION_KEY: 'test-encryption-key-0123456789abcdef01234',
     LOG_LEVEL: 'silent',
     DATA_DIR: `/tmp/claims-test-${schema}`,
-    ...(kind === 'postgres' ? { DATABASE_URL: url! } : {}),
+    ...(kind === 'postgres' ? { DATABASE_URL: url!, DB_SEARCH_PATH: schema } : {}),
     // The abuse limits stay on, set so high that tests about other things never reach them; the
     // tests of the limits set their own.
     ...TEST_LIMITS,
     ...env,
   });
+  // Below the configuration's floor (a variable cannot set it), so that sign-ins do not spend the suite's time in scrypt.
+  const config: Config = { ...loaded, passwordHashCost: TEST_PASSWORD_HASH_COST };
   const logger = options.logger ?? pino({ level: 'silent' });
-  const deps = await createDeps(config, {
-    ...(kind === 'postgres' ? { searchPath: schema } : { inMemory: true }),
-    logger,
-    testPasswordHashCost: TEST_PASSWORD_HASH_COST,
-    ...(options.today ? { today: options.today } : {}),
-    ...(options.now ? { now: options.now } : {}),
-    ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
-    ...(options.beforeChunkWrite ? { beforeChunkWrite: options.beforeChunkWrite } : {}),
-    ...(options.storage ? { storage: options.storage } : {}),
+  // As the main files do, but the embedded database in memory.
+  const db = kind === 'postgres' ? await openDatabase(config) : await openDb({ kind: 'pglite', dataDir: undefined });
+  await prepareDatabase(db, TEST_HASH_KEY).catch(async (err: unknown) => {
+    await db.close();
+    throw err;
   });
-  // As the server without REDIS_URL: imports run and webhooks are delivered in this process.
-  if (deps.importQueue.kind === 'in-process') {
-    deps.startImportRunner();
-    deps.startWebhookDelivery();
-  }
+  const clock = systemClock(config);
+  const configuredStorage = createObjectStore(config);
+  const deps = await createDeps(config, {
+    db,
+    documentHashKey: TEST_HASH_KEY,
+    clock: { today: options.today ?? clock.today, now: options.now ?? clock.now },
+    storage: options.storage ? options.storage(configuredStorage) : configuredStorage,
+    logger,
+    chunkHooks: {
+      ...(options.afterChunkCommit ? { afterChunkCommit: options.afterChunkCommit } : {}),
+      ...(options.beforeChunkWrite ? { beforeChunkWrite: options.beforeChunkWrite } : {}),
+    },
+  });
+  // As the server without REDIS_URL: jobs run and webhooks are delivered in this process.
+  if (!config.redisUrl) startBackground(deps);
   const app = await buildApp(deps, { logger });
   const conformance = checkResponsesAgainstOpenApi(app);
   await app.ready();
@@ -118,6 +129,23 @@ export async function createTestContext(
   };
 }
 
+/** A document number nobody else uses, so tests never share persons. */
+export const docNumber = (prefix = 'P'): string => `${prefix}${randomBytes(6).toString('hex').toUpperCase()}`;
+/** A plate nobody else uses. */
+export const plate = (): string => `AB${randomBytes(3).toString('hex').toUpperCase()}`;
+
+/** A log destination that keeps what is written to it: `lines` as written, `records()` parsed (pino's JSON lines). */
+export function logSink<T = Record<string, unknown>>() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { stream, lines, records: (): T[] => lines.map((line) => JSON.parse(line) as T) };
+}
+
 /** A valid claim body; override any part. Document numbers are random so persons never collide across tests. */
 export function claimBody(overrides: Record<string, unknown> = {}, clientOverrides: Record<string, unknown> = {}) {
   return {
@@ -125,11 +153,11 @@ export function claimBody(overrides: Record<string, unknown> = {}, clientOverrid
       first_name: 'Ona',
       last_name: 'Petraitė',
       date_of_birth: '1985-06-02',
-      id_documents: [{ type: 'passport', number: `P${randomBytes(6).toString('hex').toUpperCase()}` }],
+      id_documents: [{ type: 'passport', number: docNumber() }],
       ...clientOverrides,
     },
     claim_date: addDays(todayIn('UTC'), -30),
-    vehicle_registration: `AB${randomBytes(3).toString('hex').toUpperCase()}`,
+    vehicle_registration: plate(),
     amount: 1250,
     claim_type: 'accident',
     ...overrides,

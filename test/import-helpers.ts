@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -10,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 
 import { minusYears, todayIn } from '../src/domain/dates';
 
-import { companyPrincipal, type Company, type TestContext } from './harness';
+import { companyPrincipal, docNumber, plate, type Company, type TestContext } from './harness';
 
 export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
 export const fixture = (name: string): Buffer => fs.readFileSync(path.join(FIXTURES, name));
@@ -31,9 +30,7 @@ export const futureDate = (): string => {
   return d.toISOString().slice(0, 10);
 };
 
-/** A document number nobody else uses, so tests never share persons. */
-export const docNumber = (prefix = 'P'): string => `${prefix}${randomBytes(6).toString('hex').toUpperCase()}`;
-export const plate = (): string => `AB${randomBytes(3).toString('hex').toUpperCase()}`;
+export { docNumber, plate } from './harness';
 
 export type CsvRow = Partial<
   Record<
@@ -85,9 +82,13 @@ export function csv(rows: CsvRow[], opts: { columns?: string[]; delimiter?: stri
   return lines.join(eol) + eol;
 }
 
-/** A multipart/form-data body with one file part. */
-export async function multipart(content: string | Buffer, opts: { fileName?: string; field?: string } = {}) {
+/** A multipart/form-data body with one file part, after the text `fields` when given. */
+export async function multipart(
+  content: string | Buffer,
+  opts: { fileName?: string | undefined; field?: string | undefined; fields?: Record<string, string> } = {},
+) {
   const form = new FormData();
+  for (const [name, value] of Object.entries(opts.fields ?? {})) form.append(name, value);
   form.append(opts.field ?? 'file', new Blob([content]), opts.fileName ?? 'claims.csv');
   const res = new Response(form);
   return { payload: Buffer.from(await res.arrayBuffer()), contentType: res.headers.get('content-type')! };
@@ -142,6 +143,26 @@ export async function postImport(
     method: 'POST',
     url: '/api/v1/claims/import',
     headers: { ...auth, 'content-type': body.contentType, ...opts.headers },
+    payload: body.payload,
+  });
+}
+
+/** POST /api/v1/lookups/batch through inject: the file (plates.csv), after the `purpose` field when given. */
+export async function postLookupBatch(
+  app: FastifyInstance,
+  auth: Record<string, string>,
+  content: string | Buffer,
+  opts: { fileName?: string; field?: string; purpose?: string } = {},
+) {
+  const body = await multipart(content, {
+    fileName: opts.fileName ?? 'plates.csv',
+    field: opts.field,
+    ...(opts.purpose === undefined ? {} : { fields: { purpose: opts.purpose } }),
+  });
+  return app.inject({
+    method: 'POST',
+    url: '/api/v1/lookups/batch',
+    headers: { ...auth, 'content-type': body.contentType },
     payload: body.payload,
   });
 }

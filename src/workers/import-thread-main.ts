@@ -1,8 +1,11 @@
 import { parentPort, workerData } from 'node:worker_threads';
 
-import { createDeps } from '../deps';
+import { createDeps, systemClock } from '../deps';
 import { ImportBusy } from '../domain/imports/import-service';
 import { createLogger } from '../logger';
+import { resolveDocumentHashKey } from '../secrets';
+import { openDatabase } from '../startup';
+import { createObjectStore } from '../storage/object-store';
 import { createHeapTrim, IMPORT_WORKER_HEAP_GROWTH_BYTES } from './heap-trim';
 import { importCsvProcessor, PermanentImportFailure } from './import-csv.processor';
 import type { ImportThreadData, ThreadReply, ThreadRequest } from './import-thread';
@@ -13,17 +16,21 @@ import type { ImportThreadData, ThreadReply, ThreadRequest } from './import-thre
 // as it would a failure on its own thread. Webhooks are delivered by the server's thread.
 
 const port = parentPort!;
-const { config, searchPath } = workerData as ImportThreadData;
+const { config } = workerData as ImportThreadData;
 const logger = createLogger(config.logLevel).child({ thread: 'imports' });
 const reply = (msg: ThreadReply) => port.postMessage(msg);
 
 try {
   // The server exposed `gc` before starting this thread: its heap is kept as a worker process keeps its own.
   const trimHeap = createHeapTrim(IMPORT_WORKER_HEAP_GROWTH_BYTES);
+  // The server opened and prepared the database (migrations, the key's fingerprint) before it started this thread.
   const deps = await createDeps(config, {
+    db: await openDatabase(config),
+    documentHashKey: resolveDocumentHashKey(config),
+    clock: systemClock(config),
+    storage: createObjectStore(config),
     logger,
-    whileChunkWrites: trimHeap,
-    ...(searchPath ? { searchPath } : {}),
+    chunkHooks: { whileChunkWrites: trimHeap },
   });
   const processor = importCsvProcessor({
     imports: deps.imports,

@@ -7,7 +7,8 @@ import { ImportBusy, type ProcessOutcome } from '../domain/imports/import-servic
 import type { ImportMetrics } from '../metrics';
 import { PermanentImportFailure, type ImportJob, type ImportProcessor } from './import-csv.processor';
 
-export type ImportThreadData = { config: Config; searchPath: string | undefined };
+/** The server's configuration (DB_SEARCH_PATH included), with the thread's own pool size. */
+export type ImportThreadData = { config: Config };
 export type ThreadRequest = { op: 'run'; id: number; importId: string; attemptsMade: number; attempts: number } | { op: 'close' };
 export type ThreadReply =
   | { ready: true }
@@ -43,10 +44,9 @@ const IMPORT_THREAD_YOUNG_GENERATION_MB = 12;
  * its last committed chunk). `processor` has the in-process runner's shape: its failures are the
  * processor's own (PermanentImportFailure, ImportBusy), or retryable.
  */
-export function startImportThread(opts: { config: Config; searchPath?: string; metrics: ImportMetrics; log: Logger }) {
+export function startImportThread(opts: { config: Config; metrics: ImportMetrics; log: Logger }) {
   const data: ImportThreadData = {
     config: { ...opts.config, dbPoolSize: (opts.config.importWriters + 1) * opts.config.workerConcurrency + 1 },
-    searchPath: opts.searchPath,
   };
   const pending = new Map<number, { resolve: (o: ProcessOutcome) => void; reject: (err: Error) => void }>();
   let nextId = 0;

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { BatchQueueUnavailable, type BatchQueue, type LookupBatchService } from '../domain/lookups/lookup-batch';
 import { producerConnection, withTimeout, workerConnection } from './queues';
+import { RETRY_BACKOFF } from './retry';
 
 export const BATCH_QUEUE = 'lookup-batches';
 export const BATCH_JOB = 'lookup-batch';
@@ -29,7 +30,7 @@ export function createBullBatchQueue(opts: { url: string; prefix: string; attemp
             {
               jobId: batchJobId(batchId),
               attempts: opts.attempts,
-              backoff: { type: 'exponential', delay: 2000 },
+              backoff: RETRY_BACKOFF,
               removeOnComplete: { age: 24 * 3600, count: 1000 },
               removeOnFail: { age: 7 * 24 * 3600 },
               stackTraceLimit: 0,

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 
 import { QueueUnavailable, type ImportQueue } from '../domain/imports/import-service';
 import type { ImportRange } from '../domain/imports/range-plan';
+import { RETRY_BACKOFF } from './retry';
 
 /**
  * Every queue, its job names and their payloads, in one typed map. Payloads carry ids only: job
@@ -46,7 +47,7 @@ export const importJobOptions = (attempts: number, priority: number) =>
     // Kept through retries (BullMQ re-adds a retried job with its priority).
     priority,
     attempts,
-    backoff: { type: 'exponential', delay: 2000 },
+    backoff: RETRY_BACKOFF,
     removeOnComplete: { age: 24 * 3600, count: 1000 },
     removeOnFail: { age: 7 * 24 * 3600 },
     // Failed jobs keep their message only: no stack trace is stored or shown in Bull Board.

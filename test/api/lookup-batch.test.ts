@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { addDays, createTestContext, submitClaim, type Company, type TestContext } from '../harness';
-import { plate } from '../import-helpers';
+import { plate, postLookupBatch } from '../import-helpers';
 
 /**
  * Batch plate look-ups (DECISIONS, "Alerts, batch look-ups and data quality"): upload, job, status,
@@ -14,18 +14,8 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx?.close());
 
-async function upload(company: Company, content: string | Buffer, opts: { fileName?: string; purpose?: string; field?: string } = {}) {
-  const form = new FormData();
-  if (opts.purpose !== undefined) form.append('purpose', opts.purpose);
-  form.append(opts.field ?? 'file', new Blob([content]), opts.fileName ?? 'plates.csv');
-  const res = new Response(form);
-  return ctx.app.inject({
-    method: 'POST',
-    url: '/api/v1/lookups/batch',
-    headers: { ...company.auth, 'content-type': res.headers.get('content-type')! },
-    payload: Buffer.from(await res.arrayBuffer()),
-  });
-}
+const upload = (company: Company, content: string | Buffer, opts: Parameters<typeof postLookupBatch>[3] = {}) =>
+  postLookupBatch(ctx.app, company.auth, content, opts);
 const get = (company: Company, url: string) => ctx.app.inject({ method: 'GET', url, headers: company.auth });
 /** Polls the batch until its job has finished; its state then. */
 async function completed(company: Company, id: string) {

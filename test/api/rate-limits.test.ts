@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { apiError, createTestContext, type Company, type TestContext } from '../harness';
-import { plate } from '../import-helpers';
+import { plate, postLookupBatch } from '../import-helpers';
 
 /**
  * Abuse limits (DECISIONS, "Rate limits, on by default"): a budget per token, whatever the header's
@@ -111,17 +111,8 @@ describe('failed authentications per client address', () => {
 });
 
 describe('a batch plate look-up', () => {
-  async function upload(company: Company, plates: string[]) {
-    const form = new FormData();
-    form.append('file', new Blob([['vehicle_registration', ...plates].join('\n')]), 'plates.csv');
-    const res = new Response(form);
-    return ctx.app.inject({
-      method: 'POST',
-      url: '/api/v1/lookups/batch',
-      headers: { ...company.auth, 'content-type': res.headers.get('content-type')! },
-      payload: Buffer.from(await res.arrayBuffer()),
-    });
-  }
+  const upload = (company: Company, plates: string[]) =>
+    postLookupBatch(ctx.app, company.auth, ['vehicle_registration', ...plates].join('\n'));
 
   it('counts one request per plate (the upload itself not besides) and is refused when its plates do not fit', async () => {
     const c = await ctx.newCompany('Batch');

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears } from '../../src/domain/dates';
-import { addDays, claimBody, createTestContext, type Company, type TestContext } from '../harness';
+import { addDays, claimBody, createTestContext, plate as newPlate, type Company, type TestContext } from '../harness';
 import { csv, postImport, validRow } from '../import-helpers';
 
 /**
@@ -19,7 +19,6 @@ afterAll(async () => ctx?.close());
 
 const today = () => ctx.deps.today();
 const D = () => addDays(today(), -20);
-const newPlate = () => `N${randomBytes(4).toString('hex').toUpperCase().slice(0, 7)}`;
 const newPerson = () => ({
   first_name: 'Jonas',
   last_name: 'Jonaitis',

@@ -1,17 +1,9 @@
-import { Writable } from 'node:stream';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createLogger } from '../../src/logger';
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, createTestContext, logSink, type TestContext } from '../harness';
 
-const lines: string[] = [];
-const sink = new Writable({
-  write(chunk: Buffer, _enc, done) {
-    lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-    done();
-  },
-});
+const { stream: sink, lines } = logSink();
 
 let ctx: TestContext;
 beforeAll(async () => {

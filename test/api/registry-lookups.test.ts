@@ -3,9 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { companyWithPeople, signedIn } from '../web/web-client';
-import { addDays, claimBody, createTestContext, submitClaim, type Company, type TestContext } from '../harness';
+import { addDays, claimBody, createTestContext, plate as newPlate, submitClaim, type Company, type TestContext } from '../harness';
 
-const newPlate = () => `L${randomBytes(4).toString('hex').toUpperCase().slice(0, 7)}`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
 

@@ -1,22 +1,14 @@
-import { Writable } from 'node:stream';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createLogger } from '../../src/logger';
-import { createTestContext, type TestContext } from '../harness';
+import { createTestContext, logSink, type TestContext } from '../harness';
 
 /** The request logger is made lazily (only when a line is written): its lines still carry the request id. */
 describe('request log lines', () => {
   let ctx: TestContext;
-  const lines: Record<string, unknown>[] = [];
+  const log = logSink();
   beforeAll(async () => {
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(JSON.parse(l));
-        done();
-      },
-    });
-    ctx = await createTestContext({}, { logger: createLogger('info', sink) });
+    ctx = await createTestContext({}, { logger: createLogger('info', log.stream) });
   });
   afterAll(async () => ctx.close());
 
@@ -30,7 +22,7 @@ describe('request log lines', () => {
     });
     expect(res.statusCode).toBe(200);
     const id = res.headers['x-request-id'];
-    const mine = lines.filter((l) => l.reqId === id);
+    const mine = log.records().filter((l) => l.reqId === id);
     expect(mine.map((l) => l.msg)).toEqual(['incoming request', 'request completed']);
   });
 });

@@ -4,10 +4,9 @@ import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { Principal } from '../../src/domain/principal';
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, companyPrincipal, createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
-import { openMenu, signInAs } from './sign-in';
+import { openMenu, signedInPage } from './sign-in';
 import { launchChromium, type Browser } from './chromium';
 import { CLEAN, pageReport, WIDTHS } from './page-checks';
 
@@ -17,8 +16,6 @@ let ctx: TestContext;
 let browser: Browser;
 let base: string;
 let a: Awaited<ReturnType<typeof companyWithPeople>>;
-const principal = (c: { id: string; name: string }): Principal => ({ companyId: c.id, companyName: c.name, tokenId: null, userId: null });
-
 // 60 claims, one a day back from today; every third of "Ona Petraitė" with a settled status and a plate AAA…
 beforeAll(async () => {
   ctx = await createTestContext({ APP_TIMEZONE: 'UTC' });
@@ -35,7 +32,7 @@ beforeAll(async () => {
       status: ona ? 'settled' : 'filed',
     });
     if (ona) Object.assign(body.client, { first_name: 'Ona', last_name: 'Petraitė' });
-    await ctx.deps.claims.submit(principal(a), body);
+    await ctx.deps.claims.submit(companyPrincipal(a), body);
   }
 }, 120_000);
 afterAll(async () => {
@@ -43,20 +40,14 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-async function signedInPage(): Promise<Page> {
-  await browser.context.clearCookies();
-  const page = await browser.context.newPage();
-  await signInAs(page, base, a.member.email, PASSWORD);
-  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
-  return page;
-}
+const signedIn = (): Promise<Page> => signedInPage(browser, base, a.member.email, PASSWORD, { landing: 'Overview' });
 
 const claimDates = (page: Page) => page.locator('tbody td[data-label="Claim date"]').allTextContents();
 
 describe('the claims list in Chromium', { timeout: 60_000 }, () => {
   for (const size of WIDTHS) {
     it(`filters, sorts, pages and exports at ${size.width} px`, async () => {
-      const page = await signedInPage();
+      const page = await signedIn();
       await page.setViewportSize({ width: size.width, height: size.height });
       await openMenu(page);
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Claims', exact: true }).click();

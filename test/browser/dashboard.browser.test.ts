@@ -4,8 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { Principal } from '../../src/domain/principal';
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, companyPrincipal, createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
 import { signInAs } from './sign-in';
 import { launchChromium, type Browser } from './chromium';
@@ -18,8 +17,6 @@ let browser: Browser;
 let base: string;
 let a: Awaited<ReturnType<typeof companyWithPeople>>;
 let b: Awaited<ReturnType<typeof companyWithPeople>>;
-const principal = (c: { id: string; name: string }): Principal => ({ companyId: c.id, companyName: c.name, tokenId: null, userId: null });
-
 beforeAll(async () => {
   ctx = await createTestContext();
   await ctx.app.listen({ port: 0, host: '127.0.0.1' });
@@ -75,8 +72,8 @@ describe('dashboard in Chromium', { timeout: 60_000 }, () => {
 
   it('searches by plate and changes the status of an own claim', async () => {
     const plate = `BR${randomBytes(2).toString('hex').toUpperCase()}`;
-    const own = await ctx.deps.claims.submit(principal(a), claimBody({ vehicle_registration: plate }));
-    await ctx.deps.claims.submit(principal(b), claimBody({ vehicle_registration: plate }));
+    const own = await ctx.deps.claims.submit(companyPrincipal(a), claimBody({ vehicle_registration: plate }));
+    await ctx.deps.claims.submit(companyPrincipal(b), claimBody({ vehicle_registration: plate }));
     const page = await newPage();
     await signIn(page, a.member.email);
     await page.getByRole('link', { name: 'Search' }).click();
@@ -89,7 +86,7 @@ describe('dashboard in Chromium', { timeout: 60_000 }, () => {
     await page.getByLabel('New status').selectOption('settled');
     await page.getByRole('button', { name: 'Change status' }).click();
     await page.getByText('The status was changed.').waitFor();
-    expect((await ctx.deps.claims.get(principal(a), own.id)).status).toBe('settled');
+    expect((await ctx.deps.claims.get(companyPrincipal(a), own.id)).status).toBe('settled');
     await page.close();
   });
 
@@ -157,7 +154,7 @@ describe('dashboard in Chromium', { timeout: 60_000 }, () => {
   });
 
   it("keeps a person of company B away from A's tokens and A's claims", async () => {
-    const aClaim = await ctx.deps.claims.submit(principal(a), claimBody());
+    const aClaim = await ctx.deps.claims.submit(companyPrincipal(a), claimBody());
     const [aToken] = await ctx.deps.tokens.list(a.id);
     const page = await newPage();
     await signIn(page, b.admin.email);
@@ -183,7 +180,7 @@ describe('dashboard in Chromium', { timeout: 60_000 }, () => {
       { id: aClaim.id, token: csrf },
     );
     expect(status).toBe(403);
-    expect((await ctx.deps.claims.get(principal(a), aClaim.id)).status).toBe('filed');
+    expect((await ctx.deps.claims.get(companyPrincipal(a), aClaim.id)).status).toBe('filed');
     await page.close();
   });
 });

@@ -3,12 +3,11 @@ import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { Principal } from '../../src/domain/principal';
 import { enqueueWebhookEvent } from '../../src/domain/webhooks/webhook-service';
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, companyPrincipal, createTestContext, type TestContext } from '../harness';
 import { csv, docNumber, futureDate, postImport, validRow } from '../import-helpers';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
-import { signInAs } from './sign-in';
+import { signedInPage } from './sign-in';
 import { launchChromium, type Browser } from './chromium';
 import { CLEAN, headerHeight, pageReport, rowActions, WIDTHS } from './page-checks';
 
@@ -23,8 +22,6 @@ let base: string;
 let a: Awaited<ReturnType<typeof companyWithPeople>>;
 let operatorEmail: string;
 const urls: Record<string, string> = {};
-const principal = (c: { id: string; name: string }): Principal => ({ companyId: c.id, companyName: c.name, tokenId: null, userId: null });
-
 beforeAll(async () => {
   ctx = await createTestContext({ APP_TIMEZONE: 'UTC' });
   await ctx.app.listen({ port: 0, host: '127.0.0.1' });
@@ -44,22 +41,22 @@ beforeAll(async () => {
   let first = '';
   for (let i = 0; i < 30; i++) {
     const claim = await ctx.deps.claims.submit(
-      principal(a),
+      companyPrincipal(a),
       claimBody({ client: i % 3 ? claimBody().client : long, amount: '1234567.89', vehicle_registration: `LONG${1000 + i}` }),
     );
     first ||= claim.id;
   }
   // The claim page's incident (the same person and plate at Beta, the same day: a duplicate claim)
   // and its network (two more persons on the plate at Beta, ten plates of the person at Alpha).
-  await ctx.deps.claims.submit(principal(b), claimBody({ client: long, vehicle_registration: 'LONG1000' }));
-  for (let i = 0; i < 2; i++) await ctx.deps.claims.submit(principal(b), claimBody({ vehicle_registration: 'LONG1000' }));
+  await ctx.deps.claims.submit(companyPrincipal(b), claimBody({ client: long, vehicle_registration: 'LONG1000' }));
+  for (let i = 0; i < 2; i++) await ctx.deps.claims.submit(companyPrincipal(b), claimBody({ vehicle_registration: 'LONG1000' }));
   urls.claim = `/claims/${first}`;
   await ctx.deps.tokens.create(a.id, 'Claims system (production) with a long name', a.admin.id);
   await ctx.deps.webhooks.createEndpoint(a.id, 'https://hooks.alpha-mutual-insurance.example.net/registry/claims/imports');
   await ctx.deps.repos.transaction((tx) => enqueueWebhookEvent(tx, { companyId: a.id, type: 'import.completed', payload: {} }));
   const rows = [validRow(), validRow({ claim_date: futureDate() }), validRow({ id_type: 'driving_licence' }), validRow()];
   await postImport(ctx.app, a.auth, csv(rows), { fileName: 'claims-with-a-rather-long-file-name-2026-11.csv' });
-  const [done] = (await ctx.deps.imports.list(principal(a), { limit: 1 })).data;
+  const [done] = (await ctx.deps.imports.list(companyPrincipal(a), { limit: 1 })).data;
   urls.import = `/imports/${done!.id}`;
 }, 120_000);
 afterAll(async () => {
@@ -67,13 +64,7 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-async function signedInPage(email: string): Promise<Page> {
-  await browser.context.clearCookies();
-  const page = await browser.context.newPage();
-  await signInAs(page, base, email, PASSWORD);
-  await page.waitForURL((u) => !u.pathname.startsWith('/login'));
-  return page;
-}
+const signedIn = (email: string): Promise<Page> => signedInPage(browser, base, email, PASSWORD);
 
 const COMPANY_PAGES = [
   '/',
@@ -101,7 +92,7 @@ const LISTS_WITH_ACTIONS = new Set([
 describe('every page at 1366 and 390 px', { timeout: 120_000 }, () => {
   for (const size of WIDTHS) {
     it(`company pages at ${size.width} px: no sideways scrolling, row actions in view, tap targets, axe`, async () => {
-      const page = await signedInPage(a.admin.email);
+      const page = await signedIn(a.admin.email);
       await page.setViewportSize({ width: size.width, height: size.height });
       const reports: Record<string, unknown> = {};
       for (const key of COMPANY_PAGES) {
@@ -131,7 +122,7 @@ describe('every page at 1366 and 390 px', { timeout: 120_000 }, () => {
       if (size.name === 'desktop') login.smallTargets = [];
       expect(login, '/login').toEqual(CLEAN);
       await page.close();
-      const op = await signedInPage(operatorEmail);
+      const op = await signedIn(operatorEmail);
       await op.setViewportSize({ width: size.width, height: size.height });
       for (const url of ['/operator', `/operator/companies/${a.id}`]) {
         await op.goto(`${base}${url}`);
@@ -144,7 +135,7 @@ describe('every page at 1366 and 390 px', { timeout: 120_000 }, () => {
   }
 
   it("draws a claim's network whole on a phone, beside its table, and shows the incident and the duplicate flag", async () => {
-    const page = await signedInPage(a.member.email);
+    const page = await signedIn(a.member.email);
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${base}${urls.claim}`);
     expect(await page.getByText('Possible duplicate claim:').count()).toBe(1);
@@ -170,7 +161,7 @@ describe('every page at 1366 and 390 px', { timeout: 120_000 }, () => {
   });
 
   it('shows the overview chart whole on a phone: every axis label inside the picture', async () => {
-    const page = await signedInPage(a.member.email);
+    const page = await signedIn(a.member.email);
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${base}/`);
     const clipped = await page.evaluate<string[]>(`(() => {
@@ -185,7 +176,7 @@ describe('every page at 1366 and 390 px', { timeout: 120_000 }, () => {
   });
 
   it('fixes the visible defects: styled URL input, Copy hidden without the script, checkbox beside its label', async () => {
-    const page = await signedInPage(a.admin.email);
+    const page = await signedIn(a.admin.email);
     await page.goto(`${base}/settings/webhooks`);
     const url = await page.getByLabel('Endpoint URL').boundingBox();
     expect(url!.height).toBeGreaterThanOrEqual(44);
@@ -200,7 +191,7 @@ describe('every page at 1366 and 390 px', { timeout: 120_000 }, () => {
     await page.close();
 
     // Without the page script the Copy button stays hidden: it could not copy anything.
-    const noScript = await signedInPage(a.admin.email);
+    const noScript = await signedIn(a.admin.email);
     await noScript.route('**/assets/app.js*', (route) => route.abort());
     await noScript.goto(`${base}/settings/tokens`);
     await noScript.getByLabel('Token name').fill('No script');

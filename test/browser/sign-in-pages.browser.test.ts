@@ -7,7 +7,7 @@ import { createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
 import { launchChromium, type Browser } from './chromium';
 import { CLEAN, pageReport, WIDTHS } from './page-checks';
-import { signInAs } from './sign-in';
+import { signedInPage, signInAs } from './sign-in';
 
 // The sign-in and second-factor pages, Settings › Security and Sign-in, the reset pages, and the
 // navigation on a phone: no sideways scrolling, 44 px targets on the phone, no axe-core violation,
@@ -66,10 +66,7 @@ describe('sign-in pages at 1366 and 390 px', { timeout: 120_000 }, () => {
       reports.enrolError = await report(page, phone);
       await page.close();
       // The set-up done by the helper, then the recovery codes page and the code step.
-      const done = await browser.context.newPage();
-      await done.setViewportSize({ width: size.width, height: size.height });
-      await browser.context.clearCookies();
-      await signInAs(done, base, email, PASSWORD);
+      const done = await signedInPage(browser, base, email, PASSWORD, { size });
       await done.getByRole('button', { name: 'Sign out' }).click();
       await done.goto(`${base}/login`);
       await done.getByLabel('Email').fill(email);
@@ -84,10 +81,7 @@ describe('sign-in pages at 1366 and 390 px', { timeout: 120_000 }, () => {
 
     it(`Settings › Security and Sign-in, a reset link and its page at ${size.width} px`, async () => {
       const phone = size.name === 'phone';
-      await browser.context.clearCookies();
-      const page = await browser.context.newPage();
-      await page.setViewportSize({ width: size.width, height: size.height });
-      await signInAs(page, base, a.admin.email, PASSWORD);
+      const page = await signedInPage(browser, base, a.admin.email, PASSWORD, { size });
       const reports: Record<string, unknown> = {};
       for (const url of ['/settings/security', '/settings/sign-in']) {
         await page.goto(`${base}${url}`);

@@ -2,6 +2,8 @@ import type { Page } from 'playwright-core';
 
 import { Secret, TOTP } from 'otpauth';
 
+import type { Browser } from './chromium';
+
 /** Second-factor keys set up by the browser tests, by email. */
 const keys = new Map<string, string>();
 const code = (key: string, at: number) =>
@@ -38,6 +40,25 @@ export async function signInAs(page: Page, base: string, email: string, password
     }
   }
   await page.waitForURL((u) => !u.pathname.startsWith('/login'));
+}
+
+/**
+ * A new page of the browser, signed in as `email` (the cookies of an earlier sign-in cleared
+ * first), at `size` when given; with `landing`, once the page's level-1 heading of that name shows.
+ */
+export async function signedInPage(
+  browser: Browser,
+  base: string,
+  email: string,
+  password: string,
+  opts: { size?: { width: number; height: number }; landing?: string } = {},
+): Promise<Page> {
+  await browser.context.clearCookies();
+  const page = await browser.context.newPage();
+  if (opts.size) await page.setViewportSize(opts.size);
+  await signInAs(page, base, email, password);
+  if (opts.landing) await page.getByRole('heading', { level: 1, name: opts.landing }).waitFor();
+  return page;
 }
 
 /** Opens the navigation's Menu where it is folded (a phone), as a person taps it; nothing elsewhere. */

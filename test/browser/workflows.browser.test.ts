@@ -4,11 +4,11 @@ import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, companyPrincipal, createTestContext, type TestContext } from '../harness';
 import { csv, validRow } from '../import-helpers';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
 import { startReceiver } from '../webhooks/receiver';
-import { openMenu, signInAs } from './sign-in';
+import { openMenu, signedInPage } from './sign-in';
 import { launchChromium, type Browser } from './chromium';
 import { CLEAN, pageReport, WIDTHS } from './page-checks';
 
@@ -34,14 +34,8 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-async function signedInPage(email: string, size: { width: number; height: number }): Promise<Page> {
-  await browser.context.clearCookies();
-  const page = await browser.context.newPage();
-  await page.setViewportSize(size);
-  await signInAs(page, base, email, PASSWORD);
-  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
-  return page;
-}
+const signedIn = (email: string, size: { width: number; height: number }): Promise<Page> =>
+  signedInPage(browser, base, email, PASSWORD, { size, landing: 'Overview' });
 
 async function expectClean(page: Page, phone: boolean) {
   const report = await pageReport(page);
@@ -60,7 +54,7 @@ describe('workflows in Chromium', { timeout: 90_000 }, () => {
       const body = claimBody();
       Object.assign(body.client, { date_of_birth: '1979-04-12', id_documents: [{ type: 'national_id', number }] });
       await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: other.auth, payload: body });
-      const page = await signedInPage(own.member.email, size);
+      const page = await signedIn(own.member.email, size);
       await openMenu(page);
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Search' }).click();
       const person = page.locator('section[aria-labelledby="person-h"]');
@@ -90,7 +84,7 @@ describe('workflows in Chromium', { timeout: 90_000 }, () => {
     it(`asks before importing the same file again at ${size.width} px`, async () => {
       const c = await companyWithPeople(ctx, 'Importer');
       const file = { name: 'same.csv', mimeType: 'text/csv', buffer: Buffer.from(csv([validRow(), validRow()])) };
-      const page = await signedInPage(c.member.email, size);
+      const page = await signedIn(c.member.email, size);
       await page.goto(`${base}/imports`);
       await page.locator('form[data-enhanced="true"]').waitFor();
       await page.getByLabel('CSV file').setInputFiles(file);
@@ -106,14 +100,13 @@ describe('workflows in Chromium', { timeout: 90_000 }, () => {
       await expectClean(page, phone);
       await page.getByRole('button', { name: 'Do not import it' }).click();
       await page.getByText('The file was not imported again.').waitFor();
-      const principal = { companyId: c.id, companyName: c.name, tokenId: null, userId: null };
-      expect((await ctx.deps.imports.list(principal, { limit: 10 })).data).toHaveLength(1);
+      expect((await ctx.deps.imports.list(companyPrincipal(c), { limit: 10 })).data).toHaveLength(1);
       await page.close();
     });
 
     it(`sends a test event to a webhook and shows the answer at ${size.width} px`, async () => {
       const c = await companyWithPeople(ctx, 'Hooked');
-      const page = await signedInPage(c.admin.email, size);
+      const page = await signedIn(c.admin.email, size);
       await page.goto(`${base}/settings/webhooks`);
       await page.getByLabel('Endpoint URL').fill(receiver.url);
       await page.getByRole('button', { name: 'Create Webhook' }).click();

@@ -1,11 +1,11 @@
-import { Writable, Transform, type Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import type { ObjectStore } from '../../src/domain/storage';
-import { apiError, claimBody, createTestContext, type TestContext } from '../harness';
-import { csv, multipart, postImport, validRow } from '../import-helpers';
+import { apiError, claimBody, createTestContext, logSink, type TestContext } from '../harness';
+import { csv, postImport, postLookupBatch, validRow } from '../import-helpers';
 
 /**
  * A full disk, simulated at the seams the tests control rather than by filling the machine's
@@ -16,16 +16,8 @@ import { csv, multipart, postImport, validRow } from '../import-helpers';
  * in claims_disk_full_total, one error line a minute naming it, and reported by /readyz; never a
  * 500. Nothing partial is left, and writes work again at once when space returns.
  */
-const lines: { level: number; msg: string; where?: string }[] = [];
-const logger = pino(
-  { level: 'info' },
-  new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as (typeof lines)[number]);
-      done();
-    },
-  }),
-);
+const log = logSink<{ level: number; msg: string; where?: string }>();
+const logger = pino({ level: 'info' }, log.stream);
 
 /** ENOSPC as fs gives it, after `after` bytes of the file have been written. */
 const noSpaceAfter = (after: number) => {
@@ -80,7 +72,7 @@ const counted = async (where: 'database' | 'storage') => {
   const metric = await ctx.deps.metrics.registry.getSingleMetric('claims_disk_full_total')!.get();
   return metric.values.find((v) => v.labels.where === where)?.value ?? 0;
 };
-const diskFullLines = () => lines.filter((l) => l.level === 50 && l.msg.startsWith('disk full'));
+const diskFullLines = () => log.records().filter((l) => l.level === 50 && l.msg.startsWith('disk full'));
 const storedFiles = async (companyId: string) => {
   const keys: string[] = [];
   for await (const o of ctx.deps.storage.list(`imports/${companyId}/`)) keys.push(o.key);
@@ -150,13 +142,11 @@ describe("the uploads' disk full", () => {
     expect(res.statusCode, res.body).toBe(507);
     expect(res.headers['retry-after']).toBe('60');
     expect(res.json().code).toBe('insufficient_storage');
-    const body = await multipart(['vehicle_registration', ...rows.map((r) => r.vehicle_registration)].join('\n'));
-    const batch = await ctx.app.inject({
-      method: 'POST',
-      url: '/api/v1/lookups/batch',
-      headers: { ...company.auth, 'content-type': body.contentType },
-      payload: body.payload,
-    });
+    const batch = await postLookupBatch(
+      ctx.app,
+      company.auth,
+      ['vehicle_registration', ...rows.map((r) => r.vehicle_registration)].join('\n'),
+    );
     expect(batch.statusCode, batch.body).toBe(507);
     expect((await counted('storage')) - before).toBe(2);
     expect(await storedFiles(company.id)).toEqual([]);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importMessages } from '../../src/domain/imports/import-service';
 import { batchMessages } from '../../src/domain/lookups/lookup-batch';
 import { createTestContext, type Company, type TestContext } from '../harness';
-import { csv, multipart, postImport, validRow, waitForImport } from '../import-helpers';
+import { csv, postImport, postLookupBatch, validRow, waitForImport } from '../import-helpers';
 import { until } from '../processes';
 import { startS3 } from '../s3rver';
 
@@ -124,13 +124,7 @@ describe('an outage of the object store shorter than STORAGE_RETRY_SECONDS', () 
     await ctx.app.inject({ method: 'GET', url: '/api/v1/imports', headers: company.auth });
     const plates = (n: number) => ['vehicle_registration', ...Array.from({ length: n }, (_, i) => `BX${i}`)].join('\n') + '\n';
     const submit = async (content: string) => {
-      const body = await multipart(content);
-      const res = await ctx.app.inject({
-        method: 'POST',
-        url: '/api/v1/lookups/batch',
-        headers: { ...company.auth, 'content-type': body.contentType },
-        payload: body.payload,
-      });
+      const res = await postLookupBatch(ctx.app, company.auth, content);
       expect(res.statusCode, res.body).toBe(202);
       return res.json().data.id as string;
     };

@@ -2,12 +2,11 @@ import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestContext, submitClaim, type Company, type TestContext } from '../harness';
+import { createTestContext, logSink, submitClaim, type Company, type TestContext } from '../harness';
 import { csv, validRow } from '../import-helpers';
 import { until } from '../processes';
 
@@ -18,16 +17,8 @@ import { until } from '../processes';
  * is cut off with 408 after UPLOAD_MIN_RATE_WINDOW_SECONDS (1 s here, 30 s by default), logged at
  * warn once per address, while searches go on.
  */
-const lines: { level: number; msg: string; client?: string }[] = [];
-const logger = pino(
-  { level: 'info' },
-  new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as (typeof lines)[number]);
-      done();
-    },
-  }),
-);
+const log = logSink<{ level: number; msg: string; client?: string }>();
+const logger = pino({ level: 'info' }, log.stream);
 
 let ctx: TestContext;
 let base: { host: string; port: number };
@@ -142,7 +133,7 @@ describe('upload pressure', () => {
 
   it('cuts a slow sender off with 408 (logged at warn once per address a minute) while searches go on', async () => {
     const own = await submitClaim(ctx, company);
-    const warnedBefore = lines.filter((l) => l.level === 40 && l.msg === 'upload too slow: cut off').length;
+    const warnedBefore = log.records().filter((l) => l.level === 40 && l.msg === 'upload too slow: cut off').length;
     /** A sender of 10 bytes a second (it announces 1 MB), until the server answers or closes. */
     const trickle = () =>
       new Promise<{ answer: string; ms: number }>((resolve) => {
@@ -194,7 +185,7 @@ describe('upload pressure', () => {
     expect(times.length).toBeGreaterThan(0);
     expect(Math.max(...times)).toBeLessThan(2000);
     // Two senders from one address: one warning.
-    expect(lines.filter((l) => l.level === 40 && l.msg === 'upload too slow: cut off').length - warnedBefore).toBe(1);
-    expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+    expect(log.records().filter((l) => l.level === 40 && l.msg === 'upload too slow: cut off').length - warnedBefore).toBe(1);
+    expect(log.records().filter((l) => l.level >= 50)).toEqual([]);
   }, 60_000);
 });

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createImportService, type ImportQueue } from '../../src/domain/imports/import-service';
-import { createTestContext, type Company, type TestContext } from '../harness';
+import { companyPrincipal, createTestContext, type Company, type TestContext } from '../harness';
 
 /**
  * The rank each import is queued with: its place among its company's unfinished imports, counted
@@ -40,7 +40,6 @@ function recordingService() {
   return { service, queued };
 }
 
-const principalOf = (c: Company) => ({ companyId: c.id, companyName: c.name, tokenId: null, userId: null });
 const fileOf = (c: Company) => {
   const importId = randomUUID();
   return { importId, objectKey: `imports/${c.id}/${importId}`, fileName: 'claims.csv', size: 10, sha256: 'x', dataRows: 1 };
@@ -50,12 +49,12 @@ describe('the rank of a queued import', () => {
   it("counts the company's queued and processing imports at the upload, itself included; other companies' do not count", async () => {
     const { service, queued } = recordingService();
     const [a, b] = [await ctx.newCompany('Rank A'), await ctx.newCompany('Rank B')];
-    const a1 = await service.start(principalOf(a), fileOf(a));
-    await service.start(principalOf(a), fileOf(a));
-    await service.start(principalOf(b), fileOf(b));
+    const a1 = await service.start(companyPrincipal(a), fileOf(a));
+    await service.start(companyPrincipal(a), fileOf(a));
+    await service.start(companyPrincipal(b), fileOf(b));
     // A finished import no longer counts.
     await ctx.deps.repos.imports.transition(a1.id, ['queued'], 'cancelled', {});
-    await service.start(principalOf(a), fileOf(a));
+    await service.start(companyPrincipal(a), fileOf(a));
     expect(queued.map((q) => q.rank)).toEqual([1, 2, 1, 2]);
     for (const { importId } of queued) await ctx.deps.repos.imports.transition(importId, ['queued'], 'cancelled', {});
   });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startBatchWorker } from '../../src/workers/lookup-batch-queue';
 import { createTestContext, submitClaim, type TestContext } from '../harness';
-import { plate } from '../import-helpers';
+import { plate, postLookupBatch } from '../import-helpers';
 
 /**
  * Batch plate look-ups in queue mode: the API adds a BullMQ job carrying the batch id only, and a
@@ -42,15 +42,7 @@ describe('batch look-ups through BullMQ', () => {
     const [me, other] = [await ctx.newCompany('Queue batch'), await ctx.newCompany('Queue other')];
     const p = plate();
     await submitClaim(ctx, other, { vehicle_registration: p });
-    const form = new FormData();
-    form.append('file', new Blob([`vehicle_registration\n${p}\n`]), 'plates.csv');
-    const body = new Response(form);
-    const res = await ctx.app.inject({
-      method: 'POST',
-      url: '/api/v1/lookups/batch',
-      headers: { ...me.auth, 'content-type': body.headers.get('content-type')! },
-      payload: Buffer.from(await body.arrayBuffer()),
-    });
+    const res = await postLookupBatch(ctx.app, me.auth, `vehicle_registration\n${p}\n`);
     expect(res.statusCode, res.body).toBe(202);
     const { id, status } = res.json().data;
     expect(status).toBe('queued');

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import { loadConfig } from '../../src/config';
 import { openDb, type Queryable } from '../../src/db/db';
-import { createDeps } from '../../src/deps';
+import { openDeps } from '../../src/startup';
 import { claimBody, createTestContext, dbKind, TEST_HASH_KEY, TEST_PASSWORD_HASH_COST } from '../harness';
 import { freePort, kill, killAll, printed, startScript, until, type Child } from '../processes';
 
@@ -87,7 +87,7 @@ async function embeddedWorld(): Promise<World> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'claims-lookups-'));
   const env = { DATA_DIR: dir };
   const config = loadConfig({ ...env, DOCUMENT_HASH_KEY: TEST_HASH_KEY, SESSION_SECRET, LOG_LEVEL: 'silent' });
-  const deps = await createDeps(config, { logger: pino({ level: 'silent' }), testPasswordHashCost: TEST_PASSWORD_HASH_COST });
+  const deps = await openDeps({ ...config, passwordHashCost: TEST_PASSWORD_HASH_COST }, { logger: pino({ level: 'silent' }) });
   const plate = `KILL${randomBytes(3).toString('hex').toUpperCase()}`;
   try {
     const owner = await deps.companies.createCompany('Owner');

@@ -13,7 +13,8 @@ import { openDb } from '../../src/db/db';
 import { createRegistryRepository } from '../../src/db/registry-repository';
 import { minusYears } from '../../src/domain/dates';
 import { createRegistryService } from '../../src/domain/registry/registry-service';
-import { createDeps, type Deps } from '../../src/deps';
+import type { Deps } from '../../src/deps';
+import { openDeps, startBackground } from '../../src/startup';
 import { addDays, claimBody, dbKind, TEST_HASH_KEY } from '../harness';
 import { runAdmin } from '../processes';
 
@@ -43,9 +44,8 @@ describe('retention purge and subject access (npm run admin -- purge / subject:e
 
   async function open(): Promise<Opened> {
     const logger = pino({ level: 'silent' });
-    const deps = await createDeps(loadConfig(env), { logger });
-    deps.startImportRunner();
-    deps.startWebhookDelivery();
+    const deps = await openDeps(loadConfig(env), { logger });
+    startBackground(deps);
     const app = await buildApp(deps, { logger });
     await app.ready();
     return {

@@ -1,11 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
 
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { buildApp } from '../../src/app';
-import { apiError, createTestContext, submitClaim, type TestContext } from '../harness';
+import { apiError, claimBody, companyPrincipal, createTestContext, logSink, submitClaim, type TestContext } from '../harness';
 import { csv, postImport, validRow } from '../import-helpers';
 import { companyWithPeople, PASSWORD, signedIn, WebClient } from './web-client';
 
@@ -155,10 +154,7 @@ describe('CSRF protection', () => {
     const web = await signedIn(ctx, c.admin.email);
     await web.get('/settings/tokens');
     const [token] = await ctx.deps.tokens.list(c.id);
-    const claim = await ctx.deps.claims.submit(
-      { companyId: c.id, companyName: c.name, tokenId: null, userId: null },
-      (await import('../harness')).claimBody(),
-    );
+    const claim = await ctx.deps.claims.submit(companyPrincipal(c), claimBody());
     const forms: [string, Record<string, string>][] = [
       ['/settings/tokens', { name: 'sneaky' }],
       [`/settings/tokens/${token!.id}/revoke`, {}],
@@ -176,9 +172,7 @@ describe('CSRF protection', () => {
     }
     expect((await ctx.deps.tokens.list(c.id)).map((t) => [t.name, t.revoked_at])).toEqual([['test token', null]]);
     expect((await ctx.deps.companies.listUsers(c.id)).length).toBe(2);
-    expect((await ctx.deps.claims.get({ companyId: c.id, companyName: c.name, tokenId: null, userId: null }, claim.id)).status).toBe(
-      'filed',
-    );
+    expect((await ctx.deps.claims.get(companyPrincipal(c), claim.id)).status).toBe('filed');
     expect((await web.get('/claims')).statusCode).toBe(200);
   });
 
@@ -218,14 +212,8 @@ describe('sign-in rate limit', () => {
 
 describe('logs', () => {
   it('never contain a password, a session id or a token value', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, cb) {
-        lines.push(String(chunk));
-        cb();
-      },
-    });
-    const app = await buildApp(ctx.deps, { logger: pino({ level: 'trace' }, sink) });
+    const { stream, lines } = logSink();
+    const app = await buildApp(ctx.deps, { logger: pino({ level: 'trace' }, stream) });
     await app.ready();
     try {
       const c = await companyWithPeople(ctx);

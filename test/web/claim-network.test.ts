@@ -2,10 +2,9 @@ import { randomBytes } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { addDays, claimBody, createTestContext, type TestContext } from '../harness';
+import { addDays, claimBody, createTestContext, plate as newPlate, type TestContext } from '../harness';
 import { companyWithPeople, signedIn } from './web-client';
 
-const newPlate = () => `G${randomBytes(4).toString('hex').toUpperCase().slice(0, 7)}`;
 const newPerson = (last = 'Žemaitė') => ({
   first_name: 'Eglė',
   last_name: last,

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { Principal } from '../../src/domain/principal';
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, companyPrincipal, createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, signedIn } from './web-client';
 
 let ctx: TestContext;
@@ -9,8 +8,6 @@ beforeAll(async () => {
   ctx = await createTestContext({ APP_TIMEZONE: 'UTC' });
 });
 afterAll(async () => ctx.close());
-
-const principal = (c: { id: string; name: string }): Principal => ({ companyId: c.id, companyName: c.name, tokenId: null, userId: null });
 
 function validForm(overrides: Record<string, string> = {}) {
   const body = claimBody();
@@ -41,7 +38,7 @@ describe('entering a claim by hand', () => {
     const res = await web.post('/claims', form);
     expect(res.statusCode).toBe(303);
     const id = /^\/claims\/([0-9a-f-]{36})\?saved=1$/u.exec(res.headers.location!)![1]!;
-    const claim = await ctx.deps.claims.get(principal(c), id);
+    const claim = await ctx.deps.claims.get(companyPrincipal(c), id);
     expect(claim).toMatchObject({ source: 'assisted', amount: '1250.50', claim_type: 'theft', is_at_fault: false, status: 'filed' });
     const page = await web.get(res.headers.location!);
     expect(page.body).toContain('The claim was saved.');
@@ -69,7 +66,7 @@ describe('entering a claim by hand', () => {
     expect(res.body).toContain('href="#f-client-first_name"');
     expect(res.body).not.toContain(form['client.id_documents.0.number']);
     expect(res.body).toContain(`value="${form.vehicle_registration}"`);
-    expect(await ctx.deps.claims.list(principal(c), { limit: 10 })).toMatchObject({ data: [] });
+    expect(await ctx.deps.claims.list(companyPrincipal(c), { limit: 10 })).toMatchObject({ data: [] });
   });
 });
 
@@ -107,7 +104,7 @@ describe('claims list and status', () => {
     const day = (n: number) => new Date(Date.parse(`${today}T00:00:00Z`) - n * 86_400_000).toISOString().slice(0, 10);
     // Registered in one order, dated in another: claim i is i days old, registered newest last.
     const ids: string[] = [];
-    for (let i = 0; i < 60; i++) ids.push((await ctx.deps.claims.submit(principal(c), claimBody({ claim_date: day(59 - i) }))).id);
+    for (let i = 0; i < 60; i++) ids.push((await ctx.deps.claims.submit(companyPrincipal(c), claimBody({ claim_date: day(59 - i) }))).id);
     const web = await signedIn(ctx, c.member.email);
     const idsOn = (html: string) => [...html.matchAll(/href="\/claims\/([0-9a-f-]{36})"/gu)].map((m) => m[1]);
     const link = (html: string, name: string) =>
@@ -130,7 +127,7 @@ describe('claims list and status', () => {
     expect(idsOn(backTwo.body)).toEqual(ids.slice(35).reverse());
 
     // Claim dates against registration: make the oldest-dated claim the newest registered.
-    const late = await ctx.deps.claims.submit(principal(c), claimBody({ claim_date: day(100) }));
+    const late = await ctx.deps.claims.submit(companyPrincipal(c), claimBody({ claim_date: day(100) }));
     const byDate = idsOn((await web.get('/claims')).body);
     expect(byDate).not.toContain(late.id);
     const byRegistration = idsOn((await web.get('/claims?sort=registered')).body);
@@ -142,12 +139,12 @@ describe('claims list and status', () => {
     const today = ctx.deps.today();
     const client = (first_name: string, last_name: string) => ({ ...claimBody().client, first_name, last_name });
     const mk = (o: Parameters<typeof claimBody>[0], source?: 'api' | 'assisted') =>
-      ctx.deps.claims.submit(principal(c), claimBody(o), source);
+      ctx.deps.claims.submit(companyPrincipal(c), claimBody(o), source);
     const a = await mk({ client: client('Ona', 'Petraitė'), vehicle_registration: 'FLT-001', status: 'settled' });
     const b = await mk({ client: client('Jonas', 'Jonaitis'), vehicle_registration: 'FLT002', status: 'settled' }, 'assisted');
     const d = await mk({ client: client('Ona', 'Jonaitytė'), vehicle_registration: 'ZZZ999', claim_date: '2025-01-15' });
     const other = await companyWithPeople(ctx);
-    await ctx.deps.claims.submit(principal(other), claimBody({ client: client('Ona', 'Petraitė'), vehicle_registration: 'FLT001' }));
+    await ctx.deps.claims.submit(companyPrincipal(other), claimBody({ client: client('Ona', 'Petraitė'), vehicle_registration: 'FLT001' }));
     const web = await signedIn(ctx, c.member.email);
     const ids = async (qs: string) => {
       const res = await web.get(`/claims?${qs}`);
@@ -176,8 +173,8 @@ describe('claims list and status', () => {
   it('exports the filtered list as CSV in the import columns, streamed, with id_number left empty', async () => {
     const c = await companyWithPeople(ctx);
     const body = claimBody({ vehicle_registration: 'EXP123', amount: '12.50', is_at_fault: true, status: 'disputed' });
-    const mine = await ctx.deps.claims.submit(principal(c), { ...body, client: { ...body.client, first_name: '=cmd' } });
-    await ctx.deps.claims.submit(principal(c), claimBody({ vehicle_registration: 'OTHER1' }));
+    const mine = await ctx.deps.claims.submit(companyPrincipal(c), { ...body, client: { ...body.client, first_name: '=cmd' } });
+    await ctx.deps.claims.submit(companyPrincipal(c), claimBody({ vehicle_registration: 'OTHER1' }));
     const web = await signedIn(ctx, c.member.email);
     const res = await web.get('/claims/export.csv?plate=exp');
     expect(res.statusCode).toBe(200);
@@ -191,7 +188,7 @@ describe('claims list and status', () => {
       'first_name,last_name,date_of_birth,id_type,id_number,claim_date,vehicle_registration,claim_type,amount,currency,is_at_fault,status',
     );
     expect(lines).toHaveLength(2);
-    const claim = await ctx.deps.claims.get(principal(c), mine.id);
+    const claim = await ctx.deps.claims.get(companyPrincipal(c), mine.id);
     expect(lines[1]).toBe(
       `'=cmd,${body.client.last_name},${body.client.date_of_birth},${body.client.id_documents[0]!.type},,${claim.claim_date},EXP123,${claim.claim_type ?? ''},12.50,EUR,true,disputed`,
     );
@@ -200,12 +197,12 @@ describe('claims list and status', () => {
 
   it('changes the status of an own claim and records the person who did it', async () => {
     const c = await companyWithPeople(ctx);
-    const claim = await ctx.deps.claims.submit(principal(c), claimBody());
+    const claim = await ctx.deps.claims.submit(companyPrincipal(c), claimBody());
     const web = await signedIn(ctx, c.member.email);
     await web.get(`/claims/${claim.id}`);
     const res = await web.post(`/claims/${claim.id}/status`, { status: 'under_investigation' });
     expect(res.headers.location).toBe(`/claims/${claim.id}?updated=1`);
-    expect((await ctx.deps.claims.get(principal(c), claim.id)).status).toBe('under_investigation');
+    expect((await ctx.deps.claims.get(companyPrincipal(c), claim.id)).status).toBe('under_investigation');
     const history = await ctx.deps.repos.claims.statusHistory(c.id, claim.id);
     expect(history).toEqual([
       { from_status: 'filed', to_status: 'under_investigation', changed_by_token_id: null, changed_by_user_id: c.member.id },
@@ -236,9 +233,9 @@ describe('claims list and status', () => {
     const c = await companyWithPeople(ctx);
     const other = await companyWithPeople(ctx);
     const plate = `MT${Math.random().toString(36).slice(2, 7).toUpperCase()}`;
-    const mine = await ctx.deps.claims.submit(principal(c), claimBody({ vehicle_registration: plate }));
-    const mine2 = await ctx.deps.claims.submit(principal(c), claimBody({ vehicle_registration: plate }));
-    const theirs = await ctx.deps.claims.submit(principal(other), claimBody({ vehicle_registration: plate }));
+    const mine = await ctx.deps.claims.submit(companyPrincipal(c), claimBody({ vehicle_registration: plate }));
+    const mine2 = await ctx.deps.claims.submit(companyPrincipal(c), claimBody({ vehicle_registration: plate }));
+    const theirs = await ctx.deps.claims.submit(companyPrincipal(other), claimBody({ vehicle_registration: plate }));
     const web = await signedIn(ctx, c.member.email);
     const page = await web.get(`/claims/${mine.id}`);
     expect(page.body).toContain(`<a href="/claims/${mine2.id}">Open<span class="visually-hidden"> your claim of`);
@@ -252,8 +249,8 @@ describe('search by plate', () => {
     const a = await companyWithPeople(ctx);
     const b = await companyWithPeople(ctx);
     const body = claimBody({ vehicle_registration: 'zz-77.1 q' });
-    await ctx.deps.claims.submit(principal(a), body);
-    await ctx.deps.claims.submit(principal(b), claimBody({ vehicle_registration: 'ZZ771Q' }));
+    await ctx.deps.claims.submit(companyPrincipal(a), body);
+    await ctx.deps.claims.submit(companyPrincipal(b), claimBody({ vehicle_registration: 'ZZ771Q' }));
     const web = await signedIn(ctx, b.member.email);
     await web.get('/search');
     const res = await web.post('/search', { plate: 'zz 771q' });
@@ -287,8 +284,8 @@ describe('overview', () => {
   it('shows claims per month of the last 12 months as a chart with a table, and counts by status', async () => {
     const c = await companyWithPeople(ctx);
     const today = ctx.deps.today();
-    await ctx.deps.claims.submit(principal(c), claimBody({ claim_date: today, status: 'settled' }));
-    await ctx.deps.claims.submit(principal(c), claimBody({ claim_date: today }));
+    await ctx.deps.claims.submit(companyPrincipal(c), claimBody({ claim_date: today, status: 'settled' }));
+    await ctx.deps.claims.submit(companyPrincipal(c), claimBody({ claim_date: today }));
     const web = await signedIn(ctx, c.member.email);
     const res = await web.get('/');
     expect(res.statusCode).toBe(200);

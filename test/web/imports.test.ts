@@ -106,7 +106,7 @@ describe('import pages', () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(res.body).toContain('2 rows would be imported, 2 would fail.');
     expect(res.body).toMatch(/<td class="num" data-label="Row">3<\/td><td data-label="Column"><code>claim_date<\/code><\/td>/u);
-    const page = await ctx.deps.imports.list({ companyId: c.id, companyName: c.name, tokenId: null, userId: null }, { limit: 10 });
+    const page = await ctx.deps.imports.list(companyPrincipal(c), { limit: 10 });
     expect(page.data).toEqual([]);
   });
 
@@ -126,7 +126,7 @@ describe('import pages', () => {
       { accept: 'application/json', 'x-csrf-token': 'forged' },
     );
     expect(json.statusCode).toBe(403);
-    const page = await ctx.deps.imports.list({ companyId: c.id, companyName: c.name, tokenId: null, userId: null }, { limit: 10 });
+    const page = await ctx.deps.imports.list(companyPrincipal(c), { limit: 10 });
     expect(page.data).toEqual([]);
   });
 

@@ -2,10 +2,8 @@ import { randomBytes } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { addDays, claimBody, createTestContext, type TestContext } from '../harness';
+import { addDays, claimBody, createTestContext, plate as newPlate, type TestContext } from '../harness';
 import { companyWithPeople, signedIn } from './web-client';
-
-const newPlate = () => `W${randomBytes(4).toString('hex').toUpperCase().slice(0, 7)}`;
 
 describe('dashboard: matches, indicators, who looked, our look-ups', () => {
   let ctx: TestContext;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { csv, futureDate, postImport, validRow } from '../import-helpers';
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, companyPrincipal, createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, PASSWORD, signedIn, WebClient } from './web-client';
 
 let ctx: TestContext;
@@ -126,7 +126,7 @@ describe('operator', () => {
     const email = `operator-${Math.random().toString(36).slice(2, 8)}@registry.example`;
     await ctx.deps.companies.createUser({ companyId: null, email, password: PASSWORD, role: 'operator' });
     const a = await companyWithPeople(ctx, 'Counted');
-    const p = { companyId: a.id, companyName: a.name, tokenId: null, userId: null };
+    const p = companyPrincipal(a);
     await ctx.deps.claims.submit(p, claimBody());
     await ctx.deps.claims.submit(p, claimBody());
     await ctx.deps.tokens.create(a.id, 'second token');

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { Principal } from '../../src/domain/principal';
-import { claimBody, createTestContext, type TestContext } from '../harness';
+import { claimBody, companyPrincipal, createTestContext, type TestContext } from '../harness';
 import { companyWithPeople, signedIn, type WebClient } from './web-client';
 
 let ctx: TestContext;
@@ -11,16 +10,14 @@ let bAdmin: WebClient;
 let aClaimId: string;
 let aPlate: string;
 let bClaimId: string;
-const principal = (c: { id: string; name: string }): Principal => ({ companyId: c.id, companyName: c.name, tokenId: null, userId: null });
-
 beforeAll(async () => {
   ctx = await createTestContext();
   a = await companyWithPeople(ctx, 'Alpha');
   b = await companyWithPeople(ctx, 'Beta');
   const body = claimBody();
   aPlate = body.vehicle_registration;
-  aClaimId = (await ctx.deps.claims.submit(principal(a), body)).id;
-  bClaimId = (await ctx.deps.claims.submit(principal(b), claimBody())).id;
+  aClaimId = (await ctx.deps.claims.submit(companyPrincipal(a), body)).id;
+  bClaimId = (await ctx.deps.claims.submit(companyPrincipal(b), claimBody())).id;
   await ctx.deps.tokens.create(a.id, 'Alpha secret system');
   await ctx.deps.tokens.create(b.id, 'Beta own system');
   bAdmin = await signedIn(ctx, b.admin.email);
@@ -67,7 +64,7 @@ describe("a person of company B and company A's records", () => {
     const res = await bAdmin.post(`/claims/${aClaimId}/status`, { status: 'closed' });
     expect(res.statusCode).toBe(403);
     expect(res.body).toContain('This claim belongs to another company');
-    expect((await ctx.deps.claims.get(principal(a), aClaimId)).status).toBe('filed');
+    expect((await ctx.deps.claims.get(companyPrincipal(a), aClaimId)).status).toBe('filed');
   });
 
   it("finds A's claim by plate (shared registry) but without a link to change it", async () => {
