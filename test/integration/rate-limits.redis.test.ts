@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestContext, TEST_HASH_KEY, type TestContext } from '../harness';
@@ -70,5 +71,30 @@ describe('rate limits across two API processes sharing Redis', () => {
     const statuses: number[] = [];
     for (let i = 0; i < FAILURES + 2; i++) statuses.push((await get(i, `Bearer csk_${randomBytes(32).toString('base64url')}`)).status);
     expect(statuses).toEqual([...Array(FAILURES).fill(401), 429, 429]);
+  });
+
+  it("takes a token's requests from Redis a hundredth of its limit at a time, and the limit holds", async () => {
+    const c = await ctx.newCompany('Leases');
+    await ctx.deps.repos.companies.setRateLimit(c.id, 500);
+    await ctx.app.rateLimits.refreshCompanyLimits();
+    const { id } = (await ctx.deps.db.query<{ id: string }>('SELECT id FROM api_tokens WHERE company_id = $1', [c.id]))[0]!;
+    const redis = new Redis(redisUrl);
+    try {
+      const counted = () => redis.get(`${prefix}:rate-limit:token:${id}`);
+      const claims = () => ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: c.auth });
+      const first = await claims();
+      expect(first.statusCode).toBe(200);
+      expect(first.headers['ratelimit-remaining']).toBe('499');
+      // This process took five (a hundredth of 500) and counts them itself.
+      expect(await counted()).toBe('5');
+      for (let i = 0; i < 4; i++) await claims();
+      expect(await counted()).toBe('5');
+      const statuses: number[] = [];
+      for (let i = 5; i < 502; i++) statuses.push((await claims()).statusCode);
+      expect(statuses.filter((s) => s === 200)).toHaveLength(495);
+      expect(statuses.slice(-2)).toEqual([429, 429]);
+    } finally {
+      redis.disconnect();
+    }
   });
 });

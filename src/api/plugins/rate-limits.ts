@@ -18,9 +18,16 @@ import { AppError } from '../../domain/errors';
  *   AUTH_FAILURES_PER_MINUTE. Checked before the token is looked up: an address past its budget
  *   costs no database read, while a token this process has seen valid goes on.
  * - A batch plate look-up takes one request per plate (`takeMany`).
+ *
+ * In Redis, a process takes a token's requests a share at a time (a lease: a hundredth of the
+ * limit, at least 1) and counts them in memory until they are spent or the minute ends, so most
+ * requests cost no Redis call. A budget can so be overrun, or fall short, by at most one lease per
+ * process; with a limit under 200 every request is counted in Redis.
  */
 
 const WINDOW_MS = 60_000;
+/** The start of a token's counter's key (the rest is its id). */
+const TOKEN_KEY = 'token:';
 /** The request's token limit, handed from countRequest to the limiter's `max`. */
 const LIMIT = Symbol('rateLimitMax');
 /** How often the companies' own limits are read again (`admin company:limits` takes effect within this). */
@@ -54,16 +61,58 @@ const TAKE_MANY_LUA = `
   if current == n then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
   return {current, redis.call('PTTL', KEYS[1]), 1}`;
 
+/** Adds n to a counter (its window starting with it), in one Redis call: the count and the window's time left. */
+const LEASE_LUA = `
+  local current = redis.call('INCRBY', KEYS[1], ARGV[2])
+  if current == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+  return {current, redis.call('PTTL', KEYS[1])}`;
+/** The requests of a token a process takes from Redis at once: this share of its limit. */
+const LEASE_SHARE = 100;
+const leaseSize = (max: number) => Math.max(1, Math.floor(max / LEASE_SHARE));
+/** Counts `next` up to `last` (requests of the budget this process may number) until `until` (ms). */
+type Lease = { next: number; last: number; until: number };
+
+/** A token's counter taken from Redis a lease at a time (see the top of this file); one Redis call at a time per key. */
+function leasedCounter(redis: Redis, namespace: string) {
+  const leases = new Map<string, Lease>();
+  const taking = new Map<string, Promise<void>>();
+  const take = async (key: string, n: number) => {
+    const [current, ttl] = (await redis.eval(LEASE_LUA, 1, namespace + key, WINDOW_MS, n)) as [number, number];
+    leases.set(key, { next: current - n + 1, last: current, until: Date.now() + Math.max(0, ttl) });
+  };
+  return async (key: string, max: number): Promise<Counted> => {
+    for (;;) {
+      const now = Date.now();
+      const lease = leases.get(key);
+      if (lease && lease.until > now && lease.next <= lease.last) return { current: lease.next++, ttl: lease.until - now };
+      if (lease) leases.delete(key);
+      let pending = taking.get(key);
+      if (!pending) {
+        pending = take(key, leaseSize(max)).finally(() => taking.delete(key));
+        taking.set(key, pending);
+      }
+      await pending;
+    }
+  };
+}
+
 /**
  * The store handed to @fastify/rate-limit: its LocalStore or RedisStore, one for every limiter
  * (the keys say which budget), and `takeMany` for the batch look-up.
  */
 function countingStore(redis: Redis | undefined, namespace: string) {
   const inner: PluginStore = redis ? new RedisStore(false, false, redis, namespace) : new LocalStore(false, false, 50_000);
+  const leased = redis && leasedCounter(redis, namespace);
   const call = (method: 'incr' | 'read', key: string, max: number) =>
     new Promise<Counted>((resolve, reject) => inner[method](key, (err, res) => (err ? reject(err) : resolve(res)), WINDOW_MS, max));
   return {
-    incr: inner.incr.bind(inner),
+    incr(key: string, cb: StoreCallback, timeWindow: number, max: number): void {
+      if (!leased || !key.startsWith(TOKEN_KEY)) return inner.incr(key, cb, timeWindow, max);
+      leased(key, max).then(
+        (counted) => cb(null, counted),
+        (err: Error) => cb(err, { current: 0, ttl: 0 }),
+      );
+    },
     read: inner.read.bind(inner),
     child() {
       return this;
@@ -159,7 +208,7 @@ export const rateLimitsPlugin = fp(
       // Read once per request by limitOf in countRequest and handed over on the request.
       max: (request) => (request as FastifyRequest & { [LIMIT]?: number })[LIMIT] ?? config.rateLimitPerMinute,
       timeWindow: WINDOW_MS,
-      keyGenerator: (request) => `token:${request.principal.tokenId ?? request.principal.userId}`,
+      keyGenerator: (request) => `${TOKEN_KEY}${request.principal.tokenId ?? request.principal.userId}`,
     });
 
     const setHeaders = (reply: FastifyReply, max: number, remaining: number, resetSeconds: number) => {
@@ -194,7 +243,7 @@ export const rateLimitsPlugin = fp(
       async countMany(request, reply, n) {
         const max = limitOf(request.principal.companyId);
         if (max === 0) return;
-        const key = `token:${request.principal.tokenId ?? request.principal.userId}`;
+        const key = `${TOKEN_KEY}${request.principal.tokenId ?? request.principal.userId}`;
         let r: Counted & { taken: boolean };
         try {
           r = await counters.takeMany(key, n, max);
