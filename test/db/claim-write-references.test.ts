@@ -37,15 +37,19 @@ function claimOf(clientId: string, companyId = company.id): NewClaimRow {
     id: newId(),
     companyId,
     clientId,
-    claimDate: '2026-01-05',
-    claimType: 'accident',
-    amount: '120.50',
-    isAtFault: false,
-    vehicleRegistration: 'REF-1',
+    input: {
+      client: { firstName: 'Ona', lastName: 'Petraitė', dateOfBirth: '1980-02-03', documents: [] },
+      claim_date: '2026-01-05',
+      claim_type: 'accident',
+      amount: '120.50',
+      currency: 'EUR',
+      is_at_fault: false,
+      vehicle_registration: 'REF-1',
+      status: 'filed',
+    },
     source: 'bulk_import',
-    status: 'filed',
     importId: null,
-  } as unknown as NewClaimRow;
+  };
 }
 
 const document = (clientId: string) => ({ type: 'passport' as const, hash: randomUUID().replaceAll('-', ''), clientId });
