@@ -1,4 +1,5 @@
 import type { ChunkEntry, LedgerPort } from '../domain/imports/ports';
+import { arrayLiteral } from './columns';
 import type { Queryable } from './db';
 
 /**
@@ -38,6 +39,20 @@ export function createImportLedgerRepository(db: Queryable) {
         ],
       );
       return rows.length === 1;
+    },
+
+    /**
+     * Notes the persons a chunk created (in the transaction that created them), so that a failed
+     * or cancelled import can remove those it left without a claim. A chunk run again adds to its
+     * note.
+     */
+    async notePersons(importId: string, chunkNo: number, clientIds: string[]): Promise<void> {
+      if (clientIds.length === 0) return;
+      await db.query(
+        `INSERT INTO import_persons (import_id, chunk_no, client_ids) VALUES ($1, $2, $3::text::uuid[])
+         ON CONFLICT (import_id, chunk_no) DO UPDATE SET client_ids = import_persons.client_ids || EXCLUDED.client_ids`,
+        [importId, chunkNo, arrayLiteral(clientIds, (id) => id)],
+      );
     },
 
     async failedRows(importId: string, afterRow: number, limit: number) {

@@ -9,7 +9,7 @@ import type {
   TransitionPatch,
 } from '../domain/imports/ports';
 import type { PageRequest } from '../domain/paging';
-import type { Queryable } from './db';
+import { pgErrorCode, type Queryable } from './db';
 import { olderThan, positionParams, positionTs } from './keyset';
 import { isoTime } from './columns';
 
@@ -218,10 +218,14 @@ export function createImportRepository(db: Queryable) {
     },
 
     async lockShared(id: string) {
+      // Sent with the lock, on the same round trip: see ImportRepositoryPort.lockShared.
+      const relaxed = db.query('SET LOCAL synchronous_commit TO off');
+      relaxed.catch(() => {});
       const rows = await db.query<{ status: ImportStatus; cancel_requested: boolean }>(
         `SELECT status, cancel_requested_at IS NOT NULL AS cancel_requested FROM imports WHERE id = $1 FOR KEY SHARE`,
         [id],
       );
+      await relaxed;
       const r = rows[0];
       return r && { status: r.status, cancelRequested: r.cancel_requested };
     },
@@ -298,6 +302,40 @@ export function createImportRepository(db: Queryable) {
         [id, companyId, batch],
       );
       return rows[0]!.n;
+    },
+
+    /**
+     * Removes the persons the import created that have no claim (its own claims are purged
+     * first), their documents with them, and its notes of them; how many persons went. A claim
+     * written meanwhile on one of them by a submission keeps it: the delete then loses on the
+     * claims' foreign key and runs again, seeing that claim.
+     */
+    async purgePersons(id: string): Promise<number> {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const rows = await db.query<{ n: number }>(
+            `WITH created AS (
+               SELECT DISTINCT unnest(client_ids) AS id FROM import_persons WHERE import_id = $1
+             ), gone AS (
+               DELETE FROM clients cl USING created
+                WHERE cl.id = created.id AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.client_id = cl.id)
+               RETURNING 1
+             ), noted AS (
+               DELETE FROM import_persons WHERE import_id = $1
+             )
+             SELECT count(*)::int AS n FROM gone`,
+            [id],
+          );
+          return rows[0]!.n;
+        } catch (err) {
+          if (pgErrorCode(err) !== '23503' || attempt >= 5) throw err;
+        }
+      }
+    },
+
+    /** Forgets which persons a completed import created (they all have its claims). */
+    async forgetPersons(id: string): Promise<void> {
+      await db.query('DELETE FROM import_persons WHERE import_id = $1', [id]);
     },
 
     async markPurged(id: string): Promise<void> {

@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestContext, type TestContext } from '../harness';
+import { createTestContext, submitClaim, type TestContext } from '../harness';
 import { csv, docNumber, futureDate, postImport, validRow, type CsvRow, recordImport } from '../import-helpers';
 
 /**
@@ -124,9 +126,58 @@ describe('a run stopped with any set of chunks committed (chunks of 2 rows)', ()
     ).toEqual(['5', '8']);
   });
 
-  it('stops every chunk in flight on a cancel, leaving no claim', async () => {
+  it('commits a chunk whose persons all come from the chunk before it while that one is still open', async () => {
+    const company = await ctx.newCompany('No waiting');
+    // Chunks 0–3, each the two persons of the chunk before it, the first new in the file.
+    const [a, b] = [validRow(), validRow({ date_of_birth: '1970-01-01' })];
+    const rows = [0, 1, 2, 3].flatMap((c) => [a, b].map((p) => ({ ...p, vehicle_registration: `NW${c}${p === a ? 'A' : 'B'}` })));
+    const id = await recordImport(ctx, company, csv(rows));
+    let laterCommitted = false;
+    hooks.set(0, async () => {
+      // Side by side, the chunks after it commit while the first one's claims are held open.
+      if (writers() !== 2) return;
+      for (let i = 0; i < 200 && !(await ledger(id)).includes(1); i++) await new Promise((r) => setTimeout(r, 50));
+      laterCommitted = (await ledger(id)).includes(1);
+      if (!laterCommitted) throw new Error('the second chunk waited for the first');
+    });
+    const outcome = await ctx.deps.imports.process(id);
+    expect(outcome).toMatchObject({ status: 'completed', imported: 8, failed: 0 });
+    expect(laterCommitted).toBe(writers() === 2);
+    expect(await personsOf(ctx, id)).toEqual({ clients: 2, documents: 2, min: 4, max: 4 });
+  });
+
+  it('removes the persons a failed import created and left without a claim, not one a submission uses', async () => {
+    const company = await ctx.newCompany('Failed persons');
+    const tag = `Failed${randomUUID().slice(0, 8)}`;
+    const rows = Array.from({ length: 10 }, () => validRow({ last_name: tag }));
+    const id = await recordImport(ctx, company, csv(rows));
+    hooks.set(2, async () => {
+      throw new Error('the worker died');
+    });
+    await expect(ctx.deps.imports.process(id)).rejects.toThrow('the worker died');
+    const persons = async () =>
+      (await query<{ n: number }>(ctx, 'SELECT count(*)::int AS n FROM clients WHERE last_name = $1', [tag]))[0]!.n;
+    // Chunks 0 and 1 (and, side by side, the third's persons and the fourth) are in.
+    expect(await persons()).toBeGreaterThanOrEqual(4);
+    // A submission finds the first row's person meanwhile.
+    const first = rows[0]!;
+    await submitClaim(ctx, company, {
+      client: {
+        first_name: first.first_name,
+        last_name: tag,
+        date_of_birth: first.date_of_birth,
+        id_documents: [{ type: first.id_type, number: first.id_number }],
+      },
+    });
+    await ctx.deps.imports.markFailed(id, 'error', 'the worker died');
+    expect(await ctx.deps.repos.imports.countClaims(id)).toBe(0);
+    expect(await persons()).toBe(1);
+  });
+
+  it('stops every chunk in flight on a cancel, leaving no claim and no person it created', async () => {
     const company = await ctx.newCompany('Cancel in flight');
-    const id = await recordImport(ctx, company, csv(Array.from({ length: 12 }, () => validRow())));
+    const tag = `Cancelled${randomUUID().slice(0, 8)}`;
+    const id = await recordImport(ctx, company, csv(Array.from({ length: 12 }, () => validRow({ last_name: tag }))));
     // Asked while the third chunk's transaction is open, and the fourth's beside it on PostgreSQL
     // (embedded, the answer would wait for that very transaction on the one session: it comes
     // before the next chunk's).
@@ -139,6 +190,8 @@ describe('a run stopped with any set of chunks committed (chunks of 2 rows)', ()
     expect((await cancel!).statusCode).toBe(202);
     expect(outcome.status).toBe('cancelled');
     expect(await ctx.deps.repos.imports.countClaims(id)).toBe(0);
+    // Nor any person it created.
+    expect((await query<{ n: number }>(ctx, 'SELECT count(*)::int AS n FROM clients WHERE last_name = $1', [tag]))[0]!.n).toBe(0);
     // The chunks after the cancel were not written.
     expect((await ledger(id)).length).toBeLessThan(6);
     const data = (await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: company.auth })).json().data;

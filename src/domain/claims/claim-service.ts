@@ -300,6 +300,8 @@ export function createClaimService({
     importId: string | null,
     documents: DocumentRef[][],
     known: KnownDocument[],
+    /** Identity checks of the company's made but not yet committed (an import's chunks in flight). */
+    pendingChecks = 0,
   ): Promise<{
     plan: IdentityPlan;
     claims: (NewClaimRow | null)[];
@@ -309,6 +311,7 @@ export function createClaimService({
   }> {
     const at = policy.now();
     const used = policy.perHour > 0 ? await tx.identityChecks.countSince([who.companyId], at - HOUR_MS) : new Map<string, number>();
+    if (pendingChecks > 0) used.set(who.companyId, (used.get(who.companyId) ?? 0) + pendingChecks);
     let cut = (used.get(who.companyId) ?? 0) >= policy.perHour && policy.perHour > 0 ? 0 : inputs.length;
     let planned = planBatch(who, inputs.slice(0, cut), source, importId, documents.slice(0, cut), known);
     let admission = admitMismatches(planned.plan.outcomes, () => who.companyId, new Map(used), policy.perHour);

@@ -1,4 +1,5 @@
 import type { ClaimInput } from '../claims/claim';
+import type { NewClaimRow } from '../claims/claim-repository';
 import { validateClaimInput } from '../claims/claim';
 import { withRetries } from '../claims/claim-service';
 import type { DocumentRef, IdentityOutcome, KnownDocument } from '../clients/identity';
@@ -41,8 +42,41 @@ export type ClaimWriter<Tx> = {
     importId: string,
     documents: DocumentRef[][],
     known: KnownDocument[],
-  ): Promise<{ outcomes: IdentityOutcome[]; checks: IdentityCheck[]; events: AuditEventInput[]; written: Promise<unknown> }>;
+  ): Promise<{ outcomes: IdentityOutcome[]; checks: IdentityCheck[]; events: AuditEventInput[]; created: string[]; written: Promise<unknown> }>;
+  /**
+   * Persons first (chunks side by side): resolves the identities as `write` does, counting
+   * `pendingChecks` (identity checks of the company's chunks in flight) against the budget, and
+   * sends the write of the chunk's new persons and documents only. What is left to write, the
+   * claims, identity checks and events, goes to `writePlanned` in the chunk's next transaction.
+   */
+  writePersons(
+    tx: Tx,
+    companyId: string,
+    inputs: ClaimInput[],
+    importId: string,
+    documents: DocumentRef[][],
+    known: KnownDocument[],
+    pendingChecks: number,
+  ): Promise<PlannedChunk & { written: Promise<unknown> }>;
+  /** The claims, identity checks and events of a chunk whose persons are committed. */
+  writePlanned(tx: Tx, planned: PlannedChunk): Promise<unknown>;
 };
+
+/**
+ * A chunk whose identities are decided and whose new persons are committed: what its claims'
+ * transaction writes. `created`: the persons it created (noted for a failed import's clean-up).
+ */
+export type PlannedChunk = {
+  outcomes: IdentityOutcome[];
+  claims: NewClaimRow[];
+  checks: IdentityCheck[];
+  events: AuditEventInput[];
+  created: string[];
+};
+const NOTHING_PLANNED: PlannedChunk = { outcomes: [], claims: [], checks: [], events: [], created: [] };
+
+/** What a chunk's persons' transaction came to: its plan, or the import stopped (as ChunkResult's). */
+export type PersonsResult = { kind: 'planned'; planned: PlannedChunk } | { kind: 'stopped'; status: ImportStatus | undefined };
 
 /** A claim's identity documents as stored (the keyed hash): CPU work done before the chunk's transaction. */
 export type DocumentsOf = (input: ClaimInput) => DocumentRef[];
@@ -240,21 +274,100 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
     // wait for their shared locks while they waited for this one's.
     if (state.cancelRequested) return { kind: 'stopped', status: 'cancelled' };
     await beforeWrite?.(chunk.no);
-    const { outcomes, written } =
+    const { outcomes, written, created } =
       known === undefined
-        ? { outcomes: [], written: undefined }
+        ? { outcomes: [], written: undefined, created: [] }
         : await writeClaims.write(tx, run.companyId, chunk.inputs, run.id, chunk.documents, known);
+    const noted = tx.ledger.notePersons(run.id, chunk.no, created);
+    noted.catch(() => {});
     const entry = ledgerEntry(run.id, chunk, outcomes, columns);
     const appended = tx.ledger.append(entry);
     // After a failed write the entry fails too (the transaction is aborted): the write's error is the one to see.
     appended.catch(() => {});
     whileWriting?.();
     await written;
+    await noted;
     if (!(await appended)) throw new ChunkSuperseded();
     return { kind: 'written', known: knownAfter(chunk.documents, outcomes) };
   }
 
-  return { commit };
+  /** The import's status as a chunk's lock found it, when that stops the chunk (as in writeChunk). */
+  const stoppedBy = (state: { status: ImportStatus; cancelRequested: boolean } | undefined) =>
+    !state || state.status !== 'processing'
+      ? ({ kind: 'stopped', status: state?.status } as const)
+      : state.cancelRequested
+        ? ({ kind: 'stopped', status: 'cancelled' } as const)
+        : undefined;
+
+  /**
+   * Persons first, the first of a chunk's two transactions when chunks are written side by side
+   * (docs/import-pipeline.md): lock the import's row (shared), look the chunk's documents up,
+   * decide its identities as file order would, and commit its new persons and documents with a
+   * note of them. Called for the chunks of a run one at a time, in file order, each once the one
+   * before has committed: so each sees every person the file's earlier rows created, and no
+   * chunk's claims need wait for another chunk's. A person created meanwhile by anyone else makes
+   * the write lose on the documents' unique key: it runs again and finds that person.
+   */
+  async function commitPersons(run: { id: string; companyId: string }, chunk: PreparedChunk, pendingChecks: number): Promise<PersonsResult> {
+    return withRetries(() =>
+      repos.transaction(async (tx): Promise<PersonsResult> => {
+        const locked = tx.imports.lockShared(run.id);
+        const found = chunk.inputs.length === 0 ? undefined : writeClaims.lookup(tx, chunk.documents);
+        const [state, known] = await Promise.all([locked, found]);
+        const stopped = stoppedBy(state);
+        if (stopped) return stopped;
+        if (known === undefined) return { kind: 'planned', planned: NOTHING_PLANNED };
+        const { written, ...planned } = await writeClaims.writePersons(
+          tx,
+          run.companyId,
+          chunk.inputs,
+          run.id,
+          chunk.documents,
+          known,
+          pendingChecks,
+        );
+        const noted = tx.ledger.notePersons(run.id, chunk.no, planned.created);
+        noted.catch(() => {});
+        await written;
+        await noted;
+        return { kind: 'planned', planned };
+      }),
+    );
+  }
+
+  /**
+   * The chunk's second transaction: lock the import's row (shared), write the claims, identity
+   * checks and events its persons' transaction planned, and append the ledger entry; everything
+   * commits together or not at all. Chunks run this side by side, in any order.
+   */
+  async function commitClaims(
+    run: { id: string; companyId: string },
+    chunk: PreparedChunk,
+    columns: Column[] | null,
+    planned: PlannedChunk,
+  ): Promise<ChunkResult> {
+    const written = withRetries(() =>
+      repos.transaction(async (tx): Promise<ChunkResult> => {
+        const stopped = stoppedBy(await tx.imports.lockShared(run.id));
+        if (stopped) return stopped;
+        await beforeWrite?.(chunk.no);
+        const claims = writeClaims.writePlanned(tx, planned);
+        claims.catch(() => {});
+        const appended = tx.ledger.append(ledgerEntry(run.id, chunk, planned.outcomes, columns));
+        appended.catch(() => {});
+        whileWriting?.();
+        await claims;
+        if (!(await appended)) throw new ChunkSuperseded();
+        return { kind: 'written', known: [] };
+      }),
+    );
+    return written.catch((err: unknown) => {
+      if (err instanceof ChunkSuperseded) return { kind: 'superseded' } as const;
+      throw err;
+    });
+  }
+
+  return { commit, commitPersons, commitClaims };
 }
 
 /** The ledger entry of a chunk: counts, row errors in row order, and the failed rows' cells (id_number emptied). */

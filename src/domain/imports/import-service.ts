@@ -23,6 +23,7 @@ import {
   type ClaimWriter,
   type DocumentsOf,
   type LookAhead,
+  type PersonsResult,
 } from './chunk-writer';
 import { readChunks, type ReadChunk } from './chunk-reader';
 import { planRanges, type ImportRange } from './range-plan';
@@ -436,8 +437,16 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     });
     const waitFor = new Map(range?.waitFor);
     let rowsDone = committed.reduce((sum, c) => sum + c.rowsDone, 0);
+    // Side by side, each chunk's persons' transaction follows the one before it (`personsInTurn`).
+    let persons: Promise<PersonsResult | undefined> = Promise.resolve(undefined);
+    const pending = { checks: 0 };
     for await (const written of writeChunks<ReadChunk, Written>(chunks, writers, async (chunk, next, earlier) => {
       const before = waitFor.get(chunk.no);
+      if (writers > 1) {
+        // Chained before any await: the persons' transactions go in file order.
+        persons = personsInTurn(run, chunk, persons, before, earlier.length === 0, pending);
+        return claimsOf(run, chunk, persons, pending);
+      }
       if (before) await earlierRanges(run.id, before);
       // After such a wait, the look-up made ahead (before those chunks committed) is out of date.
       return writeInTurn(run, chunk, next, earlier, before !== undefined);
@@ -452,7 +461,54 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   }
 
   /**
-   * One chunk's write, once the scheduler gives it its turn. It first waits for the chunks in
+   * Chunks side by side (IMPORT_WRITERS > 1): a chunk's persons are decided and committed once the
+   * chunk before it has committed its own (`previous`), and not before the chunks of earlier
+   * ranges it needs (`before`, a split file) have committed; then its claims are written whenever
+   * a writer is free, whatever the other chunks do. So who a person is stays as in file order,
+   * and no chunk waits for another's claims. A chunk whose predecessor failed or was stopped does
+   * not decide its persons at all (a later row could otherwise create a person an earlier row
+   * would have decided otherwise). `pending` counts the identity checks planned by chunks whose
+   * claims are not committed yet: they count against the company's budget as if they were.
+   */
+  function personsInTurn(
+    run: ImportRecord,
+    chunk: ReadChunk,
+    previous: Promise<PersonsResult | undefined>,
+    before: number[] | undefined,
+    first: boolean,
+    pending: { checks: number },
+  ): Promise<PersonsResult> {
+    return previous.then(async (last) => {
+      if (last?.kind === 'stopped') return last;
+      if (before) await earlierRanges(run.id, before);
+      if (first) await repos.imports.setColumns(run.id, chunk.columns);
+      const result = await writer.commitPersons(run, chunk, pending.checks);
+      if (result.kind === 'planned') pending.checks += result.planned.checks.length;
+      return result;
+    });
+  }
+
+  /** A chunk's claims, once its persons are committed (`personsInTurn`). */
+  async function claimsOf(
+    run: ImportRecord,
+    chunk: ReadChunk,
+    persons: Promise<PersonsResult | undefined>,
+    pending: { checks: number },
+  ): Promise<Written> {
+    const decided = (await persons)!;
+    if (decided.kind === 'stopped') return { no: chunk.no, rows: chunk.count, result: decided };
+    try {
+      const result = await writer.commitClaims(run, chunk, chunk.columns, decided.planned);
+      if (result.kind === 'written') deps.afterChunkCommit?.(chunk.no);
+      return { no: chunk.no, rows: chunk.count, result };
+    } finally {
+      pending.checks -= decided.planned.checks.length;
+    }
+  }
+
+  /**
+   * One chunk's write, once the scheduler gives it its turn (one writer: its persons and claims in
+   * one transaction). It first waits for the chunks in
    * flight before it that share a document with it (file order decides who that person is; see
    * `mustWaitFor`); a person that anyone else creates meanwhile makes its write lose the race on
    * the documents' unique key, and it runs again, finding them. One writer at a time, the
@@ -510,12 +566,15 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     if (!isTerminal(run.status)) return;
     await deleteObject(storage, run.objectKey);
     if (run.status !== 'completed') await purge(run.id, run.companyId);
+    else await repos.imports.forgetPersons(run.id);
   }
 
   /** Removes the claims of a failed or cancelled import, in batches (they were never visible). */
   async function purge(importId: string, companyId: string): Promise<void> {
     const batch = deps.purgeBatch ?? 5000;
     while ((await repos.imports.purgeClaims(importId, companyId, batch)) > 0) await yieldToEventLoop();
+    // Then the persons it created that are left without a claim (a submission's claim keeps one).
+    await repos.imports.purgePersons(importId);
     await repos.imports.markPurged(importId);
   }
 

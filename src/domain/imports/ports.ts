@@ -86,6 +86,12 @@ export interface ImportRepositoryPort {
    * side) and lets a cancel be asked meanwhile (chunks hold the row one after the other without a
    * gap: a lock that waited for them all would wait for the whole import); its status and whether
    * a cancel was asked. Only the run itself moves the import on, once its chunks have all settled.
+   *
+   * It also lets the chunk's transaction commit without waiting for its WAL flush
+   * (synchronous_commit off). A chunk's claims commit with its ledger entry or not at all, and a
+   * run that starts again writes whatever the ledger lacks, so a chunk lost to a crash of the
+   * database is written again; the import's completion waits for its flush as every other
+   * transaction does, and the WAL is flushed in order, so a completed import has all its chunks.
    */
   lockShared(id: string): Promise<{ status: ImportStatus; cancelRequested: boolean } | undefined>;
   /** Records the file's columns (once, before its first chunk), for the failed rows' file. */
@@ -98,6 +104,10 @@ export interface ImportRepositoryPort {
   listToPurge(limit: number): Promise<{ id: string; companyId: string }[]>;
   /** Deletes up to `batch` claims of the import; how many it deleted. */
   purgeClaims(id: string, companyId: string, batch: number): Promise<number>;
+  /** Removes the persons the import created that are left without a claim (after purgeClaims); how many. */
+  purgePersons(id: string): Promise<number>;
+  /** Forgets which persons a completed import created. */
+  forgetPersons(id: string): Promise<void>;
   markPurged(id: string): Promise<void>;
 }
 
@@ -126,6 +136,8 @@ export interface LedgerPort {
    * wrote it): the caller then rolls its transaction back.
    */
   append(entry: ChunkEntry): Promise<boolean>;
+  /** Notes the persons a chunk created, in the transaction that created them (see purgePersons). */
+  notePersons(importId: string, chunkNo: number, clientIds: string[]): Promise<void>;
   /** The failed rows' cells in row order, a page at a time (for the failed rows' file). */
   failedRows(
     importId: string,
