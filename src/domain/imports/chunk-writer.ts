@@ -42,7 +42,13 @@ export type ClaimWriter<Tx> = {
     importId: string,
     documents: DocumentRef[][],
     known: KnownDocument[],
-  ): Promise<{ outcomes: IdentityOutcome[]; checks: IdentityCheck[]; events: AuditEventInput[]; created: string[]; written: Promise<unknown> }>;
+  ): Promise<{
+    outcomes: IdentityOutcome[];
+    checks: IdentityCheck[];
+    events: AuditEventInput[];
+    created: string[];
+    written: Promise<unknown>;
+  }>;
   /**
    * Persons first (chunks side by side): resolves the identities as `write` does, counting
    * `pendingChecks` (identity checks of the company's chunks in flight) against the budget, and
@@ -308,7 +314,11 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
    * chunk's claims need wait for another chunk's. A person created meanwhile by anyone else makes
    * the write lose on the documents' unique key: it runs again and finds that person.
    */
-  async function commitPersons(run: { id: string; companyId: string }, chunk: PreparedChunk, pendingChecks: number): Promise<PersonsResult> {
+  async function commitPersons(
+    run: { id: string; companyId: string },
+    chunk: PreparedChunk,
+    pendingChecks: number,
+  ): Promise<PersonsResult> {
     return withRetries(() =>
       repos.transaction(async (tx): Promise<PersonsResult> => {
         const locked = tx.imports.lockShared(run.id);

@@ -47,7 +47,8 @@ export function createImportClaimWriter<
         pendingChecks,
       );
       const persons = { newClients: plan.newClients, newDocuments: plan.newDocuments };
-      const personsWritten = persons.newClients.length + persons.newDocuments.length > 0 ? tx.claims.insertResolved(persons, []) : undefined;
+      const personsWritten =
+        persons.newClients.length + persons.newDocuments.length > 0 ? tx.claims.insertResolved(persons, []) : undefined;
       return {
         outcomes: plan.outcomes,
         claims: written,
