@@ -21,6 +21,7 @@ import { minusYears, todayIn } from './domain/dates';
 import { createIdempotencyService } from './domain/idempotency/idempotency-service';
 import { createImportClaimWriter } from './domain/imports/claim-writer';
 import { announceImportOutcome } from './domain/imports/import-events';
+import { importResource } from './api/import-resource';
 import { createImportService, type ImportQueue } from './domain/imports/import-service';
 import { createLookupBatchService } from './domain/lookups/lookup-batch';
 import { createQualityService } from './domain/quality/quality';
@@ -240,7 +241,7 @@ export async function createDeps(config: Config, options: DepsOptions) {
         if (run.status === 'completed' && config.alertsEnabled) {
           await tx.alerts.matchImport(run.id, minusYears(today(), config.searchHistoryYears));
         }
-        await announceImportOutcome(tx, run);
+        await announceImportOutcome(tx, run, importResource(run));
       },
       ...hooks,
     });

@@ -6,6 +6,11 @@ import type { Queryable } from './db';
  * The import ledger: one row per committed chunk, written in the chunk's own transaction (so a
  * chunk and its entry commit together or not at all).
  */
+/** A chunk's created persons (`ids`) noted (import_id $1, chunk_no $2), if any; a chunk run again adds to its note. */
+const notePersons = (ids: string) => `INSERT INTO import_persons (import_id, chunk_no, client_ids)
+  SELECT $1::uuid, $2::int, ${ids}::text::uuid[] WHERE cardinality(${ids}::text::uuid[]) > 0
+  ON CONFLICT (import_id, chunk_no) DO UPDATE SET client_ids = import_persons.client_ids || EXCLUDED.client_ids`;
+
 export function createImportLedgerRepository(db: Queryable) {
   return {
     async committed(importId: string) {
@@ -21,8 +26,10 @@ export function createImportLedgerRepository(db: Queryable) {
      * imports row would make them wait for each other (reads add the ledger up instead).
      */
     async append(e: ChunkEntry): Promise<boolean> {
+      // The persons the chunk created, when it created them in this transaction, in the same statement.
       const rows = await db.query(
-        `INSERT INTO import_chunks (import_id, chunk_no, first_row, last_row, rows_done, imported, failed, errors, failed_rows)
+        `WITH noted AS (${notePersons('$10')})
+         INSERT INTO import_chunks (import_id, chunk_no, first_row, last_row, rows_done, imported, failed, errors, failed_rows)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb, $9::text::jsonb)
          ON CONFLICT (import_id, chunk_no) DO NOTHING
          RETURNING 1`,
@@ -36,6 +43,7 @@ export function createImportLedgerRepository(db: Queryable) {
           e.failed,
           `[${e.errorsJson.join(',')}]`,
           `[${e.failedRowsJson.join(',')}]`,
+          arrayLiteral(e.createdPersons ?? [], (id) => id),
         ],
       );
       return rows.length === 1;
@@ -48,11 +56,7 @@ export function createImportLedgerRepository(db: Queryable) {
      */
     async notePersons(importId: string, chunkNo: number, clientIds: string[]): Promise<void> {
       if (clientIds.length === 0) return;
-      await db.query(
-        `INSERT INTO import_persons (import_id, chunk_no, client_ids) VALUES ($1, $2, $3::text::uuid[])
-         ON CONFLICT (import_id, chunk_no) DO UPDATE SET client_ids = import_persons.client_ids || EXCLUDED.client_ids`,
-        [importId, chunkNo, arrayLiteral(clientIds, (id) => id)],
-      );
+      await db.query(notePersons('$3'), [importId, chunkNo, arrayLiteral(clientIds, (id) => id)]);
     },
 
     async failedRows(importId: string, afterRow: number, limit: number) {

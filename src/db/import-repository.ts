@@ -218,14 +218,12 @@ export function createImportRepository(db: Queryable) {
     },
 
     async lockShared(id: string) {
-      // Sent with the lock, on the same round trip: see ImportRepositoryPort.lockShared.
-      const relaxed = db.query('SET LOCAL synchronous_commit TO off');
-      relaxed.catch(() => {});
+      // set_config(…, true) is SET LOCAL, in the lock's statement: see ImportRepositoryPort.lockShared.
       const rows = await db.query<{ status: ImportStatus; cancel_requested: boolean }>(
-        `SELECT status, cancel_requested_at IS NOT NULL AS cancel_requested FROM imports WHERE id = $1 FOR KEY SHARE`,
+        `SELECT status, cancel_requested_at IS NOT NULL AS cancel_requested, set_config('synchronous_commit', 'off', true)
+           FROM imports WHERE id = $1 FOR KEY SHARE`,
         [id],
       );
-      await relaxed;
       const r = rows[0];
       return r && { status: r.status, cancelRequested: r.cancel_requested };
     },

@@ -5,7 +5,8 @@ import type { FromSchema } from 'json-schema-to-ts';
 import type { ImportRecord } from '../../db/import-repository';
 import { AppError, validationError } from '../../domain/errors';
 import { fileMessages } from '../../domain/imports/csv-file';
-import { importMessages, importResource, summaryOf, type ReceivedFile } from '../../domain/imports/import-service';
+import { importMessages, type ReceivedFile } from '../../domain/imports/import-service';
+import { importResource, summaryOf } from '../import-resource';
 import { failedRowsFile } from '../../domain/imports/failed-rows-file';
 import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/idempotency';
 import {

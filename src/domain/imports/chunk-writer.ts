@@ -284,15 +284,12 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
       known === undefined
         ? { outcomes: [], written: undefined, created: [] }
         : await writeClaims.write(tx, run.companyId, chunk.inputs, run.id, chunk.documents, known);
-    const noted = tx.ledger.notePersons(run.id, chunk.no, created);
-    noted.catch(() => {});
-    const entry = ledgerEntry(run.id, chunk, outcomes, columns);
+    const entry = { ...ledgerEntry(run.id, chunk, outcomes, columns), createdPersons: created };
     const appended = tx.ledger.append(entry);
     // After a failed write the entry fails too (the transaction is aborted): the write's error is the one to see.
     appended.catch(() => {});
     whileWriting?.();
     await written;
-    await noted;
     if (!(await appended)) throw new ChunkSuperseded();
     return { kind: 'written', known: knownAfter(chunk.documents, outcomes) };
   }

@@ -1,16 +1,15 @@
 import { enqueueWebhookEvent, type WebhookEventType, type WebhookOutbox } from '../webhooks/webhook-service';
-import { importResource } from './import-service';
 import type { ImportRecord } from './ports';
 
 /**
  * The webhook outbox's side of an import: every move into completed, failed or cancelled writes
  * its event in the same transaction (import-service's `onTerminal`), so none is announced that
- * did not happen and none is lost.
+ * did not happen and none is lost. `resource`: the import as the API shows it (src/api/import-resource.ts).
  */
-export const announceImportOutcome = (tx: { webhooks: WebhookOutbox }, run: ImportRecord): Promise<void> =>
+export const announceImportOutcome = (tx: { webhooks: WebhookOutbox }, run: ImportRecord, resource: unknown): Promise<void> =>
   enqueueWebhookEvent(tx, {
     companyId: run.companyId,
     type: `import.${run.status}` as WebhookEventType,
     key: `import.${run.status}:${run.id}`,
-    payload: importResource(run),
+    payload: resource,
   });

@@ -780,32 +780,6 @@ export type ImportService = ReturnType<typeof createImportService<ImportTx>>;
 
 /** Column order for the messages of a row (the database keeps JSON object keys in its own order). */
 const COLUMN_ORDER = new Map<string, number>(['row', ...REQUIRED_COLUMNS, ...OPTIONAL_COLUMNS].map((c, i) => [c, i]));
-const byColumn = (messages: Record<string, string[]>) =>
+/** A row's messages with their columns in the file's order (row, then the columns as documented). */
+export const byColumn = (messages: Record<string, string[]>) =>
   Object.fromEntries(Object.entries(messages).sort(([a], [b]) => (COLUMN_ORDER.get(a) ?? 99) - (COLUMN_ORDER.get(b) ?? 99)));
-
-/**
- * The import resource as the API lists it and as webhook events carry it (without row errors;
- * GET /imports/{id} adds the summary).
- */
-export function importResource(run: ImportRecord) {
-  return {
-    id: run.id,
-    status: run.status,
-    file_name: run.fileName,
-    size_bytes: run.sizeBytes,
-    progress: { rows_done: run.rowsDone, rows_total: run.rowsTotal },
-    imported: run.imported,
-    failed: run.failed,
-    message: run.status === 'completed' ? summaryOf(run).message : run.status === 'cancelled' ? importMessages.cancelled : run.message,
-    created_at: run.createdAt,
-    finished_at: run.finishedAt,
-    history: run.history,
-  };
-}
-
-export function summaryOf(run: ImportRecord) {
-  const imported = run.imported ?? 0;
-  const failed = run.failed ?? 0;
-  const errors = (run.errors ?? []).map((e) => ({ row: e.row, messages: byColumn(e.messages) }));
-  return { message: importMessages.finished(imported, failed), imported, failed, errors };
-}

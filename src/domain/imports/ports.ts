@@ -124,6 +124,8 @@ export type ChunkEntry = {
   errorsJson: string[];
   /** The failed rows' cells (JSON text each: {row, cells}), id_number left empty. */
   failedRowsJson: string[];
+  /** The persons the chunk created in the entry's transaction, noted with it (see notePersons). */
+  createdPersons?: string[];
 };
 
 export type CommittedChunk = { chunkNo: number; firstRow: number; lastRow: number; rowsDone: number };

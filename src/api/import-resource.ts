@@ -1,0 +1,30 @@
+import { byColumn, importMessages } from '../domain/imports/import-service';
+import type { ImportRecord } from '../domain/imports/ports';
+
+/**
+ * The import resource as the API lists it and as webhook events carry it (without row errors;
+ * GET /imports/{id} adds the summary).
+ */
+export function importResource(run: ImportRecord) {
+  return {
+    id: run.id,
+    status: run.status,
+    file_name: run.fileName,
+    size_bytes: run.sizeBytes,
+    progress: { rows_done: run.rowsDone, rows_total: run.rowsTotal },
+    imported: run.imported,
+    failed: run.failed,
+    message: run.status === 'completed' ? summaryOf(run).message : run.status === 'cancelled' ? importMessages.cancelled : run.message,
+    created_at: run.createdAt,
+    finished_at: run.finishedAt,
+    history: run.history,
+  };
+}
+
+/** A completed import's summary: its counts and its row errors, their messages in column order. */
+export function summaryOf(run: ImportRecord) {
+  const imported = run.imported ?? 0;
+  const failed = run.failed ?? 0;
+  const errors = (run.errors ?? []).map((e) => ({ row: e.row, messages: byColumn(e.messages) }));
+  return { message: importMessages.finished(imported, failed), imported, failed, errors };
+}
