@@ -9,6 +9,8 @@
 \set ON_ERROR_STOP on
 \timing on
 BEGIN;
+-- HMAC as the project computes it (rolled back with the rest where the database lacks it).
+CREATE EXTENSION IF NOT EXISTS pgcrypto;
 SELECT format('CREATE TEMP TABLE import_staging (%s) ON COMMIT DROP',
               string_agg(format('%I text', c), ', ' ORDER BY i))
   FROM unnest(string_to_array(:'cols', ',')) WITH ORDINALITY AS t(c, i) \gexec

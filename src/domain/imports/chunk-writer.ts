@@ -20,6 +20,16 @@ import type { ChunkEntry, ImportStatus, ImportRepos, ImportTx, RowError } from '
  * (hashed), one list per input. The write throws RetryableConflict, having written nothing, when
  * it lost a race for a new person (the caller runs the chunk again: it then finds the person).
  */
+/** A chunk's valid rows to write in `tx` for a company's import, their documents as stored, and the stored persons of those documents. */
+type ChunkRows<Tx> = [
+  tx: Tx,
+  companyId: string,
+  inputs: ClaimInput[],
+  importId: string,
+  documents: DocumentRef[][],
+  known: KnownDocument[],
+];
+
 export type ClaimWriter<Tx> = {
   lookup(tx: Tx, documents: DocumentRef[][]): Promise<KnownDocument[]>;
   /**
@@ -35,14 +45,7 @@ export type ClaimWriter<Tx> = {
    * mismatches told) and the audit event of a budget used up (`events`); `written` settles when they are done, so that the caller can send its own
    * statements behind them.
    */
-  write(
-    tx: Tx,
-    companyId: string,
-    inputs: ClaimInput[],
-    importId: string,
-    documents: DocumentRef[][],
-    known: KnownDocument[],
-  ): Promise<{
+  write(...rows: ChunkRows<Tx>): Promise<{
     outcomes: IdentityOutcome[];
     checks: IdentityCheck[];
     events: AuditEventInput[];
@@ -55,15 +58,7 @@ export type ClaimWriter<Tx> = {
    * sends the write of the chunk's new persons and documents only. What is left to write, the
    * claims, identity checks and events, goes to `writePlanned` in the chunk's next transaction.
    */
-  writePersons(
-    tx: Tx,
-    companyId: string,
-    inputs: ClaimInput[],
-    importId: string,
-    documents: DocumentRef[][],
-    known: KnownDocument[],
-    pendingChecks: number,
-  ): Promise<PlannedChunk & { written: Promise<unknown> }>;
+  writePersons(...rows: [...ChunkRows<Tx>, pendingChecks: number]): Promise<PlannedChunk & { written: Promise<unknown> }>;
   /** The claims, identity checks and events of a chunk whose persons are committed. */
   writePlanned(tx: Tx, planned: PlannedChunk): Promise<unknown>;
 };
