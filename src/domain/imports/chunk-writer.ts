@@ -91,8 +91,6 @@ export type PreparedChunk = {
   inputs: ClaimInput[];
   documents: DocumentRef[][];
   slots: ({ row: number; index: number; cells: string[] } | (RowError & { cells: string[] }))[];
-  /** The documents of the chunk's valid rows (`type:hash`): see `mustWaitFor`. */
-  documentKeys: Set<string>;
 };
 
 /**
@@ -133,22 +131,7 @@ export async function prepareChunk(no: number, rows: ImportRow[], today: string,
     inputs,
     documents,
     slots,
-    documentKeys: new Set(documents.flat().map((d) => `${d.type}:${d.hash}`)),
   };
-}
-
-/**
- * Whether `chunk` must wait for `earlier` (a chunk before it, still in flight) to commit before it
- * looks its persons up: when they have a document in common. The earlier row then decides who
- * that person is, as in file order (written side by side, whichever chunk committed first would).
- * Letting the two race instead, the later one losing on the documents' unique key and running
- * again, was slower: the loser waits for the winner's commit all the same, then writes twice
- * (docs/import-pipeline.md#chunks-side-by-side-import_writers).
- */
-export function mustWaitFor(chunk: PreparedChunk, earlier: PreparedChunk): boolean {
-  const [small, large] = chunk.documentKeys.size <= earlier.documentKeys.size ? [chunk, earlier] : [earlier, chunk];
-  for (const key of small.documentKeys) if (large.documentKeys.has(key)) return true;
-  return false;
 }
 
 /**

@@ -16,7 +16,6 @@ import {
   ledgerEntry,
   lookAhead,
   lookedUp,
-  mustWaitFor,
   prepareChunk,
   yieldToEventLoop,
   type ChunkResult,
@@ -508,10 +507,9 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
 
   /**
    * One chunk's write, once the scheduler gives it its turn (one writer: its persons and claims in
-   * one transaction). It first waits for the chunks in
-   * flight before it that share a document with it (file order decides who that person is; see
-   * `mustWaitFor`); a person that anyone else creates meanwhile makes its write lose the race on
-   * the documents' unique key, and it runs again, finding them. One writer at a time, the
+   * one transaction, once the chunk before it has settled); a person that anyone else creates
+   * meanwhile makes its write lose the race on the documents' unique key, and it runs again,
+   * finding them. The
    * documents of the next chunk are looked up while this one is written (`lookAhead`): on a
    * connection of their own, or in this chunk's transaction where there is one session.
    */
@@ -522,7 +520,6 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     earlier: readonly Started<ReadChunk, Written>[],
     lookUpAgain = false,
   ): Promise<Written> {
-    await Promise.all(earlier.filter((e) => mustWaitFor(chunk, e.chunk)).map((e) => e.done));
     // Requests that waited for the chunk just written go first: their next statements queue ahead
     // of this chunk's (embedded, PGlite runs one statement at a time).
     await yieldToEventLoop();
