@@ -1,4 +1,4 @@
-import { byColumn, importMessages } from '../domain/imports/import-service';
+import { byColumn, importMessages } from '../domain/imports/import-messages';
 import type { ImportRecord } from '../domain/imports/ports';
 
 /**

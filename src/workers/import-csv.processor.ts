@@ -1,13 +1,8 @@
 import { InvalidImportFile } from '../domain/imports/csv-file';
-import {
-  ImportBusy,
-  ImportGone,
-  importMessages,
-  RangeWaiting,
-  type ImportProgress,
-  type ImportService,
-  type ProcessOutcome,
-} from '../domain/imports/import-service';
+import { ImportBusy, RangeWaiting, type ImportProgress } from '../domain/imports/chunk-run';
+import { importMessages } from '../domain/imports/import-messages';
+import { ImportGone, type ProcessOutcome } from '../domain/imports/import-run';
+import type { ImportService } from '../domain/imports/import-service';
 import { isUuid } from '../domain/ids';
 import { StorageOutage } from '../domain/storage';
 import type { ImportMetrics } from '../metrics';

@@ -1,6 +1,8 @@
 import { DelayedError, type Job, type Queue, WaitingChildrenError } from 'bullmq';
 
-import { RangeWaiting, type ImportService, type ProcessOutcome, type SplitPlan } from '../domain/imports/import-service';
+import { RangeWaiting } from '../domain/imports/chunk-run';
+import type { ProcessOutcome, SplitPlan } from '../domain/imports/import-run';
+import type { ImportService } from '../domain/imports/import-service';
 import type { ImportProcessor } from './import-csv.processor';
 import { IMPORT_RANGE_JOB, importJobOptions, importRangeJobId, type JobData } from './queues';
 

@@ -1,7 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 
 import { createDeps, systemClock } from '../deps';
-import { ImportBusy } from '../domain/imports/import-service';
+import { ImportBusy } from '../domain/imports/chunk-run';
 import { createLogger } from '../logger';
 import { resolveDocumentHashKey } from '../secrets';
 import { openDatabase } from '../startup';

@@ -3,7 +3,8 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 
 import type { Config } from '../config';
-import { ImportBusy, type ProcessOutcome } from '../domain/imports/import-service';
+import { ImportBusy } from '../domain/imports/chunk-run';
+import type { ProcessOutcome } from '../domain/imports/import-run';
 import type { ImportMetrics } from '../metrics';
 import { PermanentImportFailure, type ImportJob, type ImportProcessor } from './import-csv.processor';
 

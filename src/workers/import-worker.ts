@@ -2,7 +2,8 @@ import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 
 import type { Config } from '../config';
-import { importMessages, type ImportService } from '../domain/imports/import-service';
+import { importMessages } from '../domain/imports/import-messages';
+import type { ImportService } from '../domain/imports/import-service';
 import { importCsvProcessor, PermanentImportFailure, type ImportProcessorDeps } from './import-csv.processor';
 import { importSplitter } from './import-split';
 import { IMPORT_QUEUE, IMPORT_RANGE_JOB, workerConnection, type JobData } from './queues';

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 
-import { ImportBusy, QueueUnavailable, type ImportQueue } from '../domain/imports/import-service';
+import { ImportBusy } from '../domain/imports/chunk-run';
+import { QueueUnavailable, type ImportQueue } from '../domain/imports/import-service';
 import { BatchQueueUnavailable, type BatchQueue, type LookupBatchService } from '../domain/lookups/lookup-batch';
 import { PermanentImportFailure, type ImportJob, type ImportProcessor } from './import-csv.processor';
 import { retryDelayMs } from './retry';

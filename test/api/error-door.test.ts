@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { importMessages } from '../../src/domain/imports/import-service';
+import { importMessages } from '../../src/domain/imports/import-messages';
 import { csv, postImport, validRow } from '../import-helpers';
 import { createTestContext, type TestContext } from '../harness';
 

@@ -5,7 +5,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { generateCsv } from '../../scripts/gen-csv';
-import { importMessages } from '../../src/domain/imports/import-service';
+import { importMessages } from '../../src/domain/imports/import-messages';
 import { importJobId } from '../../src/workers/queues';
 import { startImportWorker } from '../../src/workers/import-worker';
 import { createTestContext, type Company, type TestContext } from '../harness';

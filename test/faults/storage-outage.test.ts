@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { importMessages } from '../../src/domain/imports/import-service';
+import { importMessages } from '../../src/domain/imports/import-messages';
 import { batchMessages } from '../../src/domain/lookups/lookup-batch';
 import { createTestContext, type Company, type TestContext } from '../harness';
 import { csv, postImport, postLookupBatch, validRow, waitForImport } from '../import-helpers';

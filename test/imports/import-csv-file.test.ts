@@ -17,7 +17,8 @@ import {
   toColumnErrors,
   type Column,
 } from '../../src/domain/imports/csv-file';
-import { ImportBusy, ImportGone } from '../../src/domain/imports/import-service';
+import { ImportBusy } from '../../src/domain/imports/chunk-run';
+import { ImportGone } from '../../src/domain/imports/import-run';
 import { importCsvProcessor, PermanentImportFailure, type ImportJob } from '../../src/workers/import-csv.processor';
 import { createInProcessImportQueue } from '../../src/workers/in-process-runner';
 import { checkEvictionPolicy, enqueue } from '../../src/workers/queues';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { ImportProgress } from '../../src/domain/imports/import-service';
+import type { ImportProgress } from '../../src/domain/imports/chunk-run';
 import { claimBody, createTestContext, type TestContext } from '../harness';
 import { csv, docNumber, futureDate, plate, postImport, validRow, waitForImport, type CsvRow, recordImport } from '../import-helpers';
 

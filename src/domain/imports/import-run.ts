@@ -1,0 +1,328 @@
+import type { Readable } from 'node:stream';
+
+import type { AuditEventInput } from '../audit/audit';
+import type { IdentityCheck } from '../clients/identity-checks';
+import { withRetries } from '../claims/claim-service';
+import type { Principal } from '../principal';
+import { deleteObject, ObjectNotFound, sleep, storageOutageClock, StorageUnavailable, type ObjectStore } from '../storage';
+import { readChunks } from './chunk-reader';
+import { createChunkRun, type ImportProgress } from './chunk-run';
+import { createChunkWriter, ledgerEntry, yieldToEventLoop, type ClaimWriter, type DocumentsOf } from './chunk-writer';
+import { readImportRows } from './csv-file';
+import { byColumn, importMessages } from './import-messages';
+import { isTerminal, type createImportStateMachine } from './import-status';
+import type { ImportFailure, ImportRecord, ImportRepos, ImportStatus, ImportTx, RowError } from './ports';
+import { planRanges, type ImportRange } from './range-plan';
+
+/** The import row or its file is gone: retrying cannot help. */
+export class ImportGone extends Error {
+  constructor(what: string) {
+    super(what);
+    this.name = 'ImportGone';
+  }
+}
+
+/** Thrown at the end of a dry run so that its transaction is rolled back. */
+class DryRunRollback extends Error {}
+
+export type ProcessOutcome = { importId: string; status: ImportStatus; imported: number; failed: number; alreadyDone: boolean };
+
+/** What splitting a file across workers comes to: its ranges, the whole file in one run, or nothing to run. */
+export type SplitPlan = { kind: 'ranges'; ranges: ImportRange[] } | { kind: 'whole' } | { kind: 'done'; outcome: ProcessOutcome };
+
+/** A file to check without importing it (a dry run): where it is stored, and the id it would be imported under. */
+export type CheckedFile = { importId: string; objectKey: string };
+
+export type ImportRunDeps<Tx extends ImportTx> = {
+  repos: ImportRepos<Tx>;
+  machine: ReturnType<typeof createImportStateMachine<Tx>>;
+  writeClaims: ClaimWriter<Tx>;
+  documentsOf: DocumentsOf;
+  storage: ObjectStore;
+  today: () => string;
+  /** `writers`: IMPORT_WRITERS; `storageRetryMs`: STORAGE_RETRY_SECONDS (default 300 s). */
+  limits: { chunkSize: number; writers?: number; storageRetryMs?: number };
+  /** Called right after a chunk has committed, before its progress is reported (crash tests). */
+  afterChunkCommit?: (chunkNo: number) => void;
+  /** Awaited in a chunk's transaction before its write (crash tests: a chunk held open while later ones commit). */
+  beforeChunkWrite?: (chunkNo: number) => Promise<void>;
+  /** Called while a chunk's write runs in the database and this thread only waits for it (the heap trim). */
+  whileChunkWrites?: () => void;
+  /** Claims of a failed or cancelled import removed per statement. */
+  purgeBatch?: number;
+};
+
+const outcomeOf = (run: ImportRecord, alreadyDone: boolean): ProcessOutcome => ({
+  importId: run.id,
+  status: run.status,
+  imported: run.imported ?? 0,
+  failed: run.failed ?? 0,
+  alreadyDone,
+});
+
+/**
+ * An import's run, from a job's point of view: start it (or plan a split file's ranges), write
+ * its chunks (chunk-run.ts), settle it (completed, cancelled or failed, and what each leaves
+ * behind). A run that starts again (a killed worker, a restarted database, a retry) reads the
+ * ledger and writes the chunks it does not have, so every row is written exactly once; the
+ * summary is built from the ledger. The claims stay invisible until the import is completed
+ * (their import's status decides), and a failed or cancelled import's claims and new persons are
+ * removed afterwards. The dry run reads the file through the same reader and writes through the
+ * same claim writer, in a transaction rolled back at the end.
+ */
+export function createImportRun<Tx extends ImportTx>(deps: ImportRunDeps<Tx>) {
+  const { repos, storage, machine, limits } = deps;
+  const writer = createChunkWriter<Tx>({
+    repos,
+    writeClaims: deps.writeClaims,
+    whileWriting: deps.whileChunkWrites,
+    beforeWrite: deps.beforeChunkWrite,
+  });
+  const chunks = createChunkRun<Tx>({
+    repos,
+    writer,
+    writeClaims: deps.writeClaims,
+    documentsOf: deps.documentsOf,
+    // One session (embedded): chunks in flight side by side would only take turns.
+    writers: deps.writeClaims.lookupOutside ? (limits.writers ?? 1) : 1,
+    chunkSize: limits.chunkSize,
+    today: deps.today,
+    afterChunkCommit: deps.afterChunkCommit,
+  });
+
+  /** Runs an import whole: starts it, writes its chunks still missing, settles it. */
+  async function process(importId: string, opts: { onProgress?: (p: ImportProgress) => Promise<void> } = {}): Promise<ProcessOutcome> {
+    const found = await repos.imports.findById(importId);
+    if (!found) throw new ImportGone('The import no longer exists.');
+    if (isTerminal(found.status)) return outcomeOf(found, true);
+    const run = await machine.start(importId);
+    if (!run) return outcomeOf((await repos.imports.findById(importId)) ?? found, true);
+    return settle(importId, await rideOutStorage(run, opts.onProgress, (onProgress) => writeMissing(run, onProgress)));
+  }
+
+  /**
+   * A file larger than `splitBytes` is cut into ranges of whole chunks (range-plan.ts), each run
+   * by `processRange` as a job of its own, by whichever worker is free; `finishRanges` then
+   * completes the import once every range has settled. This first step starts the run and plans
+   * the ranges; a smaller file is imported whole (`process`).
+   */
+  async function split(importId: string, splitBytes: number): Promise<SplitPlan> {
+    const found = await repos.imports.findById(importId);
+    if (!found) throw new ImportGone('The import no longer exists.');
+    if (isTerminal(found.status)) return { kind: 'done', outcome: outcomeOf(found, true) };
+    if (splitBytes <= 0 || found.sizeBytes <= splitBytes) return { kind: 'whole' };
+    const run = await machine.start(importId);
+    if (!run) return { kind: 'done', outcome: outcomeOf((await repos.imports.findById(importId)) ?? found, true) };
+    return rideOutStorage(run, undefined, async () => {
+      const source = await openFile(run);
+      try {
+        const count = Math.ceil(run.sizeBytes / splitBytes);
+        return {
+          kind: 'ranges' as const,
+          ranges: await planRanges(readImportRows(source), { chunkSize: limits.chunkSize, rowsTotal: run.rowsTotal, count }),
+        };
+      } finally {
+        source.destroy();
+      }
+    });
+  }
+
+  /**
+   * One range of a split file: its chunks that the ledger does not have, each written once the
+   * chunks of earlier ranges it needs have committed. Leaves the import processing (or as a cancel
+   * or a failure left it): `finishRanges` moves it on.
+   */
+  async function processRange(
+    importId: string,
+    range: ImportRange,
+    opts: { onProgress?: (p: ImportProgress) => Promise<void> } = {},
+  ): Promise<ProcessOutcome> {
+    const run = await repos.imports.findById(importId);
+    if (!run) throw new ImportGone('The import no longer exists.');
+    if (isTerminal(run.status) || run.cancelRequested) return outcomeOf(run, true);
+    const stopped = await rideOutStorage(run, opts.onProgress, (onProgress) => writeMissing(run, onProgress, range));
+    return { ...outcomeOf(run, false), status: stopped ?? 'processing' };
+  }
+
+  /** Every range of a split file has settled: the import completes (or is cancelled), as `process` ends. */
+  async function finishRanges(importId: string): Promise<ProcessOutcome> {
+    const run = await repos.imports.findById(importId);
+    if (!run) throw new ImportGone('The import no longer exists.');
+    if (isTerminal(run.status)) return outcomeOf(run, true);
+    return settle(importId, run.cancelRequested ? 'cancelled' : undefined);
+  }
+
+  /** The run's chunks the ledger lacks (of `range` only, when given); the status that stopped it early, if one did. */
+  async function writeMissing(
+    run: ImportRecord,
+    onProgress: ((p: ImportProgress) => Promise<void>) | undefined,
+    range?: ImportRange,
+  ): Promise<ImportStatus | undefined> {
+    const committed = await repos.ledger.committed(run.id);
+    const source = await openFile(run);
+    try {
+      return await chunks.writeFile({ run, source, committed, onProgress, range });
+    } finally {
+      source.destroy();
+    }
+  }
+
+  /**
+   * Runs `work` (a run of the import's chunks), waiting out an outage of the storage: the file is
+   * opened again after a backoff and the run goes on after its committed chunks, for up to
+   * STORAGE_RETRY_SECONDS from the outage's start, counting no attempt of the import's. Meanwhile
+   * the import's message and the job's progress say that it waits for storage. Longer, it throws
+   * StorageOutage (the import then fails, saying why).
+   */
+  async function rideOutStorage<T>(
+    run: ImportRecord,
+    onProgress: ((p: ImportProgress) => Promise<void>) | undefined,
+    work: (onProgress: (p: ImportProgress) => Promise<void>) => Promise<T>,
+  ): Promise<T> {
+    const clock = storageOutageClock({ retryMs: limits.storageRetryMs ?? 300_000 });
+    let last: ImportProgress = { rows_done: run.rowsDone, rows_total: run.rowsTotal };
+    const back = async () => {
+      if (!clock.waiting) return;
+      clock.ok();
+      await repos.imports.setMessage(run.id, null);
+    };
+    for (;;) {
+      try {
+        const result = await work(async (p) => {
+          last = p;
+          await back();
+          await onProgress?.(p);
+        });
+        await back();
+        return result;
+      } catch (err) {
+        if (!(err instanceof StorageUnavailable)) throw err;
+        const first = !clock.waiting;
+        const wait = clock.failed(err);
+        if (first) {
+          await repos.imports.setMessage(run.id, importMessages.waitingForStorage);
+          await onProgress?.({ ...last, waiting_for: 'storage' });
+        }
+        await sleep(wait);
+      }
+    }
+  }
+
+  async function openFile(run: ImportRecord): Promise<Readable> {
+    try {
+      return await storage.getStream(run.objectKey);
+    } catch (err) {
+      if (err instanceof ObjectNotFound) throw new ImportGone('The uploaded file is no longer in storage.');
+      throw err;
+    }
+  }
+
+  /** The run's chunks have all settled: the import moves on as `stopped` says (completed when nothing stopped it). */
+  async function settle(importId: string, stopped: ImportStatus | undefined): Promise<ProcessOutcome> {
+    if (stopped !== undefined) {
+      // Asked while chunks were in flight: moved now that every one of them has settled.
+      if (stopped === 'cancelled') await machine.cancel(importId);
+      const now = (await repos.imports.findById(importId))!;
+      if (now.status === 'cancelled' || now.status === 'failed') await cleanUp(now);
+      return outcomeOf(now, false);
+    }
+    const done = await machine.complete(importId);
+    const now = done ?? (await repos.imports.findById(importId))!;
+    await cleanUp(now);
+    return outcomeOf(now, done === undefined);
+  }
+
+  /** After a terminal status: the file goes (it holds personal data), and a failed or cancelled import's claims. */
+  async function cleanUp(run: ImportRecord): Promise<void> {
+    if (!isTerminal(run.status)) return;
+    await deleteObject(storage, run.objectKey);
+    if (run.status !== 'completed') await purge(run.id, run.companyId);
+    else await repos.imports.forgetPersons(run.id);
+  }
+
+  /** Removes the claims of a failed or cancelled import, in batches (they were never visible). */
+  async function purge(importId: string, companyId: string): Promise<void> {
+    const batch = deps.purgeBatch ?? 5000;
+    while ((await repos.imports.purgeClaims(importId, companyId, batch)) > 0) await yieldToEventLoop();
+    // Then the persons it created that are left without a claim (a submission's claim keeps one).
+    await repos.imports.purgePersons(importId);
+    await repos.imports.markPurged(importId);
+  }
+
+  /** Failed or cancelled imports whose claims a stopped process did not finish removing. */
+  async function purgeLeftovers(): Promise<number> {
+    const left = await repos.imports.listToPurge(100);
+    for (const run of left) await purge(run.id, run.companyId);
+    return left.length;
+  }
+
+  /** A job that failed for good: the import moves to failed, its file and its written claims go. */
+  async function markFailed(importId: string, failure: ImportFailure, message: string): Promise<void> {
+    await machine.fail(importId, failure, message);
+    const run = await repos.imports.findById(importId);
+    if (run && run.status === 'failed') await cleanUp(run);
+  }
+
+  /**
+   * A dry run: every chunk of the file, read and validated as the run reads it (`readChunks`), is
+   * resolved and written by the same claim writer, identity rules against the stored persons
+   * included, in one transaction that is rolled back at the end: no claim, no person, no import
+   * stays. The summary is the one a real import would give now. The identity checks it made are
+   * the only thing it keeps: written in the transaction (so that later chunks count them against
+   * the budget) and, since that one is rolled back, committed again before the answer.
+   */
+  async function dryRun(principal: Principal, file: CheckedFile): Promise<{ imported: number; failed: number; errors: RowError[] }> {
+    const errors: RowError[] = [];
+    let imported = 0;
+    const told: IdentityCheck[] = [];
+    const events: AuditEventInput[] = [];
+    const source = await storage.getStream(file.objectKey);
+    try {
+      const read = readChunks(source, { size: limits.chunkSize, committed: [], today: deps.today(), documentsOf: deps.documentsOf });
+      await repos
+        .transaction(async (tx) => {
+          for await (const chunk of read) {
+            const outcomes =
+              chunk.inputs.length === 0
+                ? []
+                : await withRetries(() =>
+                    tx.savepoint(async () => {
+                      const known = await deps.writeClaims.lookup(tx, chunk.documents);
+                      const written = await deps.writeClaims.write(
+                        tx,
+                        principal.companyId,
+                        chunk.inputs,
+                        file.importId,
+                        chunk.documents,
+                        known,
+                      );
+                      await written.written;
+                      told.push(...written.checks.map((c) => ({ ...c, tokenId: principal.tokenId, userId: principal.userId })));
+                      events.push(...written.events);
+                      return written.outcomes;
+                    }),
+                  );
+            const entry = ledgerEntry(file.importId, chunk, outcomes, null);
+            imported += entry.imported;
+            for (const e of entry.errorsJson) errors.push(JSON.parse(e) as RowError);
+          }
+          throw new DryRunRollback();
+        })
+        .catch((err: unknown) => {
+          if (!(err instanceof DryRunRollback)) throw err;
+        });
+      // Answered once the identity checks it made (and the audit event of a budget they used up) are committed.
+      if (events.length > 0) {
+        await repos.transaction(async (tx) => {
+          await tx.identityChecks.append(told);
+          for (const e of events) await tx.audit.record(e);
+        });
+      } else await repos.identityChecks.append(told);
+    } finally {
+      source.destroy();
+    }
+    return { imported, failed: errors.length, errors: errors.map((e) => ({ row: e.row, messages: byColumn(e.messages) })) };
+  }
+
+  return { process, split, processRange, finishRanges, markFailed, purgeLeftovers, dryRun };
+}
