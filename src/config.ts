@@ -35,10 +35,6 @@ const envSchema = {
     // Why 2: docs/import-pipeline.md#chunks-side-by-side-import_writers.
     IMPORT_WRITERS: { type: 'integer', minimum: 1, maximum: 16, default: 2 },
     IMPORT_WAIT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
-    // A file larger than this is split into ranges run by several workers (BullMQ only; 0: never).
-    // Off by default: with the workers on the database's machine, a split 90,000-row file took
-    // longer and more worker memory than one job (docs/import-pipeline.md#one-file-across-workers-import_split_bytes).
-    IMPORT_SPLIT_BYTES: { type: 'integer', minimum: 0, default: 0 },
     WORKER_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
     WORKER_LOCK_SECONDS: { type: 'integer', minimum: 2, maximum: 600, default: 30 },
     IMPORT_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 20, default: 3 },
@@ -114,7 +110,6 @@ export type Config = Readonly<{
   /** How long a worker's lock on a job lasts without renewal; a killed worker's job is retried after about this long. */
   workerLockSeconds: number;
   importAttempts: number;
-  importSplitBytes: number;
   importUploadTimeoutSeconds: number;
   /** How long an import or batch job waits out an outage of the file storage (STORAGE_RETRY_SECONDS) before it fails. */
   storageRetrySeconds: number;
@@ -248,7 +243,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency: v.WORKER_CONCURRENCY,
     workerLockSeconds: v.WORKER_LOCK_SECONDS,
     importAttempts: v.IMPORT_ATTEMPTS,
-    importSplitBytes: v.IMPORT_SPLIT_BYTES,
     importUploadTimeoutSeconds: v.IMPORT_UPLOAD_TIMEOUT_SECONDS,
     storageRetrySeconds: v.STORAGE_RETRY_SECONDS,
     maxConcurrentUploads: v.MAX_CONCURRENT_UPLOADS ?? defaultMaxConcurrentUploads(),

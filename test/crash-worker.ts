@@ -4,19 +4,16 @@ import { exitOnStartFailure, runWorker } from '../src/main-worker';
  * The crash tests' worker: `npm run worker` exactly, except that it SIGKILLs itself right after
  * committing chunk number `process.argv[2]` (0-based; -1: never), before it reports that chunk's progress.
  * With `process.argv[3]`, the chunk of that number is held open in its transaction, before its
- * write, until the kill: chunks after it commit while it never does (IMPORT_WRITERS > 1). With
- * `process.argv[4]` as well, it is held that many milliseconds only (a slow chunk, not a stuck one).
+ * write, until the kill: chunks after it commit while it never does (IMPORT_WRITERS > 1).
  * Started by test/processes.ts as `startScript('worker', env, { entry: CRASH_WORKER, entryArgs: [n, held] })`.
  */
 const killAfter = Number(process.argv[2]);
 const held = process.argv[3] === undefined ? undefined : Number(process.argv[3]);
-const heldMs = process.argv[4] === undefined ? undefined : Number(process.argv[4]);
-if (!Number.isInteger(killAfter) || (held !== undefined && !Number.isInteger(held)) || (heldMs !== undefined && !Number.isInteger(heldMs)))
-  exitOnStartFailure(new Error('usage: crash-worker.ts <chunk number> [<held chunk number> [<milliseconds>]]'));
-const hold = () => new Promise<void>((resolve) => (heldMs === undefined ? undefined : setTimeout(resolve, heldMs)));
+if (!Number.isInteger(killAfter) || (held !== undefined && !Number.isInteger(held)))
+  exitOnStartFailure(new Error('usage: crash-worker.ts <chunk number> [<held chunk number>]'));
 runWorker({
   afterChunkCommit: (n) => {
     if (n === killAfter) process.kill(process.pid, 'SIGKILL');
   },
-  ...(held === undefined ? {} : { beforeChunkWrite: (n: number) => (n === held ? hold() : Promise.resolve()) }),
+  ...(held === undefined ? {} : { beforeChunkWrite: (n: number) => (n === held ? new Promise<void>(() => {}) : Promise.resolve()) }),
 }).catch(exitOnStartFailure);

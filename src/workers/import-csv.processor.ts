@@ -1,5 +1,5 @@
 import { InvalidImportFile } from '../domain/imports/csv-file';
-import { ImportBusy, RangeWaiting, type ImportProgress } from '../domain/imports/chunk-run';
+import { ImportBusy, type ImportProgress } from '../domain/imports/chunk-run';
 import { importMessages } from '../domain/imports/import-messages';
 import { ImportGone, type ProcessOutcome } from '../domain/imports/import-run';
 import type { ImportService } from '../domain/imports/import-service';
@@ -27,9 +27,6 @@ export class PermanentImportFailure extends Error {
 
 export type ImportProcessorDeps = { imports: Pick<ImportService, 'process' | 'markFailed'>; metrics?: ImportMetrics };
 
-/** The import's work a job does: the whole file by default; a range, or a split file's first or last step. */
-export type ImportWork = (importId: string, opts: { onProgress: (p: ImportProgress) => Promise<void> }) => Promise<ProcessOutcome>;
-
 const isLastAttempt = (job: ImportJob) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 
 /**
@@ -38,14 +35,14 @@ const isLastAttempt = (job: ImportJob) => job.attemptsMade + 1 >= (job.opts.atte
  * the queue's attempts and backoff apply, and the import is marked failed on the last attempt.
  */
 export function importCsvProcessor(deps: ImportProcessorDeps) {
-  return async (job: ImportJob, work: ImportWork = (id, opts) => deps.imports.process(id, opts)): Promise<ProcessOutcome> => {
+  return async (job: ImportJob): Promise<ProcessOutcome> => {
     const importId = job.data?.importId;
     if (typeof importId !== 'string' || !isUuid(importId)) throw new PermanentImportFailure('The job carries no valid import id.');
     // Metrics (ops): one observation per import that ends here, completed or failed for good.
     const started = process.hrtime.bigint();
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
     try {
-      const outcome = await work(importId, { onProgress: async (p) => void (await job.updateProgress(p)) });
+      const outcome = await deps.imports.process(importId, { onProgress: async (p) => void (await job.updateProgress(p)) });
       if (!outcome.alreadyDone && (outcome.status === 'completed' || outcome.status === 'cancelled')) {
         deps.metrics?.importFinished({ status: outcome.status, imported: outcome.imported, failed: outcome.failed, seconds: seconds() });
       }
@@ -68,8 +65,7 @@ export function importCsvProcessor(deps: ImportProcessorDeps) {
         throw new PermanentImportFailure(err.message);
       }
       // Busy: another run of the import is ahead of this one; this attempt just waits its turn.
-      // Waiting: a range gives its worker up for a while (import-worker.ts); neither is a failure.
-      if (!(err instanceof ImportBusy) && !(err instanceof RangeWaiting) && isLastAttempt(job)) {
+      if (!(err instanceof ImportBusy) && isLastAttempt(job)) {
         await deps.imports.markFailed(importId, 'error', importMessages.failed);
         deps.metrics?.importFinished({ status: 'failed', seconds: seconds() });
       }

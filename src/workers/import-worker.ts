@@ -1,12 +1,10 @@
-import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
+import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 
 import type { Config } from '../config';
 import { importMessages } from '../domain/imports/import-messages';
-import type { ImportService } from '../domain/imports/import-service';
 import { importCsvProcessor, PermanentImportFailure, type ImportProcessorDeps } from './import-csv.processor';
-import { importSplitter } from './import-split';
-import { IMPORT_QUEUE, IMPORT_RANGE_JOB, workerConnection, type JobData } from './queues';
+import { IMPORT_QUEUE, workerConnection, type JobData } from './queues';
 
 /**
  * The consumer side of the import queue (`npm run worker`). Each job's lock is renewed while it
@@ -14,32 +12,18 @@ import { IMPORT_QUEUE, IMPORT_RANGE_JOB, workerConnection, type JobData } from '
  * job again and goes on after the import's last committed chunk. A job that stalls twice fails for good.
  */
 export function startImportWorker(
-  deps: ImportProcessorDeps & { imports: Pick<ImportService, 'split' | 'processRange' | 'finishRanges'> },
-  config: Pick<Config, 'redisUrl' | 'queuePrefix' | 'workerConcurrency' | 'workerLockSeconds' | 'importSplitBytes' | 'importAttempts'>,
+  deps: ImportProcessorDeps,
+  config: Pick<Config, 'redisUrl' | 'queuePrefix' | 'workerConcurrency' | 'workerLockSeconds'>,
   log: Logger,
 ): Worker {
   if (!config.redisUrl) throw new Error('The import worker needs REDIS_URL');
   const processor = importCsvProcessor(deps);
   const lockDuration = config.workerLockSeconds * 1000;
-  // Where a split file's ranges are queued (import-split.ts), when this worker splits files.
-  const ranges =
-    config.importSplitBytes > 0
-      ? new Queue(IMPORT_QUEUE, { connection: workerConnection(config.redisUrl), prefix: config.queuePrefix })
-      : undefined;
-  ranges?.on('error', (err) => log.error({ err }, 'import queue error'));
-  const splitter = importSplitter({
-    imports: deps.imports,
-    processor,
-    queue: ranges,
-    splitBytes: config.importSplitBytes,
-    attempts: config.importAttempts,
-  });
   const worker = new Worker(
     IMPORT_QUEUE,
-    async (job: Job, token?: string) => {
+    async (job: Job<JobData<'claims-import', 'import-csv'>>) => {
       try {
-        if (job.name === IMPORT_RANGE_JOB) return await splitter.rangeJob(job as Job<JobData<'claims-import', 'import-range'>>, token);
-        return await splitter.importJob(job as Job<JobData<'claims-import', 'import-csv'>>, token);
+        return await processor(job);
       } catch (err) {
         // BullMQ fails a job for good, without retries, on its own UnrecoverableError.
         if (err instanceof PermanentImportFailure) throw new UnrecoverableError(err.message);
@@ -80,7 +64,6 @@ export function startImportWorker(
   worker.close = async (force?: boolean) => {
     await close(force);
     await Promise.allSettled([...pending]);
-    await ranges?.close();
   };
   worker.on('error', (err) => log.error({ err }, 'import worker error'));
   return worker;

@@ -3,7 +3,6 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 import { QueueUnavailable, type ImportQueue } from '../domain/imports/import-service';
-import type { ImportRange } from '../domain/imports/range-plan';
 import { RETRY_BACKOFF } from './retry';
 
 /**
@@ -12,10 +11,7 @@ import { RETRY_BACKOFF } from './retry';
  */
 export type JobMap = {
   'claims-import': {
-    /** `ranges`: set once a file split across workers has queued its ranges (import-split.ts). */
-    'import-csv': { importId: string; ranges?: number };
-    /** One range of a split file: chunk numbers only. */
-    'import-range': { importId: string; range: ImportRange };
+    'import-csv': { importId: string };
   };
 };
 export type QueueName = keyof JobMap;
@@ -24,12 +20,9 @@ export type JobData<Q extends QueueName, N extends JobName<Q> = JobName<Q>> = Jo
 
 export const IMPORT_QUEUE = 'claims-import' satisfies QueueName;
 export const IMPORT_JOB = 'import-csv' satisfies JobName<'claims-import'>;
-export const IMPORT_RANGE_JOB = 'import-range' satisfies JobName<'claims-import'>;
 
 /** The business job id of an import: one job per import, so a duplicate add is a no-op. */
 export const importJobId = (importId: string): string => `import-${importId}`;
-/** A range's job id: one job per range, so a first step run again queues nothing twice. */
-export const importRangeJobId = (importId: string, index: number): string => `import-${importId}-range-${index}`;
 
 /** BullMQ's highest (least urgent) job priority. */
 const LOWEST_PRIORITY = 2_097_151;
@@ -41,7 +34,7 @@ const LOWEST_PRIORITY = 2_097_151;
  */
 export const importPriority = (rank = 1): number => Math.min(Math.max(1, Math.trunc(rank)), LOWEST_PRIORITY);
 
-/** An import job's options (and its ranges', when its file is split across workers). */
+/** An import job's options. */
 export const importJobOptions = (attempts: number, priority: number) =>
   ({
     // Kept through retries (BullMQ re-adds a retried job with its priority).

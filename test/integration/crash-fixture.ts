@@ -54,18 +54,11 @@ export function crashFixture(opts: { repeat?: number } = {}) {
    * A worker process as `npm run worker` runs it; with `killAfterChunk` (and `holdChunk`: that chunk
    * kept open before its write until the kill), test/crash-worker.ts instead. `writers`:
    * IMPORT_WRITERS, by default 1 when only `killAfterChunk` is given (the chunks before it are
-   * then exactly the committed ones), else the default. `holdMs`: `holdChunk` is held that long
-   * only. `env`: the worker's settings beyond these (IMPORT_SPLIT_BYTES, WORKER_CONCURRENCY).
+   * then exactly the committed ones), else the default.
    */
-  function startWorker(
-    opts: { killAfterChunk?: number; holdChunk?: number; holdMs?: number; writers?: number; env?: Record<string, string> } = {},
-  ): Child {
+  function startWorker(opts: { killAfterChunk?: number; holdChunk?: number; writers?: number } = {}): Child {
     const writers = opts.writers ?? (opts.killAfterChunk !== undefined && opts.holdChunk === undefined ? 1 : undefined);
-    const crashArgs = [
-      String(opts.killAfterChunk),
-      ...(opts.holdChunk === undefined ? [] : [String(opts.holdChunk)]),
-      ...(opts.holdMs === undefined ? [] : [String(opts.holdMs)]),
-    ];
+    const crashArgs = [String(opts.killAfterChunk), ...(opts.holdChunk === undefined ? [] : [String(opts.holdChunk)])];
     return startScript(
       'worker',
       {
@@ -81,7 +74,6 @@ export function crashFixture(opts: { repeat?: number } = {}) {
         ...(writers === undefined ? {} : { IMPORT_WRITERS: String(writers) }),
         WORKER_LOCK_SECONDS: String(LOCK_SECONDS),
         LOG_LEVEL: 'info',
-        ...opts.env,
       },
       {
         logFile,

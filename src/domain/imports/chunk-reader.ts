@@ -16,12 +16,6 @@ export type ChunkSource = {
   committed: readonly CommittedChunk[];
   today: string;
   documentsOf: DocumentsOf;
-  /**
-   * Only the chunks from `first` up to (not including) `end`, when the file is split across
-   * workers (range-plan.ts): the rows before are parsed and counted, not validated; reading stops
-   * at `end`.
-   */
-  range?: { first: number; end?: number | undefined };
 };
 
 /** A chunk to write: validated and hashed, with the file's columns (for its failed rows). */
@@ -36,18 +30,13 @@ export async function* readChunks(source: Readable, opts: ChunkSource): AsyncGen
   const committed = new Map(opts.committed.map((c) => [c.chunkNo, c]));
   let columns: Column[] = [];
   let rows: ImportRow[] = [];
-  const first = opts.range?.first ?? 0;
-  const end = opts.range?.end ?? Infinity;
-  const skipped = first * opts.size;
-  let no = first;
+  let no = 0;
   let read = 0;
   for await (const row of readImportRows(source, { onHeader: (c) => (columns = c) })) {
     // Parsed rows arrive without a turn of the event loop while the parser has input buffered
     // (several 64 KB blocks); the chunks being written, and every other request of this process,
     // would wait that long for their answers.
     if (++read % ROWS_PER_TURN === 0) await yieldToEventLoop();
-    if (read <= skipped) continue;
-    if (no >= end) return;
     rows.push(row);
     if (rows.length < opts.size) continue;
     const chunk = await toWrite(no++, rows, committed.get(no - 1), opts);

@@ -13,7 +13,6 @@ import {
 } from './chunk-writer';
 import { readChunks, type ReadChunk } from './chunk-reader';
 import { writeChunks, type Started } from './chunk-scheduler';
-import type { ImportRange } from './range-plan';
 import type { CommittedChunk, ImportRecord, ImportRepos, ImportStatus, ImportTx } from './ports';
 
 /** A job's progress; `waiting_for: 'storage'` while it waits out an outage of the file storage. */
@@ -26,22 +25,6 @@ export class ImportBusy extends Error {
     this.name = 'ImportBusy';
   }
 }
-/**
- * A range of a split file waited too long for a chunk of an earlier range (a range no worker has
- * taken yet): its job gives its worker up and runs again a little later, going on after its
- * committed chunks. Not a failure: it counts no attempt.
- */
-export class RangeWaiting extends Error {
-  constructor() {
-    super('A range of the file waits for an earlier one');
-    this.name = 'RangeWaiting';
-  }
-}
-
-/** How long a range's chunk waits for the chunks of earlier ranges it needs before its job gives its worker up. */
-const RANGE_WAIT_MS = 10_000;
-/** How often it looks whether they have committed. */
-const RANGE_POLL_MS = 50;
 
 export type ChunkRunDeps<Tx extends ImportTx> = {
   repos: ImportRepos<Tx>;
@@ -65,8 +48,6 @@ export type ChunkPass = {
   source: Readable;
   committed: readonly CommittedChunk[];
   onProgress?: ((p: ImportProgress) => Promise<void>) | undefined;
-  /** Only this range's chunks (a split file). */
-  range?: ImportRange | undefined;
 };
 
 /**
@@ -79,29 +60,24 @@ export function createChunkRun<Tx extends ImportTx>(deps: ChunkRunDeps<Tx>) {
   const { repos, writer, writers } = deps;
 
   /** Writes the pass's chunks; the status that stopped it early, if one did. */
-  async function writeFile({ run, source, committed, onProgress, range }: ChunkPass): Promise<ImportStatus | undefined> {
+  async function writeFile({ run, source, committed, onProgress }: ChunkPass): Promise<ImportStatus | undefined> {
     const chunks = readChunks(source, {
       size: deps.chunkSize,
       committed,
       today: deps.today(),
       documentsOf: deps.documentsOf,
-      ...(range ? { range } : {}),
     });
-    const waitFor = new Map(range?.waitFor);
     let rowsDone = committed.reduce((sum, c) => sum + c.rowsDone, 0);
     // Side by side, each chunk's persons' transaction follows the one before it (`personsInTurn`).
     let persons: Promise<PersonsResult | undefined> = Promise.resolve(undefined);
     const pending = { checks: 0 };
     for await (const written of writeChunks<ReadChunk, Written>(chunks, writers, async (chunk, next, earlier) => {
-      const before = waitFor.get(chunk.no);
       if (writers > 1) {
         // Chained before any await: the persons' transactions go in file order.
-        persons = personsInTurn(run, chunk, persons, before, earlier.length === 0, pending);
+        persons = personsInTurn(run, chunk, persons, earlier.length === 0, pending);
         return claimsOf(run, chunk, persons, pending);
       }
-      if (before) await earlierRanges(run.id, before);
-      // After such a wait, the look-up made ahead (before those chunks committed) is out of date.
-      return writeInTurn(run, chunk, next, earlier, before !== undefined);
+      return writeInTurn(run, chunk, next, earlier);
     })) {
       const { result } = written;
       if (result.kind === 'superseded') throw new ImportBusy();
@@ -114,8 +90,7 @@ export function createChunkRun<Tx extends ImportTx>(deps: ChunkRunDeps<Tx>) {
 
   /**
    * Chunks side by side (IMPORT_WRITERS > 1): a chunk's persons are decided and committed once the
-   * chunk before it has committed its own (`previous`), and not before the chunks of earlier
-   * ranges it needs (`before`, a split file) have committed; then its claims are written whenever
+   * chunk before it has committed its own (`previous`); then its claims are written whenever
    * a writer is free, whatever the other chunks do. So who a person is stays as in file order,
    * and no chunk waits for another's claims. A chunk whose predecessor failed or was stopped does
    * not decide its persons at all (a later row could otherwise create a person an earlier row
@@ -126,13 +101,11 @@ export function createChunkRun<Tx extends ImportTx>(deps: ChunkRunDeps<Tx>) {
     run: ImportRecord,
     chunk: ReadChunk,
     previous: Promise<PersonsResult | undefined>,
-    before: number[] | undefined,
     first: boolean,
     pending: { checks: number },
   ): Promise<PersonsResult> {
     return previous.then(async (last) => {
       if (last?.kind === 'stopped') return last;
-      if (before) await earlierRanges(run.id, before);
       if (first) await repos.imports.setColumns(run.id, chunk.columns);
       const result = await writer.commitPersons(run, chunk, pending.checks);
       if (result.kind === 'planned') pending.checks += result.planned.checks.length;
@@ -171,13 +144,12 @@ export function createChunkRun<Tx extends ImportTx>(deps: ChunkRunDeps<Tx>) {
     chunk: ReadChunk,
     next: ReadChunk | undefined,
     earlier: readonly Started<ReadChunk, Written>[],
-    lookUpAgain = false,
   ): Promise<Written> {
     // Requests that waited for the chunk just written go first: their next statements queue ahead
     // of this chunk's (embedded, PGlite runs one statement at a time).
     await yieldToEventLoop();
     if (earlier.length === 0) await repos.imports.setColumns(run.id, chunk.columns);
-    const known = !lookUpAgain ? await lookedUpBefore(chunk, earlier.at(-1)) : undefined;
+    const known = await lookedUpBefore(chunk, earlier.at(-1));
     const nextDocuments = next && next.inputs.length > 0 ? next.documents : undefined;
     const { lookupOutside } = deps.writeClaims;
     const outside = nextDocuments && lookupOutside ? lookAhead(lookupOutside, nextDocuments) : undefined;
@@ -192,23 +164,6 @@ export function createChunkRun<Tx extends ImportTx>(deps: ChunkRunDeps<Tx>) {
     const before = await previous?.done;
     if (!before?.ahead || before.ahead.for !== chunk.no || before.result.kind !== 'written') return undefined;
     return before.ahead.found.settle(before.result.known);
-  }
-
-  /**
-   * Waits until the chunks `before` (of earlier ranges) have committed, or the import has been
-   * stopped (the chunk's own lock then says so). Gives up after RANGE_WAIT_MS: the range they
-   * belong to may be waiting for a worker that this one holds.
-   */
-  async function earlierRanges(importId: string, before: number[]): Promise<void> {
-    const started = Date.now();
-    for (;;) {
-      const done = new Set((await repos.ledger.committed(importId)).map((c) => c.chunkNo));
-      if (before.every((no) => done.has(no))) return;
-      const run = await repos.imports.findById(importId);
-      if (!run || run.status !== 'processing' || run.cancelRequested) return;
-      if (Date.now() - started > RANGE_WAIT_MS) throw new RangeWaiting();
-      await new Promise((resolve) => setTimeout(resolve, RANGE_POLL_MS));
-    }
   }
 
   return { writeFile };

@@ -8,11 +8,9 @@ import { deleteObject, ObjectNotFound, sleep, storageOutageClock, StorageUnavail
 import { readChunks } from './chunk-reader';
 import { createChunkRun, type ImportProgress } from './chunk-run';
 import { createChunkWriter, ledgerEntry, yieldToEventLoop, type ClaimWriter, type DocumentsOf } from './chunk-writer';
-import { readImportRows } from './csv-file';
 import { byColumn, importMessages } from './import-messages';
 import { isTerminal, type createImportStateMachine } from './import-status';
 import type { ImportFailure, ImportRecord, ImportRepos, ImportStatus, ImportTx, RowError } from './ports';
-import { planRanges, type ImportRange } from './range-plan';
 
 /** The import row or its file is gone: retrying cannot help. */
 export class ImportGone extends Error {
@@ -26,9 +24,6 @@ export class ImportGone extends Error {
 class DryRunRollback extends Error {}
 
 export type ProcessOutcome = { importId: string; status: ImportStatus; imported: number; failed: number; alreadyDone: boolean };
-
-/** What splitting a file across workers comes to: its ranges, the whole file in one run, or nothing to run. */
-export type SplitPlan = { kind: 'ranges'; ranges: ImportRange[] } | { kind: 'whole' } | { kind: 'done'; outcome: ProcessOutcome };
 
 /** A file to check without importing it (a dry run): where it is stored, and the id it would be imported under. */
 export type CheckedFile = { importId: string; objectKey: string };
@@ -61,7 +56,7 @@ const outcomeOf = (run: ImportRecord, alreadyDone: boolean): ProcessOutcome => (
 });
 
 /**
- * An import's run, from a job's point of view: start it (or plan a split file's ranges), write
+ * An import's run, from a job's point of view: start it, write
  * its chunks (chunk-run.ts), settle it (completed, cancelled or failed, and what each leaves
  * behind). A run that starts again (a killed worker, a restarted database, a retry) reads the
  * ledger and writes the chunks it does not have, so every row is written exactly once; the
@@ -100,68 +95,15 @@ export function createImportRun<Tx extends ImportTx>(deps: ImportRunDeps<Tx>) {
     return settle(importId, await rideOutStorage(run, opts.onProgress, (onProgress) => writeMissing(run, onProgress)));
   }
 
-  /**
-   * A file larger than `splitBytes` is cut into ranges of whole chunks (range-plan.ts), each run
-   * by `processRange` as a job of its own, by whichever worker is free; `finishRanges` then
-   * completes the import once every range has settled. This first step starts the run and plans
-   * the ranges; a smaller file is imported whole (`process`).
-   */
-  async function split(importId: string, splitBytes: number): Promise<SplitPlan> {
-    const found = await repos.imports.findById(importId);
-    if (!found) throw new ImportGone('The import no longer exists.');
-    if (isTerminal(found.status)) return { kind: 'done', outcome: outcomeOf(found, true) };
-    if (splitBytes <= 0 || found.sizeBytes <= splitBytes) return { kind: 'whole' };
-    const run = await machine.start(importId);
-    if (!run) return { kind: 'done', outcome: outcomeOf((await repos.imports.findById(importId)) ?? found, true) };
-    return rideOutStorage(run, undefined, async () => {
-      const source = await openFile(run);
-      try {
-        const count = Math.ceil(run.sizeBytes / splitBytes);
-        return {
-          kind: 'ranges' as const,
-          ranges: await planRanges(readImportRows(source), { chunkSize: limits.chunkSize, rowsTotal: run.rowsTotal, count }),
-        };
-      } finally {
-        source.destroy();
-      }
-    });
-  }
-
-  /**
-   * One range of a split file: its chunks that the ledger does not have, each written once the
-   * chunks of earlier ranges it needs have committed. Leaves the import processing (or as a cancel
-   * or a failure left it): `finishRanges` moves it on.
-   */
-  async function processRange(
-    importId: string,
-    range: ImportRange,
-    opts: { onProgress?: (p: ImportProgress) => Promise<void> } = {},
-  ): Promise<ProcessOutcome> {
-    const run = await repos.imports.findById(importId);
-    if (!run) throw new ImportGone('The import no longer exists.');
-    if (isTerminal(run.status) || run.cancelRequested) return outcomeOf(run, true);
-    const stopped = await rideOutStorage(run, opts.onProgress, (onProgress) => writeMissing(run, onProgress, range));
-    return { ...outcomeOf(run, false), status: stopped ?? 'processing' };
-  }
-
-  /** Every range of a split file has settled: the import completes (or is cancelled), as `process` ends. */
-  async function finishRanges(importId: string): Promise<ProcessOutcome> {
-    const run = await repos.imports.findById(importId);
-    if (!run) throw new ImportGone('The import no longer exists.');
-    if (isTerminal(run.status)) return outcomeOf(run, true);
-    return settle(importId, run.cancelRequested ? 'cancelled' : undefined);
-  }
-
-  /** The run's chunks the ledger lacks (of `range` only, when given); the status that stopped it early, if one did. */
+  /** The run's chunks the ledger lacks; the status that stopped it early, if one did. */
   async function writeMissing(
     run: ImportRecord,
     onProgress: ((p: ImportProgress) => Promise<void>) | undefined,
-    range?: ImportRange,
   ): Promise<ImportStatus | undefined> {
     const committed = await repos.ledger.committed(run.id);
     const source = await openFile(run);
     try {
-      return await chunks.writeFile({ run, source, committed, onProgress, range });
+      return await chunks.writeFile({ run, source, committed, onProgress });
     } finally {
       source.destroy();
     }
@@ -324,5 +266,5 @@ export function createImportRun<Tx extends ImportTx>(deps: ImportRunDeps<Tx>) {
     return { imported, failed: errors.length, errors: errors.map((e) => ({ row: e.row, messages: byColumn(e.messages) })) };
   }
 
-  return { process, split, processRange, finishRanges, markFailed, purgeLeftovers, dryRun };
+  return { process, markFailed, purgeLeftovers, dryRun };
 }

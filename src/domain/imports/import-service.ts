@@ -267,7 +267,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     return unfinished.length;
   }
 
-  const { process, split, processRange, finishRanges, markFailed, purgeLeftovers } = runner;
+  const { process, markFailed, purgeLeftovers } = runner;
   return {
     receive,
     discard,
@@ -276,9 +276,6 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     get,
     list,
     process,
-    split,
-    processRange,
-    finishRanges,
     markFailed,
     cancel,
     dryRun,
