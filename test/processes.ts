@@ -23,14 +23,14 @@ export type Child = ChildProcess & {
 const children = new Set<ChildProcess>();
 
 /**
- * Starts `npm start` ('start') or `npm run worker` ('worker') as node itself runs them (no npm in
+ * Starts `npm start` ('start'), `npm run worker` ('worker') or `npm run worker:built` as node itself runs them (no npm in
  * between: one process to signal). The environment is built from scratch (PATH and HOME, then
  * `env`), so a variable of the developer's shell cannot leak in. `entry` replaces the script's
  * file (the same node flags), for a test's own entry file (test/crash-worker.ts). With `logFile`
  * the output is appended there instead of being kept in memory.
  */
 export function startScript(
-  script: 'start' | 'worker',
+  script: 'start' | 'worker' | 'worker:built',
   env: Record<string, string>,
   opts: { entry?: string; entryArgs?: string[]; logFile?: string } = {},
 ): Child {
