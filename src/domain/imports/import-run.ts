@@ -6,11 +6,11 @@ import { withRetries } from '../claims/claim-service';
 import type { Principal } from '../principal';
 import { deleteObject, ObjectNotFound, sleep, storageOutageClock, StorageUnavailable, type ObjectStore } from '../storage';
 import { readChunks } from './chunk-reader';
-import { createChunkRun, type ImportProgress } from './chunk-run';
-import { createChunkWriter, ledgerEntry, yieldToEventLoop, type ClaimWriter, type DocumentsOf } from './chunk-writer';
+import { createChunkRun, type ChunkRunDeps, type ImportProgress } from './chunk-run';
+import { createChunkWriter, ledgerEntry, yieldToEventLoop } from './chunk-writer';
 import { byColumn, importMessages } from './import-messages';
 import { isTerminal, type createImportStateMachine } from './import-status';
-import type { ImportFailure, ImportRecord, ImportRepos, ImportStatus, ImportTx, RowError } from './ports';
+import type { ImportFailure, ImportRecord, ImportStatus, ImportTx, RowError } from './ports';
 
 /** The import row or its file is gone: retrying cannot help. */
 export class ImportGone extends Error {
@@ -28,17 +28,12 @@ export type ProcessOutcome = { importId: string; status: ImportStatus; imported:
 /** A file to check without importing it (a dry run): where it is stored, and the id it would be imported under. */
 export type CheckedFile = { importId: string; objectKey: string };
 
-export type ImportRunDeps<Tx extends ImportTx> = {
-  repos: ImportRepos<Tx>;
+/** What the write step needs (chunk-run.ts), less what the run makes of its own limits. */
+export type ImportRunDeps<Tx extends ImportTx> = Omit<ChunkRunDeps<Tx>, 'writer' | 'writers' | 'chunkSize'> & {
   machine: ReturnType<typeof createImportStateMachine<Tx>>;
-  writeClaims: ClaimWriter<Tx>;
-  documentsOf: DocumentsOf;
   storage: ObjectStore;
-  today: () => string;
   /** `writers`: IMPORT_WRITERS; `storageRetryMs`: STORAGE_RETRY_SECONDS (default 300 s). */
   limits: { chunkSize: number; writers?: number; storageRetryMs?: number };
-  /** Called right after a chunk has committed, before its progress is reported (crash tests). */
-  afterChunkCommit?: (chunkNo: number) => void;
   /** Awaited in a chunk's transaction before its write (crash tests: a chunk held open while later ones commit). */
   beforeChunkWrite?: (chunkNo: number) => Promise<void>;
   /** Called while a chunk's write runs in the database and this thread only waits for it (the heap trim). */
