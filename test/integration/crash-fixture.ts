@@ -23,14 +23,19 @@ const LOCK_SECONDS = 2;
 /** The crash tests' worker entry: `npm run worker` that SIGKILLs itself after a given chunk's commit. */
 const CRASH_WORKER = 'test/crash-worker.ts';
 
-export function crashFixture(opts: { repeat?: number } = {}) {
+export function crashFixture(opts: { repeat?: number; attempts?: number } = {}) {
   const redisUrl = process.env.TEST_REDIS_URL!;
   const prefix = `test-crash-${randomBytes(4).toString('hex')}`;
   const logFile = path.join(ROOT, 'test-results', `${prefix}.log`);
   const state = {} as { ctx: TestContext; schema: string; file: string; expected: { rows: number; invalidRows: number } };
 
   beforeAll(async () => {
-    state.ctx = await createTestContext({ REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, IMPORT_MAX_BYTES: String(20 * 1024 * 1024) });
+    state.ctx = await createTestContext({
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: prefix,
+      IMPORT_MAX_BYTES: String(20 * 1024 * 1024),
+      ...(opts.attempts === undefined ? {} : { IMPORT_ATTEMPTS: String(opts.attempts) }),
+    });
     state.schema = (await state.ctx.deps.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
     state.file = path.join(state.ctx.config.dataDir, 'crash.csv');
     fs.mkdirSync(state.ctx.config.dataDir, { recursive: true });
