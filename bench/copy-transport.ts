@@ -142,7 +142,7 @@ async function main() {
       s.once('error', reject);
     });
   const sql = postgres(url, { max: 1, onnotice: () => {}, ...(noDelay ? { socket } : {}) });
-  console.log(`Nagle's algorithm ${noDelay ? 'off' : 'on (the driver\'s default)'}`);
+  console.log(`Nagle's algorithm ${noDelay ? 'off' : "on (the driver's default)"}`);
   try {
     await sql.unsafe(`CREATE TEMP TABLE t ${TABLE}`);
     await sql.unsafe(`CREATE TEMP TABLE staging ${TABLE} ON COMMIT DELETE ROWS`);
