@@ -88,7 +88,19 @@ function toRecord(r: Row): ImportRecord {
   };
 }
 
-export function createImportRepository(db: Queryable) {
+/**
+ * Whether an import's claims are more than a tenth of those the claims table's statistics counted
+ * (PostgreSQL's own autovacuum rule: 50 rows and 10%; reltuples is -1 before the first count).
+ */
+const STATISTICS_STALE = `
+  SELECT coalesce((SELECT sum(l.imported) FROM import_chunks l WHERE l.import_id = $1), 0) > 50 + 0.1 * greatest(c.reltuples, 0) AS stale
+    FROM pg_class c WHERE c.oid = 'claims'::regclass`;
+
+/**
+ * `embedded`: the database is PGlite, which runs no autovacuum, so that the planner's statistics
+ * are only what the import repository brings up to date (refreshStatistics).
+ */
+export function createImportRepository(db: Queryable, { embedded = false }: { embedded?: boolean } = {}) {
   const repo = {
     async insert(row: {
       id: string;
@@ -338,6 +350,14 @@ export function createImportRepository(db: Queryable) {
 
     async markPurged(id: string): Promise<void> {
       await db.query('UPDATE imports SET claims_purged_at = now() WHERE id = $1', [id]);
+    },
+
+    async refreshStatistics(id: string): Promise<boolean> {
+      if (!embedded) return false;
+      if (!(await db.query<{ stale: boolean }>(STATISTICS_STALE, [id]))[0]?.stale) return false;
+      // The statistics planning every search (by plate, client, company) and the import's match alerts.
+      await db.query('ANALYZE claims');
+      return true;
     },
 
     async countClaims(id: string): Promise<number> {

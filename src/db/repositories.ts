@@ -14,13 +14,16 @@ import { createSignInRepository } from './sign-in-repository';
 import { createTokenRepository } from './token-repository';
 import { createWebhookRepository } from './webhook-repository';
 
-/** `soleSession`: q is a transaction of a database with one session (see ClaimRepositoryOptions). */
-function repositorySet(q: Queryable, soleSession = false) {
+/**
+ * `embedded`: q is of the embedded database (PGlite); `soleSession`: q is a transaction of it, a
+ * database with one session (see ClaimRepositoryOptions).
+ */
+function repositorySet(q: Queryable, { embedded = false, soleSession = false } = {}) {
   return {
     claims: createClaimRepository(q, { soleSession }),
     tokens: createTokenRepository(q),
     companies: createCompanyRepository(q),
-    imports: createImportRepository(q),
+    imports: createImportRepository(q, { embedded }),
     ledger: createImportLedgerRepository(q),
     idempotency: createIdempotencyRepository(q),
     sessions: createSessionRepository(q),
@@ -68,12 +71,15 @@ function savepointOn(q: Queryable): Savepoint {
  * receive this; they never see SQL.
  */
 export function createRepositories(db: Db) {
+  const embedded = db.kind === 'pglite';
   return {
-    ...repositorySet(db),
+    ...repositorySet(db, { embedded }),
     /** Runs fn in a transaction. Deadlocks and serialization failures surface as RetryableConflict. */
     async transaction<T>(fn: (tx: RepositorySet & { savepoint: Savepoint }) => Promise<T>): Promise<T> {
       try {
-        return await db.transaction((q) => fn(Object.assign(repositorySet(q, db.kind === 'pglite'), { savepoint: savepointOn(q) })));
+        return await db.transaction((q) =>
+          fn(Object.assign(repositorySet(q, { embedded, soleSession: embedded }), { savepoint: savepointOn(q) })),
+        );
       } catch (err) {
         const code = pgErrorCode(err);
         if (code === '40P01' || code === '40001') throw new RetryableConflict(`database conflict ${code}`);

@@ -163,6 +163,8 @@ export function createImportRun<Tx extends ImportTx>(deps: ImportRunDeps<Tx>) {
       if (now.status === 'cancelled' || now.status === 'failed') await cleanUp(now);
       return outcomeOf(now, false);
     }
+    // The completion's match alerts probe the claims once per claim of the import: planned with statistics that count them.
+    await repos.imports.refreshStatistics(importId);
     const done = await machine.complete(importId);
     const now = done ?? (await repos.imports.findById(importId))!;
     await cleanUp(now);

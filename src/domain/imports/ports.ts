@@ -109,6 +109,13 @@ export interface ImportRepositoryPort {
   /** Forgets which persons a completed import created. */
   forgetPersons(id: string): Promise<void>;
   markPurged(id: string): Promise<void>;
+  /**
+   * Before the completion of an import whose chunks are all written: brings the planner's
+   * statistics of the tables it grew up to date, where nothing else would (the embedded database
+   * runs no autovacuum), once its rows are more than a tenth of the claims the statistics know of.
+   * Whether it did.
+   */
+  refreshStatistics(id: string): Promise<boolean>;
 }
 
 /** One committed chunk, as the ledger keeps it. */
