@@ -111,8 +111,8 @@ export interface ImportRepositoryPort {
   markPurged(id: string): Promise<void>;
   /**
    * Before the completion of an import whose chunks are all written: brings the planner's
-   * statistics of the tables it grew up to date, where nothing else would (the embedded database
-   * runs no autovacuum), once its rows are more than a tenth of the claims the statistics know of.
+   * statistics of the claims up to date, where nothing else would (the embedded database runs no
+   * autovacuum), once its rows are more than a tenth of the claims the statistics know of.
    * Whether it did.
    */
   refreshStatistics(id: string): Promise<boolean>;
