@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestContext, submitClaim, type TestContext } from '../harness';
-import { csv, docNumber, futureDate, postImport, validRow, type CsvRow, recordImport } from '../import-helpers';
+import { csv, docNumber, futureDate, multipart, postImport, validRow, type CsvRow, recordImport } from '../import-helpers';
 
 /**
  * Chunks written side by side (IMPORT_WRITERS = 2 on PostgreSQL; embedded, one at a time whatever
@@ -124,6 +124,36 @@ describe('a run stopped with any set of chunks committed (chunks of 2 rows)', ()
         .slice(1)
         .map((l) => l.split(',').at(-2)),
     ).toEqual(['5', '8']);
+  });
+
+  it('checks a file of several chunks as its import then goes, leaving nothing behind (a dry run)', async () => {
+    const company = await ctx.newCompany('Dry run in chunks');
+    const person = validRow();
+    // Chunks of 2 rows: the person of row 2 comes back in the second chunk with another date of
+    // birth (row 4 fails), and in the third as first given (the same person, imported).
+    const rows = [person, validRow(), { ...person, date_of_birth: '1970-01-01', vehicle_registration: 'XY1' }];
+    rows.push(validRow({ claim_date: futureDate() }), { ...person, vehicle_registration: 'XY2' }, validRow());
+    const body = await multipart(csv(rows));
+    const dry = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims/import?dry_run=true',
+      headers: { ...company.auth, 'content-type': body.contentType },
+      payload: body.payload,
+    });
+    expect(dry.statusCode, dry.body).toBe(200);
+    const checked = dry.json<{ imported: number; failed: number; errors: { row: number; messages: object }[] }>();
+    expect(checked).toMatchObject({ dry_run: true, imported: 4, failed: 2 });
+    expect(checked.errors.map((e) => [e.row, Object.keys(e.messages)])).toEqual([
+      [4, ['date_of_birth']],
+      [5, ['claim_date']],
+    ]);
+    const left = async (table: string) =>
+      (await query<{ n: number }>(ctx, `SELECT count(*)::int AS n FROM ${table} WHERE company_id = $1`, [company.id]))[0]!.n;
+    expect([await left('imports'), await left('claims')]).toEqual([0, 0]);
+
+    const real = await postImport(ctx.app, company.auth, csv(rows));
+    expect(real.statusCode, real.body).toBe(200);
+    expect(real.json()).toMatchObject({ imported: checked.imported, failed: checked.failed, errors: checked.errors });
   });
 
   it('commits a chunk whose persons all come from the chunk before it while that one is still open', async () => {

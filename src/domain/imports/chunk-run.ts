@@ -27,7 +27,7 @@ export class ImportBusy extends Error {
 }
 
 export type ChunkRunDeps<Tx extends ImportTx> = {
-  repos: ImportRepos<Tx>;
+  repos: Pick<ImportRepos<Tx>, 'imports' | 'transaction'>;
   writer: ReturnType<typeof createChunkWriter<Tx>>;
   writeClaims: ClaimWriter<Tx>;
   documentsOf: DocumentsOf;

@@ -196,7 +196,8 @@ export type ChunkResult =
 class ChunkSuperseded extends Error {}
 
 export function createChunkWriter<Tx extends ImportTx>(deps: {
-  repos: ImportRepos<Tx>;
+  /** Where each chunk's transactions run (a dry run's: savepoints of its one transaction). */
+  repos: Pick<ImportRepos<Tx>, 'transaction'>;
   writeClaims: ClaimWriter<Tx>;
   /** Called once a chunk's write and ledger entry are on their way, while this thread waits for them. */
   whileWriting?: (() => void) | undefined;

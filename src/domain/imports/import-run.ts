@@ -2,15 +2,13 @@ import type { Readable } from 'node:stream';
 
 import type { AuditEventInput } from '../audit/audit';
 import type { IdentityCheck } from '../clients/identity-checks';
-import { withRetries } from '../claims/claim-service';
 import type { Principal } from '../principal';
 import { deleteObject, ObjectNotFound, sleep, storageOutageClock, StorageUnavailable, type ObjectStore } from '../storage';
-import { readChunks } from './chunk-reader';
 import { createChunkRun, type ChunkRunDeps, type ImportProgress } from './chunk-run';
-import { createChunkWriter, ledgerEntry, yieldToEventLoop } from './chunk-writer';
+import { createChunkWriter, yieldToEventLoop, type ClaimWriter } from './chunk-writer';
 import { byColumn, importMessages } from './import-messages';
 import { isTerminal, type createImportStateMachine } from './import-status';
-import type { ImportFailure, ImportRecord, ImportStatus, ImportTx, RowError } from './ports';
+import type { ImportFailure, ImportRecord, ImportRepos, ImportStatus, ImportTx, RowError } from './ports';
 
 /** The import row or its file is gone: retrying cannot help. */
 export class ImportGone extends Error {
@@ -25,11 +23,33 @@ class DryRunRollback extends Error {}
 
 export type ProcessOutcome = { importId: string; status: ImportStatus; imported: number; failed: number; alreadyDone: boolean };
 
-/** A file to check without importing it (a dry run): where it is stored, and the id it would be imported under. */
-export type CheckedFile = { importId: string; objectKey: string };
+/** A file to check without importing it (a dry run): the stored file, and the id it would be imported under. */
+export type CheckedFile = { importId: string; objectKey: string; fileName: string; size: number; dataRows: number };
+
+/** The identity checks and audit events a dry run's chunks wrote (and its rollback undoes). */
+type Kept = { checks: IdentityCheck[]; events: AuditEventInput[] };
+
+/** `writeClaims`, noting in `kept` the identity checks and events of each chunk's write once it is done. */
+function keeping<Tx>(writeClaims: ClaimWriter<Tx>, kept: Kept): ClaimWriter<Tx> {
+  // No look-up outside the transaction: it would not see the persons the dry run's earlier chunks created.
+  const { lookupOutside: _, ...inside } = writeClaims;
+  return {
+    ...inside,
+    write: async (...rows) => {
+      const done = await writeClaims.write(...rows);
+      const written = done.written.then((w) => {
+        kept.checks.push(...done.checks);
+        kept.events.push(...done.events);
+        return w;
+      });
+      return { ...done, written };
+    },
+  };
+}
 
 /** What the write step needs (chunk-run.ts), less what the run makes of its own limits. */
-export type ImportRunDeps<Tx extends ImportTx> = Omit<ChunkRunDeps<Tx>, 'writer' | 'writers' | 'chunkSize'> & {
+export type ImportRunDeps<Tx extends ImportTx> = Omit<ChunkRunDeps<Tx>, 'repos' | 'writer' | 'writers' | 'chunkSize'> & {
+  repos: ImportRepos<Tx>;
   machine: ReturnType<typeof createImportStateMachine<Tx>>;
   storage: ObjectStore;
   /** `writers`: IMPORT_WRITERS; `storageRetryMs`: STORAGE_RETRY_SECONDS (default 300 s). */
@@ -57,8 +77,8 @@ const outcomeOf = (run: ImportRecord, alreadyDone: boolean): ProcessOutcome => (
  * ledger and writes the chunks it does not have, so every row is written exactly once; the
  * summary is built from the ledger. The claims stay invisible until the import is completed
  * (their import's status decides), and a failed or cancelled import's claims and new persons are
- * removed afterwards. The dry run reads the file through the same reader and writes through the
- * same claim writer, in a transaction rolled back at the end.
+ * removed afterwards. The dry run is the same run (the same write step and summary) in a
+ * transaction rolled back at the end.
  */
 export function createImportRun<Tx extends ImportTx>(deps: ImportRunDeps<Tx>) {
   const { repos, storage, machine, limits } = deps;
@@ -203,64 +223,60 @@ export function createImportRun<Tx extends ImportTx>(deps: ImportRunDeps<Tx>) {
   }
 
   /**
-   * A dry run: every chunk of the file, read and validated as the run reads it (`readChunks`), is
-   * resolved and written by the same claim writer, identity rules against the stored persons
-   * included, in one transaction that is rolled back at the end: no claim, no person, no import
-   * stays. The summary is the one a real import would give now. The identity checks it made are
-   * the only thing it keeps: written in the transaction (so that later chunks count them against
-   * the budget) and, since that one is rolled back, committed again before the answer.
+   * A dry run: the run itself, in one transaction rolled back at the end. The import is created
+   * and started in it, its chunks are read, validated and written by the same write step, one at
+   * a time, each chunk's transaction a savepoint of that one (so the documents are looked up where
+   * the persons of the file's earlier rows are), and its summary is the completion's, from the
+   * ledger: the one a real import would give now. No import, ledger entry, claim or person stays.
+   * The identity checks it made are the only thing it keeps: written as a real run writes them (so
+   * that later chunks count them against the company's budget) and, since those are rolled back,
+   * committed again, as the caller's, before the answer.
    */
   async function dryRun(principal: Principal, file: CheckedFile): Promise<{ imported: number; failed: number; errors: RowError[] }> {
-    const errors: RowError[] = [];
-    let imported = 0;
-    const told: IdentityCheck[] = [];
-    const events: AuditEventInput[] = [];
+    const kept: Kept = { checks: [], events: [] };
+    const writeClaims = keeping(deps.writeClaims, kept);
+    let summary: ImportRecord | undefined;
     const source = await storage.getStream(file.objectKey);
     try {
-      const read = readChunks(source, { size: limits.chunkSize, committed: [], today: deps.today(), documentsOf: deps.documentsOf });
       await repos
         .transaction(async (tx) => {
-          for await (const chunk of read) {
-            const outcomes =
-              chunk.inputs.length === 0
-                ? []
-                : await withRetries(() =>
-                    tx.savepoint(async () => {
-                      const known = await deps.writeClaims.lookup(tx, chunk.documents);
-                      const written = await deps.writeClaims.write(
-                        tx,
-                        principal.companyId,
-                        chunk.inputs,
-                        file.importId,
-                        chunk.documents,
-                        known,
-                      );
-                      await written.written;
-                      told.push(...written.checks.map((c) => ({ ...c, tokenId: principal.tokenId, userId: principal.userId })));
-                      events.push(...written.events);
-                      return written.outcomes;
-                    }),
-                  );
-            const entry = ledgerEntry(file.importId, chunk, outcomes, null);
-            imported += entry.imported;
-            for (const e of entry.errorsJson) errors.push(JSON.parse(e) as RowError);
-          }
+          const { importId: id, objectKey, fileName, size: sizeBytes, dataRows: rowsTotal } = file;
+          await tx.imports.insert({ id, companyId: principal.companyId, fileName, objectKey, sizeBytes, rowsTotal });
+          const run = (await tx.imports.transition(id, ['queued'], 'processing', { startAttempt: true }))!;
+          const inTx = { imports: tx.imports, transaction: <T>(fn: (t: Tx) => Promise<T>) => tx.savepoint(() => fn(tx)) };
+          const dry = createChunkRun<Tx>({
+            repos: inTx,
+            writer: createChunkWriter<Tx>({ repos: inTx, writeClaims }),
+            writeClaims,
+            documentsOf: deps.documentsOf,
+            writers: 1,
+            chunkSize: limits.chunkSize,
+            today: deps.today,
+          });
+          await dry.writeFile({ run, source, committed: [] });
+          summary = await tx.imports.transition(id, ['processing'], 'completed', { summaryFromLedger: true });
           throw new DryRunRollback();
         })
         .catch((err: unknown) => {
           if (!(err instanceof DryRunRollback)) throw err;
         });
+      const told = kept.checks.map((c) => ({ ...c, tokenId: principal.tokenId, userId: principal.userId }));
       // Answered once the identity checks it made (and the audit event of a budget they used up) are committed.
-      if (events.length > 0) {
+      if (kept.events.length > 0) {
         await repos.transaction(async (tx) => {
           await tx.identityChecks.append(told);
-          for (const e of events) await tx.audit.record(e);
+          for (const e of kept.events) await tx.audit.record(e);
         });
       } else await repos.identityChecks.append(told);
     } finally {
       source.destroy();
     }
-    return { imported, failed: errors.length, errors: errors.map((e) => ({ row: e.row, messages: byColumn(e.messages) })) };
+    const { imported, failed, errors } = summary!;
+    return {
+      imported: imported ?? 0,
+      failed: failed ?? 0,
+      errors: (errors ?? []).map((e) => ({ row: e.row, messages: byColumn(e.messages) })),
+    };
   }
 
   return { process, markFailed, purgeLeftovers, dryRun };
