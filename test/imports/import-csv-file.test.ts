@@ -72,6 +72,24 @@ describe('the upload inspector', () => {
     await expect(inspect([`${HEADER}\nOna,"open\n`])).rejects.toThrow('Row 2 has a quoted field that is never closed');
   });
 
+  it("gives the server's other requests turns while it reads a large block of the upload", async () => {
+    // 20,000 rows arriving as one block, as a socket hands over a fast upload.
+    const row = 'Ona,Petraitė,1985-06-02,passport,X1234567,2026-01-01,ABC123,,100,EUR,false,open';
+    const block = Buffer.from(`${HEADER}\n${`${row}\n`.repeat(20_000)}`);
+    let turns = 0;
+    let inspecting = true;
+    const other = () => {
+      turns++;
+      if (inspecting) setImmediate(other);
+    };
+    setImmediate(other);
+    const result = await inspect([block]);
+    inspecting = false;
+    expect(result.dataRows).toBe(20_000);
+    // A turn at least every 64 KB of the block (without them: none until it was all read).
+    expect(turns).toBeGreaterThan(block.length / (64 * 1024));
+  });
+
   it('detects the delimiter from the header line', () => {
     expect(detectDelimiter('a,b,c')).toBe(',');
     expect(detectDelimiter('a;b;c')).toBe(';');

@@ -1,6 +1,7 @@
 import { hash as digest } from 'node:crypto';
 import { Readable, Transform } from 'node:stream';
 import { finished } from 'node:stream/promises';
+import { setImmediate } from 'node:timers/promises';
 
 import { parse, type Options, type Parser } from 'csv-parse';
 
@@ -38,7 +39,10 @@ export const MAX_RECORD_CHARS = 1024 * 1024;
  * bounds the parser's cost, which is many times higher for such a row than for a regular one.
  */
 export const MAX_FIELD_COUNT_ERRORS = 1000;
-/** Bytes handed to the parser at a time, so that a file found invalid stops being parsed soon. */
+/**
+ * Bytes handed to the parser at a time, so that a file found invalid stops being parsed soon and
+ * other requests are answered in between.
+ */
 const PARSE_SLICE_BYTES = 16 * 1024;
 
 /**
@@ -286,9 +290,17 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
     parser = p;
   };
   const write = (buf: Buffer) => new Promise<void>((resolve) => void parser!.write(buf, () => resolve()));
-  /** Hands the bytes over a slice at a time, and stops as soon as the file is found invalid. */
+  /**
+   * Hands the bytes over a slice at a time, and stops as soon as the file is found invalid.
+   * After each slice the event loop takes a turn: the parser's callbacks do not give it one, and
+   * the socket hands over the upload in blocks of many slices, so the server's other requests
+   * would otherwise wait for whole blocks to be parsed.
+   */
   const feed = async (buf: Buffer) => {
-    for (let at = 0; at < buf.length && !failure; at += PARSE_SLICE_BYTES) await write(buf.subarray(at, at + PARSE_SLICE_BYTES));
+    for (let at = 0; at < buf.length && !failure; at += PARSE_SLICE_BYTES) {
+      await write(buf.subarray(at, at + PARSE_SLICE_BYTES));
+      await setImmediate();
+    }
   };
 
   const inspector = new Transform({
