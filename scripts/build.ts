@@ -1,7 +1,7 @@
 /**
  * `npm run build`: the import worker as one JavaScript file, `dist/main-worker.mjs` (its packages
  * stay in node_modules), with the database migrations beside it. `npm run worker:built` runs it:
- * without the TypeScript loader the worker needs some 35 MB less memory (docs/performance.md).
+ * without the TypeScript loader the worker needs less memory (the figures: docs/performance.md).
  *
  *   npm run build [-- --outdir dir]   (a folder inside the project, so that node_modules is found)
  */

@@ -275,7 +275,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 /**
  * Uploads read at once when MAX_CONCURRENT_UPLOADS is not set: one per 64 MiB of the machine's
  * memory, at least 4 and at most 64. An upload holds up to one S3 part (5 MiB) and the parser's
- * buffers, about 6 MB each measured (docs/performance.md); the rest is for the process itself.
+ * buffers (what each took, measured: docs/performance.md); the rest is for the process itself.
  */
 export function defaultMaxConcurrentUploads(totalMemory = os.totalmem()): number {
   return Math.min(64, Math.max(4, Math.floor(totalMemory / (64 * 1024 * 1024))));
