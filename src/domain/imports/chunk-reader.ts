@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 
-import { prepareChunk, yieldToEventLoop, type DocumentsOf, type PreparedChunk } from './chunk-writer';
-import { readImportRows, type Column, type ImportRow } from './csv-file';
+import { prepareChunk, type DocumentsOf, type PreparedChunk } from './chunk-writer';
+import { readImportRows, yieldToEventLoop, type Column, type ImportRow } from './csv-file';
 import type { CommittedChunk } from './ports';
 
 /**

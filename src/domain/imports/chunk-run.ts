@@ -3,7 +3,6 @@ import type { Readable } from 'node:stream';
 import {
   lookAhead,
   lookedUp,
-  yieldToEventLoop,
   type ChunkResult,
   type ClaimWriter,
   type createChunkWriter,
@@ -12,6 +11,7 @@ import {
   type PersonsResult,
 } from './chunk-writer';
 import { readChunks, type ReadChunk } from './chunk-reader';
+import { yieldToEventLoop } from './csv-file';
 import { writeChunks, type Started } from './chunk-scheduler';
 import type { CommittedChunk, ImportRecord, ImportRepos, ImportStatus, ImportTx } from './ports';
 

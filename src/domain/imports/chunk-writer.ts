@@ -5,7 +5,7 @@ import { withRetries } from '../claims/claim-service';
 import type { DocumentRef, IdentityOutcome, KnownDocument } from '../clients/identity';
 import type { AuditEventInput } from '../audit/audit';
 import type { IdentityCheck } from '../clients/identity-checks';
-import { toColumnErrors, type Column, type ImportRow } from './csv-file';
+import { toColumnErrors, yieldToEventLoop, type Column, type ImportRow } from './csv-file';
 import type { ChunkEntry, ImportStatus, ImportRepos, ImportTx, RowError } from './ports';
 
 /**
@@ -98,8 +98,6 @@ export type PreparedChunk = {
  * to the chunk in flight, wait at most that long (about a millisecond; see ROWS_PER_TURN).
  */
 const ROWS_PER_SLICE = 50;
-/** One turn of the event loop: what other requests were waiting for runs first. */
-export const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Row validation is the single-claim validation, called (`validateClaimInput`); the documents are
@@ -357,7 +355,7 @@ export function createChunkWriter<Tx extends ImportTx>(deps: {
 }
 
 /** The ledger entry of a chunk: counts, row errors in row order, and the failed rows' cells (id_number emptied). */
-export function ledgerEntry(importId: string, chunk: PreparedChunk, outcomes: IdentityOutcome[], columns: Column[] | null): ChunkEntry {
+function ledgerEntry(importId: string, chunk: PreparedChunk, outcomes: IdentityOutcome[], columns: Column[] | null): ChunkEntry {
   const idNumberAt = columns?.indexOf('id_number') ?? -1;
   const errorsJson: string[] = [];
   const failedRowsJson: string[] = [];
