@@ -14,7 +14,8 @@ import { rateLimitsPlugin } from './api/plugins/rate-limits';
 import { errorHandlerPlugin } from './api/plugins/error-handler';
 import { claimSchema, clientSchema } from './api/schemas/claims';
 import { addSharedSchemas, documentRoute, errorBody, errorSchema } from './api/schemas/common';
-import { routeKey, scopeOfRoute } from './api/route-scopes';
+import { accessRegistry, routesNeed } from './http-access';
+import { isScopeNeed } from './domain/access/access';
 import { metricsPlugin } from './api/plugins/metrics';
 import { uploadGuardPlugin } from './upload-guard';
 import { claimRoutes } from './api/routes/claims';
@@ -45,13 +46,15 @@ const LIBRARY_PAGE_HEADERS = {
 } as const;
 const LIBRARY_PAGES = /^\/(docs|admin\/queues)(\/|\?|$)/u;
 
+/**
+ * What the routes (API, dashboard, Bull Board) are given: the services, never the repositories or
+ * the database handle (ARCHITECTURE, "Where access is decided").
+ */
+export type AppDeps = Omit<Deps, 'repos' | 'db'>;
+
 declare module 'fastify' {
   interface FastifyInstance {
-    /** `METHOD /api/v1/...` of every API route registered (route-scopes.ts keys). */
-    apiRoutes: string[];
-  }
-  interface FastifyInstance {
-    deps: Deps;
+    deps: AppDeps;
   }
 }
 
@@ -169,7 +172,10 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     // Long enough that any malformed claim id reaches the route and gets its JSON 404.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
   });
-  app.decorate('deps', deps);
+  const { repos: _repos, db: _db, ...services } = deps;
+  app.decorate('deps', services);
+  // Every route states its need (src/domain/access/access.ts); the app is not ready while one states none.
+  accessRegistry(app);
   app.setValidatorCompiler(validatorCompiler());
   // A plain callback hook: no promise per request for one header.
   app.addHook('onRequest', (request, reply, done) => {
@@ -220,28 +226,30 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'csk_…' } } },
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } });
+  await app.register(async (docs) => {
+    routesNeed(docs, 'public');
+    await docs.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } });
+  });
 
-  // Every /api/v1 route (method and pattern), for the scope matrix test; and each token route's
-  // OpenAPI `security` names the scope route-scopes.ts gives it, with the 403 it may answer.
-  app.decorate('apiRoutes', [] as string[]);
+  // Each token route's OpenAPI `security` names the scope the route states, with the 403 it may answer.
   await app.register(
     async (api) => {
       api.addHook('onRoute', (route) => {
-        for (const method of [route.method].flat()) {
-          if (method === 'HEAD') continue;
-          app.apiRoutes.push(routeKey(method, route.url));
-          const scope = scopeOfRoute(method, route.url);
-          const schema = route.schema as { security?: unknown; response?: Record<string, unknown> } | undefined;
-          if (!schema?.security) continue;
-          schema.security = [{ bearerAuth: scope ? [scope] : [] }];
-          schema.response = { ...schema.response, 403: scopeRefusal(scope, schema.response?.[403]) };
-        }
+        const need = route.config?.access;
+        const scope = need !== undefined && isScopeNeed(need) ? need.scope : undefined;
+        const schema = route.schema as { security?: unknown; response?: Record<string, unknown> } | undefined;
+        if (!schema?.security) return;
+        schema.security = [{ bearerAuth: scope ? [scope] : [] }];
+        schema.response = { ...schema.response, 403: scopeRefusal(scope, schema.response?.[403]) };
+      });
+      // Every route that is not public takes a token, and its need is decided (plugins/auth.ts).
+      api.addHook('onRequest', async (request, reply) => {
+        if (request.routeOptions.config.access !== 'public') await app.requireToken(request, reply);
       });
       // The API takes JSON (and multipart for uploads): Fastify's default text/plain parser would
       // hand a string to the body schema and answer 422 where the body's type is the problem (415).
       api.removeContentTypeParser('text/plain');
-      api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+      api.get('/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => app.swagger());
       await api.register(claimRoutes);
       await api.register(importRoutes);
       await api.register(registryRoutes);
@@ -257,10 +265,10 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     const { bullBoardPlugin } = await import('./web/bull-board');
     await app.register(bullBoardPlugin, { queue: deps.importQueue.bull });
   }
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+  app.get('/healthz', { schema: { hide: true }, config: { access: 'public' } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true }, config: { access: 'public' } }, async (_request, reply) => {
     try {
-      await deps.repos.ping();
+      await deps.ping();
     } catch {
       return reply.status(503).send({ status: 'unavailable', message: 'The database is not reachable.' });
     }
@@ -280,7 +288,6 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     return { status: 'ready' };
   });
 
-  app.decorate('dashboardRoutes', [] as string[]);
   await app.register(dashboardPlugin);
   if (extraRoutes) await extraRoutes(app);
   return app;

@@ -55,6 +55,10 @@ const envSchema = {
     SESSION_IDLE_MINUTES: { type: 'integer', minimum: 1, maximum: 480, default: 30 },
     // Requests per minute per API token on /api/v1 (0: off); a company's own by `admin company:limits`.
     RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 6000 },
+    // Requests per minute of all of a company's API tokens together (0: off); a company's own by `admin company:limits`.
+    COMPANY_RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 30_000 },
+    // Dashboard requests per minute per signed-in person (0: off).
+    SESSION_RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 600 },
     // Requests with a missing, malformed or unknown token per client address and minute (0: off).
     AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 0, default: 60 },
     // Identity mismatches a company may be told per hour (0: off); past it, submissions are 429.
@@ -128,6 +132,10 @@ export type Config = Readonly<{
   sessionIdleMinutes: number;
   /** Requests per minute per API token on /api/v1 (0: off); a company's own limit replaces it. */
   rateLimitPerMinute: number;
+  /** Requests per minute of all of a company's tokens together (0: off); a company's own limit replaces it. */
+  companyRateLimitPerMinute: number;
+  /** Dashboard requests per minute per signed-in person (0: off). */
+  sessionRateLimitPerMinute: number;
   /** Requests with a missing, malformed or unknown token per client address and minute (0: off). */
   authFailuresPerMinute: number;
   /** Identity mismatches per company and hour (0: off). */
@@ -254,6 +262,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     encryptionKey: v.ENCRYPTION_KEY,
     sessionIdleMinutes: v.SESSION_IDLE_MINUTES,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,
+    companyRateLimitPerMinute: v.COMPANY_RATE_LIMIT_PER_MINUTE,
+    sessionRateLimitPerMinute: v.SESSION_RATE_LIMIT_PER_MINUTE,
     authFailuresPerMinute: v.AUTH_FAILURES_PER_MINUTE,
     identityMismatchesPerHour: v.IDENTITY_MISMATCHES_PER_HOUR,
     webhookRetentionDays: v.WEBHOOK_RETENTION_DAYS,

@@ -355,6 +355,8 @@ export async function createDeps(config: Config, options: DepsOptions) {
       signIn,
       signInThrottle,
       sessionSecret: () => resolveSessionSecret(config),
+      /** Whether the database answers (/readyz). */
+      ping: () => repos.ping(),
       async close() {
         await tokens.close();
         await failureCounter?.close();

@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
 import { StartupError, type Deps } from './deps';
 import { CLI_ACTOR } from './domain/audit/audit';
-import { isCompanyRole } from './domain/companies/company-repository';
+import { isCompanyRole, type CompanyLimits } from './domain/companies/company-repository';
 import { AppError } from './domain/errors';
 import { createLogger } from './logger';
 import { openDeps } from './startup';
@@ -17,7 +17,8 @@ const USAGE = `Usage: npm run admin -- <command> [options] [--json]
 Commands:
   company:create --name NAME
   company:list
-  company:limits --company ID --per-minute N|default   (API requests per token and minute; 0: no limit)
+  company:limits --company ID [--per-minute N|default] [--company-per-minute N|default]
+                                               (API requests a minute per token, and of all the company's tokens together; 0: no limit)
   company:suspend --company ID                   (its tokens get 403 company_suspended, its people cannot sign in)
   company:resume --company ID
   user:create --company ID --email EMAIL [--password PW] [--role admin|member|viewer]   (default role: admin)
@@ -63,6 +64,7 @@ type Options = {
   role?: string;
   url?: string;
   'per-minute'?: string;
+  'company-per-minute'?: string;
   json?: boolean;
   jsonl?: boolean;
   scopes?: string;
@@ -97,28 +99,32 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
     case 'company:limits': {
       const companyId = need(o.company, 'company');
       await requireCompany(deps, companyId);
-      const raw = need(o['per-minute'], 'per-minute');
-      if (raw !== 'default' && !/^\d{1,9}$/u.test(raw))
-        throw new UsageError('--per-minute must be a whole number (0: no limit) or "default".');
-      const perMinute = raw === 'default' ? null : Number(raw);
-      // An administrative act: the limit and its audit event commit together.
-      await deps.repos.transaction(async (tx) => {
-        await tx.companies.setRateLimit(companyId, perMinute);
-        await tx.audit.record({
-          companyId,
-          action: 'company.settings_changed',
-          actor: CLI_ACTOR,
-          target: { type: 'company', id: companyId, name: `rate limit: ${perMinute === null ? 'default' : `${perMinute} a minute`}` },
-          ip: null,
-          requestId: null,
-        });
-      });
-      const effective = perMinute ?? deps.config.rateLimitPerMinute;
+      const limitOf = (flag: 'per-minute' | 'company-per-minute'): number | null | undefined => {
+        const raw = o[flag];
+        if (raw === undefined) return undefined;
+        if (raw !== 'default' && !/^\d{1,9}$/u.test(raw)) throw new UsageError(`--${flag} must be a whole number (0: no limit) or "default".`);
+        return raw === 'default' ? null : Number(raw);
+      };
+      const asked = { perToken: limitOf('per-minute'), perCompany: limitOf('company-per-minute') };
+      if (asked.perToken === undefined && asked.perCompany === undefined) {
+        throw new UsageError('Give --per-minute, --company-per-minute or both.');
+      }
+      const set = await deps.companies.setLimits(
+        companyId,
+        Object.fromEntries(Object.entries(asked).filter(([, v]) => v !== undefined)) as Partial<CompanyLimits>,
+      );
+      const perToken = set.perToken ?? deps.config.rateLimitPerMinute;
+      const perCompany = set.perCompany ?? deps.config.companyRateLimitPerMinute;
+      const say = (n: number, what: string) => (n === 0 ? `no limit ${what}` : `${n} requests a minute ${what}`);
       return {
-        json: { company_id: companyId, per_minute: perMinute, effective_per_minute: effective },
-        text:
-          `Company ${companyId}: ${effective === 0 ? 'no rate limit' : `${effective} requests per token and minute`}` +
-          `${perMinute === null ? ' (the default, RATE_LIMIT_PER_MINUTE)' : ''}; in effect within 10 seconds.`,
+        json: {
+          company_id: companyId,
+          per_minute: set.perToken,
+          effective_per_minute: perToken,
+          company_per_minute: set.perCompany,
+          effective_company_per_minute: perCompany,
+        },
+        text: `Company ${companyId}: ${say(perToken, 'per token')}, ${say(perCompany, 'for all its tokens together')}; in effect within 10 seconds.`,
       };
     }
     case 'user:create':
@@ -285,6 +291,7 @@ async function main(): Promise<number> {
         role: { type: 'string' },
         url: { type: 'string' },
         'per-minute': { type: 'string' },
+        'company-per-minute': { type: 'string' },
         scopes: { type: 'string' },
         'expires-in-days': { type: 'string' },
         since: { type: 'string' },

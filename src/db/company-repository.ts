@@ -1,4 +1,4 @@
-import type { CompanyRecord, CompanyRepository, UserRecord, UserRole } from '../domain/companies/company-repository';
+import type { CompanyLimits, CompanyRecord, CompanyRepository, UserRecord, UserRole } from '../domain/companies/company-repository';
 import type { Queryable } from './db';
 import { isoTime } from './columns';
 import { bumpRevocationVersion, REVOCATION_VERSION_KEY } from './token-repository';
@@ -61,20 +61,24 @@ export function createCompanyRepository(db: Queryable): CompanyRepository {
       );
       return rows.length > 0;
     },
-    async rateLimits(): Promise<Map<string, number>> {
-      const rows = await db.query<{ company_id: string; per_minute: number }>('SELECT company_id, per_minute FROM company_rate_limits');
-      return new Map(rows.map((r) => [r.company_id, r.per_minute]));
-    },
-    async setRateLimit(companyId: string, perMinute: number | null): Promise<void> {
-      if (perMinute === null) {
-        await db.query('DELETE FROM company_rate_limits WHERE company_id = $1', [companyId]);
-        return;
-      }
-      await db.query(
-        `INSERT INTO company_rate_limits (company_id, per_minute) VALUES ($1, $2)
-         ON CONFLICT (company_id) DO UPDATE SET per_minute = EXCLUDED.per_minute, updated_at = now()`,
-        [companyId, perMinute],
+    async rateLimits(): Promise<Map<string, CompanyLimits>> {
+      const rows = await db.query<{ company_id: string; per_minute: number | null; company_per_minute: number | null }>(
+        'SELECT company_id, per_minute, company_per_minute FROM company_rate_limits',
       );
+      return new Map(rows.map((r) => [r.company_id, { perToken: r.per_minute, perCompany: r.company_per_minute }]));
+    },
+    async setRateLimits(companyId: string, limits: Partial<CompanyLimits>): Promise<CompanyLimits> {
+      // A limit left out keeps its value; null is the setting's default.
+      const rows = await db.query<{ per_minute: number | null; company_per_minute: number | null }>(
+        `INSERT INTO company_rate_limits AS l (company_id, per_minute, company_per_minute) VALUES ($1, $2, $3)
+         ON CONFLICT (company_id) DO UPDATE
+           SET per_minute = CASE WHEN $4::boolean THEN EXCLUDED.per_minute ELSE l.per_minute END,
+               company_per_minute = CASE WHEN $5::boolean THEN EXCLUDED.company_per_minute ELSE l.company_per_minute END,
+               updated_at = now()
+         RETURNING per_minute, company_per_minute`,
+        [companyId, limits.perToken ?? null, limits.perCompany ?? null, limits.perToken !== undefined, limits.perCompany !== undefined],
+      );
+      return { perToken: rows[0]!.per_minute, perCompany: rows[0]!.company_per_minute };
     },
 
     async setRole(id, companyId, role) {

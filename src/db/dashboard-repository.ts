@@ -5,7 +5,7 @@ import type {
   ClaimListRow,
   ClaimListSort,
   DashboardRepository,
-  SignedInUser,
+  SignedInUserRecord,
   CompanyCounts,
   EarlierImport,
   OperatorImport,
@@ -55,7 +55,7 @@ const SORT_KEYS: Record<ClaimListSort, string[]> = {
 export function createDashboardRepository(db: Queryable): DashboardRepository {
   return {
     /** A person and their company's name in one round trip (the per-request "who is signed in"). */
-    async findSignedInUser(userId: string): Promise<SignedInUser | undefined> {
+    async findSignedInUser(userId: string): Promise<SignedInUserRecord | undefined> {
       const rows = await db.query<{
         id: string;
         email: string;
@@ -63,13 +63,15 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
         company_id: string | null;
         company_name: string | null;
         second_factor: boolean;
-        second_factor_required: boolean;
+        company_requires_second_factor: boolean;
+        company_suspended: boolean;
       }>(
         `SELECT u.id, u.email, u.role, u.company_id, co.name AS company_name,
                 u.totp_enabled_at IS NOT NULL AS second_factor,
-                (u.company_id IS NULL OR COALESCE(co.require_second_factor, false)) AS second_factor_required
+                COALESCE(co.require_second_factor, false) AS company_requires_second_factor,
+                co.suspended_at IS NOT NULL AS company_suspended
            FROM users u LEFT JOIN companies co ON co.id = u.company_id
-          WHERE u.id = $1 AND co.suspended_at IS NULL`,
+          WHERE u.id = $1`,
         [userId],
       );
       const r = rows[0];
@@ -81,7 +83,8 @@ export function createDashboardRepository(db: Queryable): DashboardRepository {
           companyId: r.company_id,
           companyName: r.company_name,
           secondFactor: r.second_factor,
-          secondFactorRequired: r.second_factor_required,
+          companyRequiresSecondFactor: r.company_requires_second_factor,
+          companySuspended: r.company_suspended,
         }
       );
     },

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 
 import { auditOrigin } from '../audit-origin';
 import { operatorActor, type AuditAction } from '../domain/audit/audit';
+import { routesNeed } from '../http-access';
 import { operatorOf, operatorSessionHook } from './operator-guard';
 
 export const BULL_BOARD_PATH = '/admin/queues';
@@ -16,6 +17,8 @@ export const BULL_BOARD_PATH = '/admin/queues';
  * the dashboard; any other request (Bull Board's own API calls, scripts) gets 401.
  */
 export async function requireOperator(scope: FastifyInstance): Promise<void> {
+  // Every route Bull Board registers needs the operator (http-access.ts, access.ts).
+  routesNeed(scope, 'operator');
   scope.addHook('onRequest', operatorSessionHook(scope.deps, BULL_BOARD_PATH));
 }
 
@@ -51,7 +54,7 @@ async function recordQueueActs(scope: FastifyInstance): Promise<void> {
     const operator = operatorOf(request);
     const params = (request.params ?? {}) as { queueName?: string; jobId?: string; queueStatus?: string };
     const origin = auditOrigin(request);
-    await scope.deps.repos.audit.record({
+    await scope.deps.audit.record({
       companyId: null,
       action: queueActionOf(request.routeOptions.url ?? ''),
       actor: operator ? operatorActor(operator) : { type: 'operator', id: null, name: 'operator' },

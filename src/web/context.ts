@@ -82,7 +82,7 @@ export function wantsJson(request: FastifyRequest): boolean {
 }
 
 /** Signed-out visitors are sent to the sign-in page (and back here afterwards); scripts get a 401. */
-function toSignIn(request: FastifyRequest, reply: FastifyReply) {
+export function toSignIn(request: FastifyRequest, reply: FastifyReply) {
   if (wantsJson(request)) return reply.status(401).send({ message: 'Sign in first.' });
   const next = request.method === 'GET' ? request.url : '/';
   return reply.redirect(next === '/' ? '/login' : `/login?next=${encodeURIComponent(next)}`, 303);
@@ -95,30 +95,4 @@ export class RoleError extends Error {
   ) {
     super(message);
   }
-}
-
-/** preHandler: a person of a company (admin or member). The operator is sent to their own area. */
-export async function requireCompanyUser(request: FastifyRequest, reply: FastifyReply) {
-  const user = request.webUser;
-  if (!user) return toSignIn(request, reply);
-  if (user.companyId === null) {
-    if (request.method === 'GET' && request.url === '/') return reply.redirect('/operator', 303);
-    throw new RoleError('Company pages', 'This page belongs to a company. As the operator, use the Companies page.');
-  }
-}
-
-/** preHandler: a company admin. */
-export async function requireCompanyAdmin(request: FastifyRequest, reply: FastifyReply) {
-  await requireCompanyUser(request, reply);
-  if (reply.sent) return;
-  if (request.webUser?.role !== 'admin') {
-    throw new RoleError('Admins only', "Only an admin of your company can add or remove people. Ask one of your company's admins.");
-  }
-}
-
-/** preHandler: the operator of the service. */
-export async function requireOperator(request: FastifyRequest, reply: FastifyReply) {
-  const user = request.webUser;
-  if (!user) return toSignIn(request, reply);
-  if (user.role !== 'operator') throw new RoleError('Operator only', 'This page is for the operator of the service.');
 }

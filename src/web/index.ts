@@ -6,7 +6,6 @@ import { fileURLToPath } from 'node:url';
 import fastifyCookie from '@fastify/cookie';
 import fastifyCsrf from '@fastify/csrf-protection';
 import fastifyFormbody from '@fastify/formbody';
-import fastifyRateLimit from '@fastify/rate-limit';
 import fastifySession from '@fastify/session';
 import fastifyStatic from '@fastify/static';
 import fastifyView from '@fastify/view';
@@ -32,7 +31,9 @@ import { tokenRoutes } from './routes/tokens';
 import { webhookRoutes } from './routes/webhooks';
 import { createSessionStore } from './session-store';
 import { renderPage } from './render';
-import { checkPageRole, pageKey } from './page-roles';
+import { checkAccess } from './access';
+import { decide } from '../domain/access/access';
+import { routesNeed } from '../http-access';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
@@ -58,15 +59,7 @@ export const SECURITY_HEADERS = {
  * server as the API. Encapsulated: its cookie, session, CSRF, form-body and view plugins do not
  * reach /api/v1.
  */
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** `METHOD /path` of every dashboard route registered (page-roles.ts keys). */
-    dashboardRoutes: string[];
-  }
-}
-
 export async function dashboardPlugin(app: FastifyInstance) {
-  if (!app.hasDecorator('dashboardRoutes')) app.decorate('dashboardRoutes', [] as string[]);
   const deps = app.deps;
   const secret = deps.sessionSecret();
   const publicDir = path.join(HERE, 'public');
@@ -74,6 +67,7 @@ export async function dashboardPlugin(app: FastifyInstance) {
 
   // Assets in a scope of their own: no session look-up for a stylesheet.
   await app.register(async (assets) => {
+    routesNeed(assets, 'public');
     assets.addHook('onSend', async (_request, reply) => {
       reply.headers({ 'x-content-type-options': 'nosniff' });
     });
@@ -116,7 +110,6 @@ export async function dashboardPlugin(app: FastifyInstance) {
       },
     });
     await pages.register(fastifyFormbody, { bodyLimit: 64 * 1024 });
-    await pages.register(fastifyRateLimit, { global: false });
     await pages.register(fastifyView, {
       engine: { eta: new Eta({ autoEscape: true, cache: true }) },
       templates: path.join(HERE, 'views'),
@@ -155,7 +148,7 @@ export async function dashboardPlugin(app: FastifyInstance) {
     // Who is signed in: looked up again on every request, so a removed person is out at once. A
     // session idle for SESSION_IDLE_MINUTES, or 8 hours old, is signed out; a person who must
     // have a second factor and has none is sent to set one up before anything else.
-    pages.addHook('preHandler', async (request) => {
+    pages.addHook('preHandler', async (request, reply) => {
       request.webUser = null;
       const session = request.session;
       const userId = session?.userId;
@@ -169,23 +162,30 @@ export async function dashboardPlugin(app: FastifyInstance) {
         return;
       }
       const user = await deps.dashboard.currentUser(userId);
-      if (user && user.secondFactorRequired && !user.secondFactor) {
+      // In good standing (access.ts): a suspended company's person is signed out; one who must
+      // have a second factor and has none is sent to set one up before anything else.
+      const standing = user && decide(user.actor, 'signed-in');
+      if (standing?.reason === 'company_suspended') {
+        signOutOf(session);
+        request.log.info({ userId }, 'signed out: company suspended');
+        return;
+      }
+      if (standing?.reason === 'second_factor') {
         signOutOf(session);
         session.pending = { userId, step: 'enrol', at: now, next: '/', method: 'password' };
         return;
       }
       request.webUser = user ?? null;
+      // Each signed-in person's requests against their budget (SESSION_RATE_LIMIT_PER_MINUTE).
+      if (user) await app.rateLimits.countSession(request, reply, user.id);
       // Activity is written at most every 15 seconds (each write is a database round trip).
       if (user && now - (session.lastSeen ?? 0) >= 15_000) session.lastSeen = now;
       // The navigation's count of alerts received in the last 7 days.
       const companyId = request.webUser?.companyId;
       if (companyId) request.alertCount = await deps.alerts.recentCount({ companyId });
     });
-    // Who may open what: one table (page-roles.ts), checked before every page's own guard.
-    pages.addHook('preHandler', checkPageRole);
-    pages.addHook('onRoute', (route) => {
-      for (const method of [route.method].flat()) if (method !== 'HEAD') app.dashboardRoutes.push(pageKey(method, route.url));
-    });
+    // Who may open what: each route's need, decided by access.ts, before the route's own work.
+    pages.addHook('preHandler', checkAccess);
     pages.setErrorHandler(webErrorHandler);
 
     await pages.register(authRoutes);
@@ -203,7 +203,7 @@ export async function dashboardPlugin(app: FastifyInstance) {
     await pages.register(auditRoutes);
 
     // Unknown page addresses get an HTML page; anything under /api keeps the API's JSON 404.
-    pages.get('/*', async (request, reply) => {
+    pages.get('/*', { config: { access: 'public' } }, async (request, reply) => {
       if (request.url.startsWith('/api/') || request.url === '/api') return reply.callNotFound();
       return renderPage(reply, 'error', { title: 'Page not found', message: 'There is no page at this address.' }, 404);
     });

@@ -1,11 +1,12 @@
 import fastifyCookie from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
-import type { Deps } from '../deps';
+import type { AppDeps } from '../app';
+import { decide } from '../domain/access/access';
 import { SESSION_COOKIE, sessionCookieHeader, wantsJson } from './context';
 import { sessionEnded } from './session-rules';
 
-type GuardDeps = Pick<Deps, 'sessions' | 'dashboard' | 'sessionSecret' | 'now' | 'config'>;
+type GuardDeps = Pick<AppDeps, 'sessions' | 'dashboard' | 'sessionSecret' | 'now' | 'config'>;
 
 /**
  * Who is signed in to the dashboard, for pages outside the dashboard's own plugin scope (Bull
@@ -34,10 +35,9 @@ export function createOperatorSessionCheck(deps: GuardDeps) {
     if (sessionEnded(times, deps.now(), deps.config.sessionIdleMinutes * 60_000)) return null;
     const user = await deps.dashboard.currentUser(userId);
     if (!user) return null;
-    if (user.role !== 'operator') return 'company';
-    // An operator always needs a second factor: without one (a session from before it was
-    // required), the dashboard sends them to set it up first.
-    if (!user.secondFactor) return null;
+    // The route's need (Bull Board's: the operator), decided by access.ts as everywhere else.
+    const refusal = decide(user.actor, request.routeOptions.config.access ?? 'operator');
+    if (refusal) return refusal.reason === 'operator_only' || refusal.reason === 'role' ? 'company' : null;
     operators.set(request, { id: user.id, email: user.email });
     return 'operator';
   };

@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { auditOrigin } from '../audit-origin';
-import { operatorActor, personActor, recordAudit, type AuditAction, type AuditActor, type AuditEventInput } from '../domain/audit/audit';
+import { operatorActor, personActor, type AuditAction, type AuditActor, type AuditEventInput } from '../domain/audit/audit';
+import { decide } from '../domain/access/access';
 import type { UserRecord } from '../domain/companies/company-repository';
 import { PENDING_SIGN_IN_MS } from './context';
 import { renderPage } from './render';
@@ -56,7 +57,7 @@ export async function recordSignInEvent(
   const { deps } = request.server;
   const known: EventPerson =
     'id' in person ? person : ((await deps.signIn.personByEmail(person.email)) ?? { id: null, email: person.email, companyId: null });
-  await deps.repos.transaction((tx) => recordAudit(tx, personEvent(request, action, known)));
+  await deps.audit.record(personEvent(request, action, known));
   request.log.info({ event: action, userId: known.id }, action);
 }
 
@@ -97,8 +98,10 @@ export async function afterFirstFactor(
   next: string,
   method: 'password' | 'sso',
 ) {
-  const { signIn, companies } = request.server.deps;
-  if (user.company_id !== null && (await companies.getCompany(user.company_id)).suspended_at !== null) {
+  const { signIn, dashboard } = request.server.deps;
+  // Whether this person may be signed in at all (access.ts): a suspended company's may not.
+  const standing = await dashboard.currentUser(user.id);
+  if (standing && decide(standing.actor, 'signed-in')?.reason === 'company_suspended') {
     request.log.info({ userId: user.id }, 'sign-in refused: company suspended');
     const suspended =
       "Your company's access to the registry is suspended by its operator, so nobody of your company can sign in. Its claims stay in the registry; ask the operator for the reason and to resume it.";

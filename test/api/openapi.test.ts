@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ROUTE_SCOPES } from '../../src/api/route-scopes';
+import { isScopeNeed } from '../../src/domain/access/access';
 import { createTestContext, type TestContext } from '../harness';
 
 let ctx: TestContext;
@@ -76,8 +76,9 @@ describe('GET /api/v1/openapi.json', () => {
     const s = await spec();
     expect(s.components?.securitySchemes?.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const { path, method, op } of operations(s).filter((o) => o.path.startsWith('/api/v1/claims'))) {
-      // Each operation names the scope it needs (src/api/route-scopes.ts) and the 403 it answers without it.
-      const scope = ROUTE_SCOPES[`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/gu, ':$1')}`];
+      // Each operation names the scope its route states (config.access) and the 403 it answers without it.
+      const route = ctx.app.accessTable.find((e) => e.method === method.toUpperCase() && e.url === path.replace(/\{(\w+)\}/gu, ':$1'));
+      const scope = route && isScopeNeed(route.need) ? route.need.scope : undefined;
       expect(scope, `${method} ${path}`).toBeDefined();
       expect(op.security, `${method} ${path}`).toEqual([{ bearerAuth: [scope] }]);
       expect(Object.keys(op.responses ?? {}), `${method} ${path}`).toEqual(expect.arrayContaining(['401', '403', '422', '500']));

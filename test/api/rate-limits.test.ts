@@ -61,14 +61,14 @@ describe('per token', () => {
 
   it("follows the company's own limit set by the operator", async () => {
     const c = await ctx.newCompany('Own limit');
-    await ctx.deps.repos.companies.setRateLimit(c.id, 2);
+    await ctx.deps.repos.companies.setRateLimits(c.id, { perToken: 2 });
     await ctx.app.rateLimits.refreshCompanyLimits();
     expect((await list(c.auth.authorization)).headers['ratelimit-limit']).toBe('2');
     expect((await list(c.auth.authorization)).statusCode).toBe(200);
     expect((await list(c.auth.authorization)).statusCode).toBe(429);
     // 0: no limit for this company (no headers either).
     const free = await ctx.newCompany('No limit');
-    await ctx.deps.repos.companies.setRateLimit(free.id, 0);
+    await ctx.deps.repos.companies.setRateLimits(free.id, { perToken: 0, perCompany: 0 });
     await ctx.app.rateLimits.refreshCompanyLimits();
     for (let i = 0; i < PER_MINUTE + 2; i++) expect((await list(free.auth.authorization)).statusCode).toBe(200);
     expect((await list(free.auth.authorization)).headers['ratelimit-limit']).toBeUndefined();

@@ -2,16 +2,17 @@ import { randomUUID } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ROUTE_SCOPES } from '../../src/api/route-scopes';
+import { isScopeNeed } from '../../src/domain/access/access';
 import { TOKEN_SCOPES, type TokenScope } from '../../src/domain/tokens/scopes';
 import { checksumOf } from '../../src/domain/tokens/token-format';
 import { createTestContext, type Company, type TestContext } from '../harness';
 
 /**
- * Token scopes: every /api/v1 route needs the scope src/api/route-scopes.ts gives it. The matrix
- * below is driven by that table: each route, called with a token of each scope alone, is refused
- * (403 insufficient_scope, exactly as DECISIONS words it) unless the scope grants it; a route
- * registered without an entry fails the first test.
+ * Token scopes: every /api/v1 route states the scope it needs where it is registered
+ * (`config.access`), and the app records them (`app.accessTable`). The matrix below is driven by
+ * those registrations: each route, called with a token of each scope alone, is refused (403
+ * insufficient_scope, exactly as DECISIONS words it) unless the scope grants it; a route that is
+ * neither public nor needs a scope fails the first test.
  */
 let ctx: TestContext;
 let company: Company;
@@ -38,17 +39,25 @@ function call(key: string, token: string) {
 
 const grants = (scope: TokenScope, needed: TokenScope) => scope === needed || (scope === 'claims:write' && needed === 'claims:read');
 
+/** Every /api/v1 route that takes a token, with the scope it states. */
+function tokenRoutes(): [string, TokenScope][] {
+  return ctx.app.accessTable
+    .filter((e) => e.surface === 'api' && e.need !== 'public')
+    .map((e) => {
+      if (!isScopeNeed(e.need)) throw new Error(`${e.method} ${e.url} is an API route whose need is not a scope`);
+      return [`${e.method} ${e.url}`, e.need.scope];
+    });
+}
+
 describe('the route scope table', () => {
-  it('has an entry for every /api/v1 route the app registers', () => {
-    const routes = ctx.app.apiRoutes.filter((r) => r !== 'GET /api/v1/openapi.json');
-    expect(routes.length).toBeGreaterThan(15);
-    for (const route of routes) expect(ROUTE_SCOPES[route], `${route} needs an entry in src/api/route-scopes.ts`).toBeDefined();
+  it('has a scope for every /api/v1 route the app registers but the public document', () => {
+    const api = ctx.app.accessTable.filter((e) => e.surface === 'api');
+    expect(api.filter((e) => e.need === 'public').map((e) => `${e.method} ${e.url}`)).toEqual(['GET /api/v1/openapi.json']);
+    expect(tokenRoutes().length).toBeGreaterThan(15);
   });
 
   it('refuses every route to a token without the scope it needs, with 403 insufficient_scope; a token with it passes', async () => {
-    const routes = ctx.app.apiRoutes.filter((r) => r !== 'GET /api/v1/openapi.json');
-    for (const route of routes) {
-      const needed = ROUTE_SCOPES[route]!;
+    for (const [route, needed] of tokenRoutes()) {
       for (const scope of TOKEN_SCOPES) {
         const res = await call(route, tokens[scope]);
         if (grants(scope, needed)) {
@@ -71,8 +80,7 @@ describe('the route scope table', () => {
     const doc = (await ctx.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{
       paths: Record<string, Record<string, { security: unknown; responses: Record<string, { description: string }> }>>;
     }>();
-    for (const route of ctx.app.apiRoutes.filter((r) => r !== 'GET /api/v1/openapi.json')) {
-      const scope = ROUTE_SCOPES[route];
+    for (const [route, scope] of tokenRoutes()) {
       const [method, pattern] = route.split(' ') as [string, string];
       const op = doc.paths[pattern.replace(/:(\w+)/gu, '{$1}')]?.[method.toLowerCase()];
       expect(op, route).toBeDefined();

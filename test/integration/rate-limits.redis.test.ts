@@ -75,7 +75,7 @@ describe('rate limits across two API processes sharing Redis', () => {
 
   it("takes a token's requests from Redis a hundredth of its limit at a time, and the limit holds", async () => {
     const c = await ctx.newCompany('Leases');
-    await ctx.deps.repos.companies.setRateLimit(c.id, 500);
+    await ctx.deps.repos.companies.setRateLimits(c.id, { perToken: 500 });
     await ctx.app.rateLimits.refreshCompanyLimits();
     const { id } = (await ctx.deps.db.query<{ id: string }>('SELECT id FROM api_tokens WHERE company_id = $1', [c.id]))[0]!;
     const redis = new Redis(redisUrl);

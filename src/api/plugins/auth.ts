@@ -1,10 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
+import { decide, type Refusal } from '../../domain/access/access';
 import { AppError } from '../../domain/errors';
 import type { Principal } from '../../domain/principal';
-import { grants } from '../../domain/tokens/scopes';
-import { scopeOfRoute } from '../route-scopes';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -12,10 +11,11 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     /**
-     * onRequest hook: 401 unless the request carries a live bearer token (`token_expired` for an
-     * expired one), 403 `company_suspended` for a suspended company's, and 403
-     * `insufficient_scope` unless the token has the scope its route needs (route-scopes.ts); 429
-     * past the abuse limits (rate-limits.ts).
+     * onRequest hook of every /api/v1 route that is not public: 401 unless the request carries a
+     * live bearer token (`token_expired` for an expired one), with the address's failure budget in
+     * its RateLimit headers; then the token's and its company's budgets are counted (429 past
+     * either, rate-limits.ts), and only then is the route's need decided (access.ts): 403
+     * `insufficient_scope` or `company_suspended`. A refused call is so counted like any other.
      */
     requireToken: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
   }
@@ -28,6 +28,19 @@ function bearer(request: FastifyRequest): string | undefined {
   return m?.[1];
 }
 
+/** The API's answer to a refusal of access.ts. */
+function refused(refusal: Refusal, reply: FastifyReply): AppError {
+  switch (refusal.reason) {
+    case 'insufficient_scope':
+      reply.header('www-authenticate', `Bearer error="insufficient_scope", scope="${refusal.scope}"`);
+      return new AppError('FORBIDDEN', `This token lacks the scope ${refusal.scope}.`, undefined, 'insufficient_scope');
+    case 'company_suspended':
+      return new AppError('FORBIDDEN', "Your company's access to the registry is suspended.", undefined, 'company_suspended');
+    default:
+      return new AppError('FORBIDDEN', 'This route is not open to API tokens.', undefined, 'insufficient_scope');
+  }
+}
+
 export const authPlugin = fp(
   async (app: FastifyInstance) => {
     app.decorateRequest('principal', null as unknown as Principal);
@@ -38,27 +51,18 @@ export const authPlugin = fp(
       const checked = await app.deps.tokens.check(token);
       if (!checked.ok) {
         if (checked.reason === 'token_expired') {
+          await app.rateLimits.failureHeaders(request, reply);
           reply.header('www-authenticate', 'Bearer error="invalid_token"');
           throw new AppError('UNAUTHORIZED', 'The token has expired.', undefined, 'token_expired');
         }
-        if (checked.reason === 'company_suspended') {
-          throw new AppError('FORBIDDEN', "Your company's access to the registry is suspended.", undefined, 'company_suspended');
-        }
-        await app.rateLimits.countFailure(request);
+        await app.rateLimits.countFailure(request, reply);
         throw new AppError('UNAUTHORIZED', 'Unauthenticated.');
-      }
-      const needed = scopeOfRoute(request.method, request.routeOptions.url ?? '');
-      if (needed === undefined) {
-        // A token route missing from route-scopes.ts: refused to every token until it is added.
-        request.log.error({ route: request.routeOptions.url }, 'route has no scope in src/api/route-scopes.ts; refused');
-        throw new AppError('FORBIDDEN', 'This route is not open to API tokens.', undefined, 'insufficient_scope');
-      }
-      if (!grants(checked.principal.scopes, needed)) {
-        reply.header('www-authenticate', `Bearer error="insufficient_scope", scope="${needed}"`);
-        throw new AppError('FORBIDDEN', `This token lacks the scope ${needed}.`, undefined, 'insufficient_scope');
       }
       request.principal = checked.principal;
       await app.rateLimits.countRequest(request, reply, { increment: request.routeOptions.config.countsPerPlate !== true });
+      const need = request.routeOptions.config.access;
+      const refusal = need === undefined ? ({ reason: 'company_only' } as const) : decide(checked.actor, need);
+      if (refusal) throw refused(refusal, reply);
     });
   },
   { name: 'auth', dependencies: ['error-handler', 'rate-limits'] },

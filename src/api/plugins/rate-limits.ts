@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Redis } from 'ioredis';
 
+import type { CompanyLimits } from '../../domain/companies/company-repository';
 import { AppError } from '../../domain/errors';
 
 /**
@@ -28,8 +29,14 @@ import { AppError } from '../../domain/errors';
 const WINDOW_MS = 60_000;
 /** The start of a token's counter's key (the rest is its id). */
 const TOKEN_KEY = 'token:';
-/** The request's token limit, handed from countRequest to the limiter's `max`. */
+/** The start of a company's counter's key, for all its tokens and its dashboard searches together. */
+const COMPANY_KEY = 'company:';
+/** The counters taken from Redis a lease at a time (the busy ones). */
+const leased = (key: string) => key.startsWith(TOKEN_KEY) || key.startsWith(COMPANY_KEY);
+/** The request's token and company limits, handed from countRequest to the limiters' `max`. */
 const LIMIT = Symbol('rateLimitMax');
+const COMPANY_LIMIT = Symbol('companyRateLimitMax');
+const COMPANY_LIMIT_OF = Symbol('companyRateLimitKey');
 /** How often the companies' own limits are read again (`admin company:limits` takes effect within this). */
 const COMPANY_LIMITS_REFRESH_MS = 10_000;
 
@@ -102,13 +109,13 @@ function leasedCounter(redis: Redis, namespace: string) {
  */
 function countingStore(redis: Redis | undefined, namespace: string) {
   const inner: PluginStore = redis ? new RedisStore(false, false, redis, namespace) : new LocalStore(false, false, 50_000);
-  const leased = redis && leasedCounter(redis, namespace);
+  const lease = redis && leasedCounter(redis, namespace);
   const call = (method: 'incr' | 'read', key: string, max: number) =>
     new Promise<Counted>((resolve, reject) => inner[method](key, (err, res) => (err ? reject(err) : resolve(res)), WINDOW_MS, max));
   return {
     incr(key: string, cb: StoreCallback, timeWindow: number, max: number): void {
-      if (!leased || !key.startsWith(TOKEN_KEY)) return inner.incr(key, cb, timeWindow, max);
-      leased(key, max).then(
+      if (!lease || !leased(key)) return inner.incr(key, cb, timeWindow, max);
+      lease(key, max).then(
         (counted) => cb(null, counted),
         (err: Error) => cb(err, { current: 0, ttl: 0 }),
       );
@@ -135,12 +142,21 @@ function countingStore(redis: Redis | undefined, namespace: string) {
 export type RateLimits = {
   /** 429 when the request's address has used up its budget of failed authentications (no database read). */
   refuseFailingAddress(request: FastifyRequest, reply: FastifyReply): Promise<void>;
-  /** Counts a failed authentication of the request's address; 429 instead of 401 past the budget. */
-  countFailure(request: FastifyRequest): Promise<void>;
-  /** Counts a request of the authenticated token, sets the RateLimit headers; 429 past its limit. */
+  /** Counts a failed authentication of the request's address, with that budget's RateLimit headers. */
+  countFailure(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** The RateLimit headers of the address's failure budget, without counting (an expired token's 401). */
+  failureHeaders(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /**
+   * Counts a request of the authenticated token against its own budget and its company's, sets
+   * the RateLimit headers of whichever has less left; 429 past either.
+   */
   countRequest(request: FastifyRequest, reply: FastifyReply, opts?: { increment?: boolean }): Promise<void>;
-  /** Counts `n` requests of the authenticated token at once (a batch look-up's plates); 429 when they do not fit. */
+  /** Counts `n` requests of the authenticated token (and its company) at once (a batch look-up's plates); 429 when they do not fit. */
   countMany(request: FastifyRequest, reply: FastifyReply, n: number): Promise<void>;
+  /** Counts a signed-in person's dashboard request (SESSION_RATE_LIMIT_PER_MINUTE); 429 past it. */
+  countSession(request: FastifyRequest, reply: FastifyReply, userId: string): Promise<void>;
+  /** Counts a dashboard search against its company's budget, as the API's are; 429 past it. */
+  countCompany(request: FastifyRequest, reply: FastifyReply, companyId: string): Promise<void>;
   /** Reads the companies' own limits now (they are read every 10 seconds anyway). */
   refreshCompanyLimits(): Promise<void>;
 };
@@ -159,7 +175,7 @@ const limited = (message = 'Too many requests. Try again later.') => new AppErro
 
 export const rateLimitsPlugin = fp(
   async (app: FastifyInstance) => {
-    const { config, repos: db } = app.deps;
+    const { config, companies } = app.deps;
     let redis: Redis | undefined;
     if (config.redisUrl) {
       const { Redis: RedisClient } = await import('ioredis');
@@ -185,10 +201,10 @@ export const rateLimitsPlugin = fp(
 
     // The companies' own limits (few rows), read at start and every COMPANY_LIMITS_REFRESH_MS: no
     // request waits for a read of them.
-    let companyLimits = new Map<string, number>();
+    let companyLimits = new Map<string, CompanyLimits>();
     const refresh = async () => {
       try {
-        companyLimits = await db.companies.rateLimits();
+        companyLimits = await companies.rateLimits();
       } catch (err) {
         app.log.warn({ err }, "could not read the companies' rate limits; the ones read before stay in use");
       }
@@ -197,7 +213,8 @@ export const rateLimitsPlugin = fp(
     timer.unref();
     app.addHook('onReady', refresh);
     app.addHook('onClose', async () => clearInterval(timer));
-    const limitOf = (companyId: string): number => companyLimits.get(companyId) ?? config.rateLimitPerMinute;
+    const limitOf = (companyId: string): number => companyLimits.get(companyId)?.perToken ?? config.rateLimitPerMinute;
+    const companyLimitOf = (companyId: string): number => companyLimits.get(companyId)?.perCompany ?? config.companyRateLimitPerMinute;
 
     const failures = app.createRateLimit({
       max: config.authFailuresPerMinute,
@@ -210,6 +227,30 @@ export const rateLimitsPlugin = fp(
       timeWindow: WINDOW_MS,
       keyGenerator: (request) => `${TOKEN_KEY}${request.principal.tokenId ?? request.principal.userId}`,
     });
+    const perCompany = app.createRateLimit({
+      max: (request) => (request as FastifyRequest & { [COMPANY_LIMIT]?: number })[COMPANY_LIMIT] ?? config.companyRateLimitPerMinute,
+      timeWindow: WINDOW_MS,
+      keyGenerator: (request) => `${COMPANY_KEY}${(request as FastifyRequest & { [COMPANY_LIMIT_OF]?: string })[COMPANY_LIMIT_OF]}`,
+    });
+    const perPerson = app.createRateLimit({
+      max: config.sessionRateLimitPerMinute,
+      timeWindow: WINDOW_MS,
+      keyGenerator: (request) => `person:${request.webUser?.id ?? request.ip}`,
+    });
+    type Budget = { max: number; remaining: number; ttlInSeconds: number; isExceeded: boolean };
+    type Checked = Awaited<ReturnType<typeof perToken>>;
+    /** A limiter's answer as a budget (an allow-listed request has all of it left). */
+    const budgetOf = (max: number, r: Checked): Budget =>
+      r.isAllowed ? { max, remaining: max, ttlInSeconds: WINDOW_MS / 1000, isExceeded: false } : { ...r, max };
+    /** The company's budget: the request carries which company and its limit to the limiter. */
+    const countCompanyOf = async (request: FastifyRequest, companyId: string, increment: boolean): Promise<Budget | undefined> => {
+      const max = companyLimitOf(companyId);
+      if (max === 0) return undefined;
+      const r = request as FastifyRequest & { [COMPANY_LIMIT]?: number; [COMPANY_LIMIT_OF]?: string };
+      r[COMPANY_LIMIT] = max;
+      r[COMPANY_LIMIT_OF] = companyId;
+      return budgetOf(max, await perCompany(request, { increment }));
+    };
 
     const setHeaders = (reply: FastifyReply, max: number, remaining: number, resetSeconds: number) => {
       reply.header('ratelimit-limit', max);
@@ -227,39 +268,70 @@ export const rateLimitsPlugin = fp(
         const r = await failures(request, { increment: false });
         if (!r.isAllowed && r.remaining <= 0) refuse(reply, r.ttlInSeconds);
       },
-      async countFailure(request) {
+      async countFailure(request, reply) {
         if (config.authFailuresPerMinute === 0) return;
-        await failures(request);
+        const r = await failures(request);
+        if (!r.isAllowed) setHeaders(reply, config.authFailuresPerMinute, r.remaining, r.ttlInSeconds);
+      },
+      async failureHeaders(request, reply) {
+        if (config.authFailuresPerMinute === 0) return;
+        const r = await failures(request, { increment: false });
+        if (!r.isAllowed) setHeaders(reply, config.authFailuresPerMinute, r.remaining, r.ttlInSeconds);
       },
       async countRequest(request, reply, opts = {}) {
+        const increment = opts.increment !== false;
+        const counted: Budget[] = [];
         const max = limitOf(request.principal.companyId);
-        if (max === 0) return;
-        (request as FastifyRequest & { [LIMIT]?: number })[LIMIT] = max;
-        const r = await perToken(request, { increment: opts.increment !== false });
-        if (r.isAllowed) return;
-        setHeaders(reply, max, r.remaining, r.ttlInSeconds);
-        if (r.isExceeded || (opts.increment === false && r.remaining <= 0)) refuse(reply, r.ttlInSeconds);
+        if (max !== 0) {
+          (request as FastifyRequest & { [LIMIT]?: number })[LIMIT] = max;
+          counted.push(budgetOf(max, await perToken(request, { increment })));
+        }
+        const company = await countCompanyOf(request, request.principal.companyId, increment);
+        if (company) counted.push(company);
+        if (counted.length === 0) return;
+        // The headers of whichever budget has less left (DECISIONS, "Limits everywhere").
+        const tightest = counted.reduce((a, b) => (b.remaining < a.remaining ? b : a));
+        setHeaders(reply, tightest.max, tightest.remaining, tightest.ttlInSeconds);
+        const over = counted.find((c) => c.isExceeded || (!increment && c.remaining <= 0));
+        if (over) refuse(reply, over.ttlInSeconds);
+      },
+      async countSession(request, reply, _userId) {
+        if (config.sessionRateLimitPerMinute === 0) return;
+        const r = await perPerson(request);
+        if (!r.isAllowed && r.isExceeded) refuse(reply, r.ttlInSeconds, 'Too many requests from your session. Wait a minute, then try again.');
+      },
+      async countCompany(request, reply, companyId) {
+        const r = await countCompanyOf(request, companyId, true);
+        if (r?.isExceeded) refuse(reply, r.ttlInSeconds, "Your company's searches have passed its limit for this minute. Wait a minute, then try again.");
       },
       async countMany(request, reply, n) {
-        const max = limitOf(request.principal.companyId);
-        if (max === 0) return;
-        const key = `${TOKEN_KEY}${request.principal.tokenId ?? request.principal.userId}`;
-        let r: Counted & { taken: boolean };
-        try {
-          r = await counters.takeMany(key, n, max);
-        } catch (err) {
-          // As the other limiters (skipOnError): an unreachable Redis does not refuse the batch.
-          request.log.warn({ err }, 'rate limit counters unavailable; the batch is not counted');
-          return;
+        const { companyId } = request.principal;
+        const budgets = [
+          { who: 'this token', key: `${TOKEN_KEY}${request.principal.tokenId ?? request.principal.userId}`, max: limitOf(companyId) },
+          { who: 'your company', key: `${COMPANY_KEY}${companyId}`, max: companyLimitOf(companyId) },
+        ].filter((b) => b.max !== 0);
+        let tightest: { max: number; remaining: number; reset: number } | undefined;
+        // The token's budget, then the company's: a batch the company's refuses has still used the token's.
+        for (const b of budgets) {
+          let r: Counted & { taken: boolean };
+          try {
+            r = await counters.takeMany(b.key, n, b.max);
+          } catch (err) {
+            // As the other limiters (skipOnError): an unreachable Redis does not refuse the batch.
+            request.log.warn({ err }, 'rate limit counters unavailable; the batch is not counted');
+            return;
+          }
+          const counted = { max: b.max, remaining: b.max - r.current, reset: Math.ceil(r.ttl / 1000) };
+          if (!tightest || counted.remaining < tightest.remaining) tightest = counted;
+          if (r.taken) continue;
+          setHeaders(reply, counted.max, counted.remaining, counted.reset);
+          if (n > b.max) {
+            reply.header('retry-after', Math.max(1, counted.reset));
+            throw limited(`This batch has ${n} plates; each counts as a request, and ${b.who} may make ${b.max} a minute.`);
+          }
+          refuse(reply, counted.reset);
         }
-        const reset = Math.ceil(r.ttl / 1000);
-        setHeaders(reply, max, max - r.current, reset);
-        if (r.taken) return;
-        if (n > max) {
-          reply.header('retry-after', Math.max(1, reset));
-          throw limited(`This batch has ${n} plates; each counts as a request, and this token may make ${max} a minute.`);
-        }
-        refuse(reply, reset);
+        if (tightest) setHeaders(reply, tightest.max, tightest.remaining, tightest.reset);
       },
       refreshCompanyLimits: refresh,
     };

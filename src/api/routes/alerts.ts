@@ -7,11 +7,11 @@ const security = [{ bearerAuth: [] }];
 
 /** Alerts: what the registry told the caller's company without being asked. */
 export async function alertRoutes(app: FastifyInstance) {
-  app.addHook('onRequest', app.requireToken);
 
   app.get(
     '/alerts',
     {
+      config: { access: { scope: 'alerts:read' } },
       schema: {
         operationId: 'listAlerts',
         summary: "Your company's alerts (matches of your claims, status changes of claims you looked at), newest first",

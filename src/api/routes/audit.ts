@@ -5,11 +5,11 @@ import { commonErrors } from '../schemas/common';
 
 /** The company's audit trail: every administrative act, who did it, to what, from where. */
 export async function auditRoutes(app: FastifyInstance) {
-  app.addHook('onRequest', app.requireToken);
 
   app.get(
     '/audit-events',
     {
+      config: { access: { scope: 'logs:read' } },
       schema: {
         operationId: 'listAuditEvents',
         summary: "Your company's audit events (tokens, webhooks, people, sign-ins, settings, imports cancelled), newest first",

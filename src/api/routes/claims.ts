@@ -23,11 +23,11 @@ const security = [{ bearerAuth: [] }];
  */
 export async function claimRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ApiTypeProvider>();
-  app.addHook('onRequest', app.requireToken);
 
   app.post(
     '/claims',
     {
+      config: { access: { scope: 'claims:write' } },
       ...idempotentRoute(app),
       schema: {
         operationId: 'submitClaim',
@@ -59,6 +59,7 @@ export async function claimRoutes(fastify: FastifyInstance) {
   app.get(
     '/claims',
     {
+      config: { access: { scope: 'claims:read' } },
       schema: {
         operationId: 'listClaims',
         summary: "List your company's claims, newest first",
@@ -74,6 +75,7 @@ export async function claimRoutes(fastify: FastifyInstance) {
   app.get(
     '/claims/:id',
     {
+      config: { access: { scope: 'claims:read' } },
       schema: {
         operationId: 'getClaim',
         summary: "Get one of your company's claims",
@@ -89,6 +91,7 @@ export async function claimRoutes(fastify: FastifyInstance) {
   app.patch(
     '/claims/:id/status',
     {
+      config: { access: { scope: 'claims:write' } },
       schema: {
         operationId: 'updateClaimStatus',
         summary: "Change the status of one of your company's claims",
@@ -111,6 +114,7 @@ export async function claimRoutes(fastify: FastifyInstance) {
   app.post(
     '/claims/search-by-plate',
     {
+      config: { access: { scope: 'search' } },
       schema: {
         operationId: 'searchClaimsByPlate',
         summary: 'Search claims of all companies by vehicle registration',

@@ -89,7 +89,6 @@ export async function importRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ApiTypeProvider>();
   const { config, imports } = app.deps;
   await registerUploadParser(app);
-  app.addHook('onRequest', app.requireToken);
   app.addHook('onReady', async () => {
     const resumed = await imports.resumeUnfinished();
     if (resumed > 0) app.log.info({ resumed }, 'resumed unfinished imports');
@@ -142,7 +141,7 @@ export async function importRoutes(fastify: FastifyInstance) {
       // The body is a stream the handler reads and checks itself; the schema above documents it.
       validatorCompiler: () => () => true,
       onSend: idempotencyOnSend(app),
-      config: { upload: true },
+      config: { access: { scope: 'imports' }, upload: true },
     },
     async (request, reply) => {
       const file = await receiveFilePart(request, (upload) => imports.receive(request.principal, upload));
@@ -164,6 +163,7 @@ export async function importRoutes(fastify: FastifyInstance) {
   app.get(
     '/imports/:id',
     {
+      config: { access: { scope: 'imports' } },
       schema: {
         operationId: 'getImport',
         summary: 'Status, progress and (when done) the summary of one of your imports',
@@ -180,6 +180,7 @@ export async function importRoutes(fastify: FastifyInstance) {
   fastify.get<{ Params: FromSchema<typeof importIdParams> }>(
     '/imports/:id/errors.csv',
     {
+      config: { access: { scope: 'imports' } },
       schema: {
         operationId: 'getImportErrorsCsv',
         summary: 'The rejected rows of one of your imports as a CSV file',
@@ -209,6 +210,7 @@ export async function importRoutes(fastify: FastifyInstance) {
   app.post(
     '/imports/:id/cancel',
     {
+      config: { access: { scope: 'imports' } },
       schema: {
         operationId: 'cancelImport',
         summary: 'Cancel one of your imports',
@@ -243,6 +245,7 @@ export async function importRoutes(fastify: FastifyInstance) {
   app.get(
     '/imports',
     {
+      config: { access: { scope: 'imports' } },
       schema: {
         operationId: 'listImports',
         summary: "List your company's imports, newest first",

@@ -12,7 +12,6 @@ const locationOf = (id: string) => `/api/v1/lookups/batch/${id}`;
 export async function lookupBatchRoutes(app: FastifyInstance) {
   const { lookupBatches, batchQueue } = app.deps;
   await registerUploadParser(app);
-  app.addHook('onRequest', app.requireToken);
   if (batchQueue.kind === 'in-process') {
     app.addHook('onReady', async () => {
       const resumed = await lookupBatches.resumeUnfinished();
@@ -50,7 +49,7 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
       // The body is a stream read by the handler (as the import's); the schema documents it.
       validatorCompiler: () => () => true,
       // The upload is not counted against the token's rate limit; each plate of the file is.
-      config: { upload: true, countsPerPlate: true },
+      config: { access: { scope: 'search' }, upload: true, countsPerPlate: true },
     },
     async (request, reply) => {
       const data = await receiveFilePart(request, (upload, fields) =>
@@ -69,6 +68,7 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
   app.get(
     '/lookups/batch/:id',
     {
+      config: { access: { scope: 'search' } },
       schema: {
         operationId: 'getLookupBatch',
         summary: 'A batch plate look-up: status (queued, processing, completed, failed) and progress',
@@ -84,6 +84,7 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
   app.get(
     '/lookups/batch/:id/results.csv',
     {
+      config: { access: { scope: 'search' } },
       schema: {
         operationId: 'getLookupBatchResults',
         summary: 'The results of a completed batch: one line per distinct normalized plate, in file order',

@@ -5,11 +5,11 @@ import { qualityEnvelope, qualityQuery } from '../schemas/quality';
 
 /** Data quality: how complete and how timely the caller's company's own submissions are. */
 export async function qualityRoutes(app: FastifyInstance) {
-  app.addHook('onRequest', app.requireToken);
 
   app.get(
     '/quality',
     {
+      config: { access: { scope: 'logs:read' } },
       schema: {
         operationId: 'getQuality',
         summary: "Your company's data-quality figures over the last `days` days (1-365, default 90)",

@@ -23,12 +23,12 @@ const security = [{ bearerAuth: [] }];
  */
 export async function registryRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ApiTypeProvider>();
-  app.addHook('onRequest', app.requireToken);
   const { registry } = app.deps;
 
   app.get(
     '/claims/:id/matches',
     {
+      config: { access: { scope: 'search' } },
       schema: {
         operationId: 'getClaimMatches',
         summary: 'Claims of all companies that share the plate or the person with one of your claims, and advisory indicators',
@@ -53,6 +53,7 @@ export async function registryRoutes(fastify: FastifyInstance) {
   app.get(
     '/claims/:id/incident',
     {
+      config: { access: { scope: 'search' } },
       schema: {
         operationId: 'getClaimIncident',
         summary: "Other companies' claims of the same incident as one of your claims",
@@ -74,6 +75,7 @@ export async function registryRoutes(fastify: FastifyInstance) {
   app.get(
     '/claims/:id/network',
     {
+      config: { access: { scope: 'search' } },
       schema: {
         operationId: 'getClaimNetwork',
         summary: 'The persons and vehicles within two steps of one of your claims, and the claims joining them',
@@ -95,6 +97,7 @@ export async function registryRoutes(fastify: FastifyInstance) {
   app.post(
     '/claims/search-by-person',
     {
+      config: { access: { scope: 'search' } },
       schema: {
         operationId: 'searchClaimsByPerson',
         summary: 'Search claims of all companies by person (date of birth and identity documents)',
@@ -114,6 +117,7 @@ export async function registryRoutes(fastify: FastifyInstance) {
   app.get(
     '/lookups',
     {
+      config: { access: { scope: 'logs:read' } },
       schema: {
         operationId: 'listLookups',
         summary: "Your company's look-ups (plate searches, person searches, matches, incidents, networks, alerts), newest first",
@@ -129,6 +133,7 @@ export async function registryRoutes(fastify: FastifyInstance) {
   app.get(
     '/claims/:id/lookups',
     {
+      config: { access: { scope: 'claims:read' } },
       schema: {
         operationId: 'listClaimLookups',
         summary: "Which companies' look-ups returned one of your claims, and when",

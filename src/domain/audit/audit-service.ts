@@ -1,6 +1,6 @@
 import { validationError } from '../errors';
 import { pageOf, pageRequest, type Position } from '../paging';
-import { isAuditAction, type AuditAction, type AuditEvent, type AuditRepository } from './audit';
+import { isAuditAction, type AuditAction, type AuditEvent, type AuditEventInput, type AuditRepository } from './audit';
 
 /** An event as GET /api/v1/audit-events shows it (the company is the caller's). */
 export type PublicAuditEvent = Omit<AuditEvent, 'company_id'>;
@@ -10,7 +10,7 @@ const publicEvent = ({ company_id: _c, ...e }: AuditEvent): PublicAuditEvent => 
 const EXPORT_PAGE = 1000;
 
 export type AuditServiceDeps = {
-  audit: Pick<AuditRepository, 'list' | 'purgeBefore'>;
+  audit: Pick<AuditRepository, 'list' | 'purgeBefore' | 'record'>;
   /** AUDIT_RETENTION_DAYS. */
   retentionDays: number;
   now?: () => number;
@@ -64,6 +64,13 @@ export function createAuditService({ audit, retentionDays, now = Date.now }: Aud
     return { events, before };
   }
 
-  return { list, listForCompany, exportEvents, purge };
+  /**
+   * Records an act that has no transaction of its own to share (a sign-in, a change in Bull
+   * Board's queue): one statement, committed before the act is answered. An act that writes to
+   * the database records its event in its own transaction instead (`recordAudit(tx, event)`).
+   */
+  const record = (event: AuditEventInput): Promise<void> => audit.record(event);
+
+  return { list, listForCompany, exportEvents, purge, record };
 }
 export type AuditService = ReturnType<typeof createAuditService>;

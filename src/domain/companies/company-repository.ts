@@ -2,6 +2,9 @@ export type CompanyRecord = { id: string; name: string; created_at: string; susp
 export type UserRole = 'operator' | 'admin' | 'member' | 'viewer';
 /** The roles of a company's people, least to most. */
 export const COMPANY_ROLES = ['viewer', 'member', 'admin'] as const;
+/** A company's own request limits per minute (null: the setting's default; 0: none): each token's, and all its tokens' together. */
+export type CompanyLimits = { perToken: number | null; perCompany: number | null };
+
 export type CompanyRole = (typeof COMPANY_ROLES)[number];
 export const isCompanyRole = (v: unknown): v is CompanyRole => typeof v === 'string' && (COMPANY_ROLES as readonly string[]).includes(v);
 export type UserRecord = { id: string; company_id: string | null; email: string; role: UserRole; created_at: string };
@@ -21,9 +24,9 @@ export interface CompanyRepository {
   listUsers(companyId: string | null): Promise<UserRecord[]>;
   deleteUser(id: string, companyId: string | null): Promise<boolean>;
   /** The companies' own API rate limits per token and minute (0: none); a company absent has the default. */
-  rateLimits(): Promise<Map<string, number>>;
-  /** Sets (or with null, removes) the company's own rate limit. */
-  setRateLimit(companyId: string, perMinute: number | null): Promise<void>;
+  rateLimits(): Promise<Map<string, CompanyLimits>>;
+  /** Sets the company's own limits: a limit left out keeps its value, null is the setting's default. */
+  setRateLimits(companyId: string, limits: Partial<CompanyLimits>): Promise<CompanyLimits>;
   /** Changes a company person's role; the person with the role they had, or undefined. */
   setRole(id: string, companyId: string, role: CompanyRole): Promise<(UserRecord & { previous_role: UserRole }) | undefined>;
   /**

@@ -1,5 +1,5 @@
 import { CLI_ACTOR, NO_ORIGIN, type AuditAction, type AuditActor, type AuditOrigin, type AuditRepository } from '../audit/audit';
-import { isCompanyRole, type CompanyRepository, type UserRecord, type UserRole } from './company-repository';
+import { isCompanyRole, type CompanyLimits, type CompanyRepository, type UserRecord, type UserRole } from './company-repository';
 import { isUuid } from '../ids';
 import { AppError, validationError } from '../errors';
 import { generatePassword, hashPassword, verifyPassword } from '../passwords';
@@ -169,9 +169,29 @@ export function createCompanyService({ repos, passwordHashCost, onTokensChanged 
     return isUuid(id) ? repos.companies.madeBy(id, companyId) : { tokens: [], webhooks: [] };
   }
 
+  /**
+   * The operator sets a company's own limits (`admin company:limits`): per token, and for all its
+   * tokens together; null is the setting's default. The change and its event commit together.
+   */
+  async function setLimits(companyId: string, limits: Partial<CompanyLimits>, by: ActBy = {}): Promise<CompanyLimits> {
+    const say = (n: number | null | undefined) => (n === null ? 'default' : n === 0 ? 'none' : `${n} a minute`);
+    const parts = [
+      ...(limits.perToken !== undefined ? [`per token: ${say(limits.perToken)}`] : []),
+      ...(limits.perCompany !== undefined ? [`per company: ${say(limits.perCompany)}`] : []),
+    ];
+    return repos.transaction(async (tx) => {
+      const set = await tx.companies.setRateLimits(companyId, limits);
+      await record(tx, companyId, 'company.settings_changed', { type: 'company', id: companyId, name: `rate limits: ${parts.join(', ')}` }, by);
+      return set;
+    });
+  }
+
   return {
     createCompany,
     getCompany,
+    /** Every company's own limits (few rows): the rate limiter reads them every few seconds. */
+    rateLimits: () => repos.companies.rateLimits(),
+    setLimits,
     listCompanies: () => repos.companies.list(),
     createUser,
     signIn,

@@ -1,8 +1,10 @@
+import type { Actor } from '../access/access';
 import type { LookupKind } from '../registry/registry';
 import type { Claim, ClaimSource, ClaimStatus, DocumentType } from '../claims/claim';
 import type { UserRole } from '../companies/company-repository';
 
-export type SignedInUser = {
+/** A person as the per-request look-up reads them. */
+export type SignedInUserRecord = {
   id: string;
   email: string;
   role: UserRole;
@@ -10,8 +12,17 @@ export type SignedInUser = {
   companyName: string | null;
   /** A second factor (TOTP) is set up and confirmed. */
   secondFactor: boolean;
-  /** One is required: operators always, a company's people when the company requires it. */
+  /** Their company requires one of all its people. */
+  companyRequiresSecondFactor: boolean;
+  companySuspended: boolean;
+};
+
+/** The signed-in person, with what access.ts makes of them. */
+export type SignedInUser = SignedInUserRecord & {
+  /** A second factor is required: operators always, a company's people when the company requires it. */
   secondFactorRequired: boolean;
+  /** Who acts, for access.ts's decisions and the audit trail. */
+  actor: Actor;
 };
 
 /** What the claims list is narrowed to; every part optional, all of them combined. */
@@ -99,7 +110,7 @@ export type OperatorImport = {
 
 /** Reads behind the dashboard's pages and its sessions; src/db implements them. */
 export interface DashboardRepository {
-  findSignedInUser(userId: string): Promise<SignedInUser | undefined>;
+  findSignedInUser(userId: string): Promise<SignedInUserRecord | undefined>;
   claimsPerMonth(companyId: string, fromDate: string, toDate: string): Promise<{ month: string; claims: number }[]>;
   countsByStatus(companyId: string): Promise<{ status: ClaimStatus; claims: number }[]>;
   peopleCountByCompany(): Promise<Map<string, number>>;

@@ -1,3 +1,4 @@
+import { secondFactorNeeded, type Actor } from '../access/access';
 import { CLAIM_STATUSES, type ClaimStatus } from '../claims/claim';
 import { isUuid } from '../ids';
 import { isIsoDate } from '../dates';
@@ -11,9 +12,27 @@ import type {
   DashboardRepository,
   LookupLogFilter,
   SignedInUser,
+  SignedInUserRecord,
 } from './dashboard-repository';
 
 export type { SignedInUser };
+
+/** A person as access.ts sees them: the operator (no company) or a person of a company. */
+export function actorOfPerson(user: SignedInUserRecord): Actor {
+  if (user.companyId === null || user.role === 'operator') {
+    return { type: 'operator', id: user.id, email: user.email, secondFactor: user.secondFactor };
+  }
+  return {
+    type: 'person',
+    id: user.id,
+    email: user.email,
+    companyId: user.companyId,
+    role: user.role,
+    secondFactor: user.secondFactor,
+    companyRequiresSecondFactor: user.companyRequiresSecondFactor,
+    companySuspended: user.companySuspended,
+  };
+}
 
 export type MonthCount = { month: string; label: string; claims: number };
 
@@ -67,8 +86,15 @@ export function createDashboardService({
 }) {
   return {
     /** The signed-in person with their company's name, or undefined when they no longer exist. */
-    currentUser(userId: string) {
-      return isUuid(userId) ? repos.dashboard.findSignedInUser(userId) : Promise.resolve(undefined);
+    async currentUser(userId: string): Promise<SignedInUser | undefined> {
+      if (!isUuid(userId)) return undefined;
+      const user = await repos.dashboard.findSignedInUser(userId);
+      if (!user) return undefined;
+      const actor = actorOfPerson(user);
+      const secondFactorRequired = secondFactorNeeded(
+        actor.type === 'operator' ? actor : { type: 'person', companyRequiresSecondFactor: user.companyRequiresSecondFactor },
+      );
+      return { ...user, actor, secondFactorRequired };
     },
 
     /** Claims per month of claim date over the last 12 months (months without claims included), and counts by status. */

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 
+import { secondFactorNeeded } from '../access/access';
 import { recordAudit, type AuditEventInput, type AuditRepository } from '../audit/audit';
 import type { CompanyRepository, UserRecord } from '../companies/company-repository';
 import { PASSWORD_MIN_LENGTH } from '../companies/company-service';
@@ -76,8 +77,8 @@ export function createSignInService({ repos, sealer, now, passwordHashCost }: Si
 
   /** Whether the person must have a second factor: operators always, a company's people when it requires one. */
   async function secondFactorRequired(user: { role: string; companyId: string | null }): Promise<boolean> {
-    if (user.role === 'operator' || user.companyId === null) return true;
-    return repos.signIn.requireSecondFactor(user.companyId);
+    if (user.role === 'operator' || user.companyId === null) return secondFactorNeeded({ type: 'operator' });
+    return secondFactorNeeded({ type: 'person', companyRequiresSecondFactor: await repos.signIn.requireSecondFactor(user.companyId) });
   }
 
   /** A new key for enrolment (stored sealed, not yet in force), with what the page shows. */

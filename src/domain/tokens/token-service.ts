@@ -1,5 +1,6 @@
 import { hash as digest } from 'node:crypto';
 
+import type { Actor } from '../access/access';
 import type { AuditActor, AuditOrigin, AuditRepository } from '../audit/audit';
 import { CLI_ACTOR, NO_ORIGIN } from '../audit/audit';
 import { isUuid } from '../ids';
@@ -102,8 +103,8 @@ export type CreateTokenOptions = {
 
 /** Refusals of authentication, each with its own answer. */
 export type TokenCheck =
-  | { ok: true; principal: Principal & { tokenId: string; tokenName: string; scopes: TokenScope[] } }
-  | { ok: false; reason: 'unauthenticated' | 'token_expired' | 'company_suspended' };
+  | { ok: true; principal: Principal & { tokenId: string; tokenName: string; scopes: TokenScope[] }; actor: Actor & { type: 'token' } }
+  | { ok: false; reason: 'unauthenticated' | 'token_expired' };
 
 /** A verified token is served from memory for this long, then looked up again. */
 export const TOKEN_CACHE_MS = 10_000;
@@ -258,7 +259,6 @@ export function createTokenService({
     const grant = await cache.get(hash, () => repos.tokens.authenticate(hash));
     if (!grant) return { ok: false, reason: 'unauthenticated' };
     if (grant.expiresAt !== null && grant.expiresAt <= now()) return { ok: false, reason: 'token_expired' };
-    if (grant.suspended) return { ok: false, reason: 'company_suspended' };
     usage.touch(grant.tokenId, grant.companyId);
     if (!seenValid.has(hash)) {
       if (seenValid.size >= SEEN_VALID_ENTRIES) seenValid.clear();
@@ -266,6 +266,15 @@ export function createTokenService({
     }
     return {
       ok: true,
+      // Whether a suspended company's token may do anything is access.ts's decision.
+      actor: {
+        type: 'token',
+        id: grant.tokenId,
+        name: grant.tokenName,
+        companyId: grant.companyId,
+        scopes: grant.scopes,
+        companySuspended: grant.suspended,
+      },
       principal: {
         companyId: grant.companyId,
         companyName: grant.companyName,
@@ -277,7 +286,7 @@ export function createTokenService({
     };
   }
 
-  /** The principal of a bearer token, or undefined for a missing, malformed, unknown, revoked, expired or suspended one. */
+  /** Whose a bearer token is, or undefined for a missing, malformed, unknown, revoked or expired one (what it may do: access.ts). */
   async function authenticate(bearer: string | undefined): Promise<Principal | undefined> {
     const r = await check(bearer);
     return r.ok ? r.principal : undefined;

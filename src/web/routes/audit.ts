@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 
 import { AUDIT_ACTIONS } from '../../domain/audit/audit';
 import { auditCsv } from '../audit-export';
-import { companyUser, requireCompanyAdmin } from '../context';
+import { companyUser } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 
@@ -10,7 +10,7 @@ import { renderPage } from '../render';
 export async function auditRoutes(app: FastifyInstance) {
   const { audit } = app.deps;
 
-  app.get('/settings/audit', { preHandler: requireCompanyAdmin }, async (request, reply) => {
+  app.get('/settings/audit', { config: { access: 'admin' } }, async (request, reply) => {
     const q = request.query as FormBody;
     const action = text(q, 'action', 64);
     const cursor = text(q, 'cursor', 200);
@@ -30,7 +30,7 @@ export async function auditRoutes(app: FastifyInstance) {
     });
   });
 
-  app.get('/settings/audit/export.csv', { preHandler: requireCompanyAdmin }, async (request, reply) => {
+  app.get('/settings/audit/export.csv', { config: { access: 'admin' } }, async (request, reply) => {
     const action = text(request.query as FormBody, 'action', 64);
     const events = audit.exportEvents(companyUser(request).companyId, { action });
     return reply

@@ -33,7 +33,7 @@ export async function authRoutes(app: FastifyInstance) {
     return true;
   }
 
-  app.get('/login', async (request, reply) => {
+  app.get('/login', { config: { access: 'public' } }, async (request, reply) => {
     const q = request.query as FormBody;
     const next = safeNext(q.next);
     if (request.webUser) return reply.redirect(next, 303);
@@ -57,7 +57,7 @@ export async function authRoutes(app: FastifyInstance) {
    * sign-on goes to the company's provider, any other gets the password step. A form with both
    * (the second step, or a script) signs in with the password, unless the company allows only SSO.
    */
-  app.post('/login', { preHandler: app.csrfProtection }, async (request, reply) => {
+  app.post('/login', { config: { access: 'public' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const body = (request.body ?? {}) as FormBody;
     const email = emailOf(body);
     const next = safeNext(body.next);
@@ -91,13 +91,13 @@ export async function authRoutes(app: FastifyInstance) {
   });
 
   /** The second step for a person with a second factor: a code from their app, or a recovery code. */
-  app.get('/login/code', async (request, reply) => {
+  app.get('/login/code', { config: { access: 'public' } }, async (request, reply) => {
     const pending = pendingSignIn(request);
     if (!pending || pending.step !== 'code') return reply.redirect('/login', 303);
     return renderPage(reply, 'login-code', { title: 'Second factor', error: null });
   });
 
-  app.post('/login/code', { preHandler: app.csrfProtection }, async (request, reply) => {
+  app.post('/login/code', { config: { access: 'public' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const pending = pendingSignIn(request);
     if (!pending || pending.step !== 'code') return reply.redirect('/login', 303);
     const user = await deps.companies.findUser(pending.userId);
@@ -120,7 +120,7 @@ export async function authRoutes(app: FastifyInstance) {
     return reply.redirect(target, 303);
   });
 
-  app.post('/logout', { preHandler: app.csrfProtection }, async (request, reply) => {
+  app.post('/logout', { config: { access: 'public' }, preHandler: app.csrfProtection }, async (request, reply) => {
     if (request.session && 'destroy' in request.session) {
       signOutOf(request.session);
       await request.session.destroy();

@@ -7,7 +7,7 @@ import { validateInput } from '../../domain/validation';
 import { AppError, validationError } from '../../domain/errors';
 import { exportHref, filterParams, pageLinks, parseClaimListQuery } from '../claim-list';
 import { claimsCsv } from '../claims-export';
-import { companyUser, principalOf, requireCompanyUser } from '../context';
+import { companyUser, principalOf } from '../context';
 import { claimBodyFromForm, emptyClaimForm, errorSummary, text, type FormBody } from '../forms';
 import { withDateMessages } from '../messages';
 import { renderPage } from '../render';
@@ -19,7 +19,7 @@ const choices = { statuses: CLAIM_STATUSES, claimTypes: CLAIM_TYPES, documentTyp
 export async function claimRoutes(app: FastifyInstance) {
   const { claims } = app.deps;
 
-  app.get('/claims', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/claims', { config: { access: 'viewer' } }, async (request, reply) => {
     const user = companyUser(request);
     const q = parseClaimListQuery(request.query as FormBody);
     const list = await app.deps.dashboard.claimList(user.companyId, q.filter, q.sort, q.seek, q.page);
@@ -46,7 +46,7 @@ export async function claimRoutes(app: FastifyInstance) {
     );
   });
 
-  app.get('/claims/export.csv', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/claims/export.csv', { config: { access: 'viewer' } }, async (request, reply) => {
     const user = companyUser(request);
     const q = parseClaimListQuery(request.query as FormBody);
     const day = app.deps.today();
@@ -57,7 +57,7 @@ export async function claimRoutes(app: FastifyInstance) {
       .send(claimsCsv(app.deps.dashboard.exportClaims(user.companyId, q.filter, q.sort)));
   });
 
-  app.get('/claims/new', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/claims/new', { config: { access: 'member' } }, async (request, reply) => {
     return renderPage(reply, 'claim-new', {
       title: 'Enter a claim',
       values: emptyClaimForm(app.deps.today()),
@@ -68,7 +68,7 @@ export async function claimRoutes(app: FastifyInstance) {
     });
   });
 
-  app.post('/claims', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+  app.post('/claims', { config: { access: 'member' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { body, values } = claimBodyFromForm(request.body as FormBody);
     try {
       const claim = await claims.submit(principalOf(companyUser(request)), body, 'assisted');
@@ -87,7 +87,7 @@ export async function claimRoutes(app: FastifyInstance) {
     }
   });
 
-  app.get('/claims/:id', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/claims/:id', { config: { access: 'viewer' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const principal = principalOf(companyUser(request));
     const claim = await claims.get(principal, id);
@@ -110,7 +110,7 @@ export async function claimRoutes(app: FastifyInstance) {
     });
   });
 
-  app.post('/claims/:id/status', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+  app.post('/claims/:id/status', { config: { access: 'member' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { id } = request.params as { id: string };
     // The same schema as the API's PATCH body.
     const { value, errors } = validateInput<StatusChangeBody>(statusChangeSchema, { status: text(request.body as FormBody, 'status') });
@@ -148,12 +148,12 @@ export async function claimRoutes(app: FastifyInstance) {
   // The search page. A plate search writes a look-up entry in the person's name, so it is a form
   // post with the CSRF token (below), never a GET: a link cannot make one. A plate in the address
   // only fills the form in.
-  app.get('/search', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/search', { config: { access: 'viewer' } }, async (request, reply) => {
     const query = request.query as FormBody;
     return renderPage(reply, 'search', searchPage(request, { plate: text(query, 'plate', 100), purpose: text(query, 'purpose', 300) }));
   });
 
-  app.post('/search', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+  app.post('/search', { config: { access: 'viewer', companyBudget: true }, preHandler: app.csrfProtection }, async (request, reply) => {
     const form = request.body as FormBody;
     const plate = text(form, 'plate', 100);
     const purpose = text(form, 'purpose', 300);
@@ -177,7 +177,7 @@ export async function claimRoutes(app: FastifyInstance) {
   });
 
   // A person search is a form post: document numbers never travel in an address (nor its logs).
-  app.post('/search/person', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+  app.post('/search/person', { config: { access: 'viewer', companyBudget: true }, preHandler: app.csrfProtection }, async (request, reply) => {
     const form = request.body as FormBody;
     const person = {
       date_of_birth: text(form, 'date_of_birth', 20),

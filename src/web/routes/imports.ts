@@ -6,7 +6,7 @@ import type { ImportRecord } from '../../db/import-repository';
 import { ALLOWED_EXTENSIONS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS } from '../../domain/imports/csv-file';
 import type { ReceivedFile } from '../../domain/imports/import-service';
 import { isTerminal } from '../../domain/imports/import-status';
-import { companyUser, principalOf, requireCompanyUser, wantsJson } from '../context';
+import { companyUser, principalOf, wantsJson } from '../context';
 import { text, type FormBody } from '../forms';
 import { errorGroups, errorLines, failedRowsFile } from '../import-csv';
 import { renderPage } from '../render';
@@ -56,12 +56,12 @@ export async function importRoutes(app: FastifyInstance) {
     };
   }
 
-  app.get('/imports', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/imports', { config: { access: 'viewer' } }, async (request, reply) => {
     const dropped = text(request.query as FormBody, 'dropped') === '1';
     return renderPage(reply, 'imports', await historyPage(request, { notice: dropped ? 'The file was not imported again.' : null }));
   });
 
-  app.post('/imports', { preHandler: requireCompanyUser, config: { upload: true } }, async (request, reply) => {
+  app.post('/imports', { config: { access: 'member', upload: true } }, async (request, reply) => {
     const principal = principalOf(companyUser(request));
     let form: UploadForm<ReceivedFile>;
     try {
@@ -125,14 +125,14 @@ export async function importRoutes(app: FastifyInstance) {
     return reply.redirect(`/imports/${run.id}`, 303);
   }
 
-  app.get('/imports/confirm', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/imports/confirm', { config: { access: 'member' } }, async (request, reply) => {
     const pending = request.session.pendingImport;
     if (!pending) return reply.redirect('/imports', 303);
     const earlier = await app.deps.dashboard.earlierImportOfFile(companyUser(request).companyId, pending.sha256);
     return renderPage(reply, 'import-confirm', { title: 'Import this file again?', pending, earlier });
   });
 
-  app.post('/imports/confirm', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+  app.post('/imports/confirm', { config: { access: 'member' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const pending = request.session.pendingImport;
     if (!pending) return reply.redirect('/imports', 303);
     request.session.pendingImport = undefined;
@@ -144,12 +144,12 @@ export async function importRoutes(app: FastifyInstance) {
     return startImport(request, reply, pending);
   });
 
-  app.get('/imports/:id/status', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/imports/:id/status', { config: { access: 'viewer' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     return reply.send(statusOf(await imports.get(principalOf(companyUser(request)), id)));
   });
 
-  app.get('/imports/:id', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/imports/:id', { config: { access: 'viewer' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const run = await imports.get(principalOf(companyUser(request)), id);
     const lines = errorLines(run.errors ?? []);
@@ -168,14 +168,14 @@ export async function importRoutes(app: FastifyInstance) {
     });
   });
 
-  app.post('/imports/:id/cancel', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+  app.post('/imports/:id/cancel', { config: { access: 'member' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const user = companyUser(request);
     await imports.cancel(principalOf(user), id, { actor: personActor(user), origin: auditOrigin(request) });
     return reply.redirect(`/imports/${id}`, 303);
   });
 
-  app.get('/imports/:id/failed-rows.csv', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/imports/:id/failed-rows.csv', { config: { access: 'viewer' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     // The same file as GET /api/v1/imports/{id}/errors.csv.
     const file = await imports.failedRows(principalOf(companyUser(request)), id);

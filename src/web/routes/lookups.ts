@@ -6,7 +6,7 @@ import { isIsoDate } from '../../domain/dates';
 import { isUuid } from '../../domain/ids';
 import type { Principal } from '../../domain/principal';
 import { LOOKUP_KINDS, type Indicator, type LookupKind } from '../../domain/registry/registry';
-import { companyUser, requireCompanyUser } from '../context';
+import { companyUser } from '../context';
 import { text, type FormBody } from '../forms';
 import { networkGraph } from '../network-graph';
 import { renderPage } from '../render';
@@ -64,7 +64,7 @@ export const KIND_NAMES: Record<Kind, string> = {
 
 /** "Our look-ups": every cross-company read of the company, newest first, with who made it; filtered by kind, who and days. */
 export async function lookupRoutes(app: FastifyInstance) {
-  app.get('/lookups', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/lookups', { config: { access: 'viewer' } }, async (request, reply) => {
     const user = companyUser(request);
     const query = request.query as FormBody;
     const values = {

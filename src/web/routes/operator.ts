@@ -6,7 +6,7 @@ import { isCompanyRole } from '../../domain/companies/company-repository';
 import { PASSWORD_MIN_LENGTH } from '../../domain/companies/company-service';
 import { AppError } from '../../domain/errors';
 import { isUuid } from '../../domain/ids';
-import { requireOperator } from '../context';
+
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 import { personFormErrors, ROLES } from './people';
@@ -52,11 +52,11 @@ export async function operatorRoutes(app: FastifyInstance) {
     };
   }
 
-  app.get('/operator', { preHandler: requireOperator }, async (_request, reply) =>
+  app.get('/operator', { config: { access: 'operator' } }, async (_request, reply) =>
     renderPage(reply, 'operator-companies', await companiesPage()),
   );
 
-  app.post('/operator/companies', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
+  app.post('/operator/companies', { config: { access: 'operator' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const name = text(request.body as FormBody, 'name', 300);
     try {
       const company = await companies.createCompany(name, by(request));
@@ -68,7 +68,7 @@ export async function operatorRoutes(app: FastifyInstance) {
     }
   });
 
-  app.get('/operator/companies/:id', { preHandler: requireOperator }, async (request, reply) => {
+  app.get('/operator/companies/:id', { config: { access: 'operator' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const q = request.query as FormBody;
     const notice =
@@ -87,7 +87,7 @@ export async function operatorRoutes(app: FastifyInstance) {
   });
 
   for (const act of ['suspend', 'resume'] as const) {
-    app.post(`/operator/companies/:id/${act}`, { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
+    app.post(`/operator/companies/:id/${act}`, { config: { access: 'operator' }, preHandler: app.csrfProtection }, async (request, reply) => {
       const { id } = request.params as { id: string };
       const company = act === 'suspend' ? await companies.suspend(id, by(request)) : await companies.resume(id, by(request));
       request.log.info({ companyId: company.id }, act === 'suspend' ? 'company suspended' : 'company resumed');
@@ -96,7 +96,7 @@ export async function operatorRoutes(app: FastifyInstance) {
   }
 
   /** Every company's audit events (and the operator's own), newest first; `company` and `action` filter. */
-  app.get('/operator/audit', { preHandler: requireOperator }, async (request, reply) => {
+  app.get('/operator/audit', { config: { access: 'operator' } }, async (request, reply) => {
     const q = request.query as FormBody;
     const companyId = text(q, 'company', 40);
     const action = text(q, 'action', 64);
@@ -122,7 +122,7 @@ export async function operatorRoutes(app: FastifyInstance) {
     });
   });
 
-  app.post('/operator/companies/:id/people', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
+  app.post('/operator/companies/:id/people', { config: { access: 'operator' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const company = await companies.getCompany(id);
     const body = request.body as FormBody;
@@ -141,7 +141,7 @@ export async function operatorRoutes(app: FastifyInstance) {
     }
   });
 
-  app.get('/operator/companies/:id/people/:personId/remove', { preHandler: requireOperator }, async (request, reply) => {
+  app.get('/operator/companies/:id/people/:personId/remove', { config: { access: 'operator' } }, async (request, reply) => {
     const { id, personId } = request.params as { id: string; personId: string };
     const company = await companies.getCompany(id);
     const person = (await companies.listUsers(company.id)).find((p) => p.id === personId);
@@ -158,7 +158,7 @@ export async function operatorRoutes(app: FastifyInstance) {
 
   app.post(
     '/operator/companies/:id/people/:personId/remove',
-    { preHandler: [requireOperator, app.csrfProtection] },
+    { config: { access: 'operator' }, preHandler: app.csrfProtection },
     async (request, reply) => {
       const { id, personId } = request.params as { id: string; personId: string };
       const company = await companies.getCompany(id);

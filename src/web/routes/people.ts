@@ -5,7 +5,7 @@ import { personActor } from '../../domain/audit/audit';
 import { COMPANY_ROLES, isCompanyRole } from '../../domain/companies/company-repository';
 import { PASSWORD_MIN_LENGTH } from '../../domain/companies/company-service';
 import { AppError } from '../../domain/errors';
-import { companyUser, requireCompanyAdmin, requireCompanyUser } from '../context';
+import { companyUser } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 
@@ -38,7 +38,7 @@ export async function peopleRoutes(app: FastifyInstance) {
     };
   }
 
-  app.get('/settings/people', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/settings/people', { config: { access: 'viewer' } }, async (request, reply) => {
     const q = request.query as FormBody;
     const revoked = Number(text(q, 'revoked', 6)) || 0;
     const notice =
@@ -52,7 +52,7 @@ export async function peopleRoutes(app: FastifyInstance) {
     return renderPage(reply, 'people', await listPage(companyUser(request).companyId, { notice }));
   });
 
-  app.post('/settings/people', { preHandler: [requireCompanyAdmin, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/people', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const user = companyUser(request);
     const body = request.body as FormBody;
     const form = { email: text(body, 'email', 300), role: text(body, 'role', 20) };
@@ -80,7 +80,7 @@ export async function peopleRoutes(app: FastifyInstance) {
     }
   });
 
-  app.get('/settings/people/:id/remove', { preHandler: requireCompanyAdmin }, async (request, reply) => {
+  app.get('/settings/people/:id/remove', { config: { access: 'admin' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const user = companyUser(request);
     const person = (await companies.listUsers(user.companyId)).find((p) => p.id === id);
@@ -95,7 +95,7 @@ export async function peopleRoutes(app: FastifyInstance) {
     });
   });
 
-  app.post('/settings/people/:id/remove', { preHandler: [requireCompanyAdmin, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/people/:id/remove', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const user = companyUser(request);
     if (id === user.id) throw new AppError('FORBIDDEN', 'You cannot remove yourself. Ask another admin of your company.');
@@ -109,7 +109,7 @@ export async function peopleRoutes(app: FastifyInstance) {
     return reply.redirect(`/settings/people?removed=1${revokedTokens.length ? `&revoked=${revokedTokens.length}` : ''}`, 303);
   });
 
-  app.post('/settings/people/:id/role', { preHandler: [requireCompanyAdmin, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/people/:id/role', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const user = companyUser(request);
     const changed = await companies.changeRole(id, user.companyId, text(request.body as FormBody, 'role', 20), {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 
 import { MAX_BATCH_ROWS, type LookupBatch } from '../../domain/lookups/lookup-batch';
 import { monthBarChart } from '../chart';
-import { companyUser, principalOf, requireCompanyUser, requireOperator } from '../context';
+import { companyUser, principalOf } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 import { fileFieldError, readUploadForm, registerUploadForms } from '../upload-form';
@@ -20,7 +20,7 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
   const { alerts, lookupBatches, quality } = app.deps;
   await registerUploadForms(app);
 
-  app.get('/alerts', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/alerts', { config: { access: 'viewer' } }, async (request, reply) => {
     const cursor = text(request.query as FormBody, 'cursor', 200);
     const page = await alerts.list(principalOf(companyUser(request)), { cursor: cursor || undefined, limit: PAGE_SIZE });
     return renderPage(reply, 'alerts', {
@@ -31,11 +31,11 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
     });
   });
 
-  app.get('/lookups/batch', { preHandler: requireCompanyUser }, async (_request, reply) =>
+  app.get('/lookups/batch', { config: { access: 'member' } }, async (_request, reply) =>
     renderPage(reply, 'lookup-batch-new', { title: 'Check a file of plates', maxRows: MAX_BATCH_ROWS }),
   );
 
-  app.post('/lookups/batch', { preHandler: requireCompanyUser, config: { upload: true } }, async (request, reply) => {
+  app.post('/lookups/batch', { config: { access: 'member', upload: true } }, async (request, reply) => {
     const principal = principalOf(companyUser(request));
     let batch: LookupBatch;
     try {
@@ -54,7 +54,7 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
     return reply.redirect(`/lookups/batch/${batch.id}`, 303);
   });
 
-  app.get('/lookups/batch/:id', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/lookups/batch/:id', { config: { access: 'viewer' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const batch = await lookupBatches.get(principalOf(companyUser(request)), id);
     const done = batchDone(batch);
@@ -67,7 +67,7 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
     });
   });
 
-  app.get('/lookups/batch/:id/results.csv', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/lookups/batch/:id/results.csv', { config: { access: 'viewer' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const { batch, csv } = await lookupBatches.results(principalOf(companyUser(request)), id);
     return reply
@@ -76,7 +76,7 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
       .send(csv);
   });
 
-  app.get('/quality', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/quality', { config: { access: 'viewer' } }, async (request, reply) => {
     const days = text(request.query as FormBody, 'days', 4) || undefined;
     const report = await quality.report(principalOf(companyUser(request)), days);
     const pct = (x: number) => Math.round(x * 1000) / 10;
@@ -98,7 +98,7 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
     });
   });
 
-  app.get('/operator/quality', { preHandler: requireOperator }, async (request, reply) => {
+  app.get('/operator/quality', { config: { access: 'operator' } }, async (request, reply) => {
     const days = text(request.query as FormBody, 'days', 4) || undefined;
     const rows = await quality.allCompanies(days);
     return renderPage(reply, 'operator-quality', { title: 'Data quality by company', rows, days: rows[0]?.report.period_days ?? 90 });

@@ -4,7 +4,7 @@ import QRCode from 'qrcode';
 import { AppError } from '../../domain/errors';
 import { PASSWORD_MIN_LENGTH } from '../../domain/companies/company-service';
 import { RESET_LINK_MS } from '../../domain/sign-in/sign-in-service';
-import { companyUser, requireCompanyAdmin, requireOperator, safeNext, wantsJson } from '../context';
+import { companyUser, safeNext, wantsJson } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 import { auditOrigin } from '../../audit-origin';
@@ -19,13 +19,6 @@ async function qrDataUrl(uri: string): Promise<string> {
 
 /** The key in groups of four, as apps show and accept it when typed. */
 const grouped = (key: string) => key.match(/.{1,4}/gu)!.join(' ');
-
-/** preHandler: anyone signed in (a company's person or the operator). */
-async function requireSignedIn(request: FastifyRequest, reply: FastifyReply) {
-  if (request.webUser) return;
-  if (wantsJson(request)) return reply.status(401).send({ message: 'Sign in first.' });
-  return reply.redirect(`/login?next=${encodeURIComponent(request.method === 'GET' ? request.url : '/settings/security')}`, 303);
-}
 
 export async function securityRoutes(app: FastifyInstance) {
   const { deps } = app;
@@ -55,7 +48,7 @@ export async function securityRoutes(app: FastifyInstance) {
 
   // --- Set-up during sign-in (a second factor is required and the person has none) -----------------
 
-  app.get('/login/enrol', async (request, reply) => {
+  app.get('/login/enrol', { config: { access: 'public' } }, async (request, reply) => {
     const pending = pendingSignIn(request);
     if (!pending || pending.step !== 'enrol') return reply.redirect('/login', 303);
     const user = await deps.companies.findUser(pending.userId);
@@ -63,7 +56,7 @@ export async function securityRoutes(app: FastifyInstance) {
     return enrolPage(reply, user, { action: '/login/enrol', duringSignIn: true });
   });
 
-  app.post('/login/enrol', { preHandler: app.csrfProtection }, async (request, reply) => {
+  app.post('/login/enrol', { config: { access: 'public' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const pending = pendingSignIn(request);
     if (!pending || pending.step !== 'enrol') return reply.redirect('/login', 303);
     const user = await deps.companies.findUser(pending.userId);
@@ -121,15 +114,15 @@ export async function securityRoutes(app: FastifyInstance) {
     );
   }
 
-  app.get('/settings/security', { preHandler: requireSignedIn }, async (request, reply) => securityPage(request, reply));
+  app.get('/settings/security', { config: { access: 'signed-in' } }, async (request, reply) => securityPage(request, reply));
 
-  app.post('/settings/security/second-factor', { preHandler: [requireSignedIn, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/security/second-factor', { config: { access: 'signed-in' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const user = request.webUser!;
     if (user.secondFactor) return reply.redirect('/settings/security', 303);
     return enrolPage(reply, user, { action: '/settings/security/second-factor/confirm', duringSignIn: false });
   });
 
-  app.post('/settings/security/second-factor/confirm', { preHandler: [requireSignedIn, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/security/second-factor/confirm', { config: { access: 'signed-in' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const user = request.webUser!;
     if (user.secondFactor) return reply.redirect('/settings/security', 303);
     const codes = await signIn.confirmEnrolment(user.id, text(request.body as FormBody, 'code', 20), [
@@ -150,7 +143,7 @@ export async function securityRoutes(app: FastifyInstance) {
     return renderPage(reply, 'recovery-codes', { title: 'Recovery codes', codes, next: '/settings/security' });
   });
 
-  app.post('/settings/security/second-factor/disable', { preHandler: [requireSignedIn, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/security/second-factor/disable', { config: { access: 'signed-in' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const user = request.webUser!;
     if (await deps.signInThrottle.blockedFor(user.email, request.ip)) {
       return securityPage(request, reply, { errors: { code: ['Too many failed attempts. Wait a few minutes, then try again.'] } }, 429);
@@ -165,7 +158,7 @@ export async function securityRoutes(app: FastifyInstance) {
     return reply.redirect('/settings/security?done=disabled', 303);
   });
 
-  app.post('/settings/security/password', { preHandler: [requireSignedIn, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/security/password', { config: { access: 'signed-in' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const user = request.webUser!;
     const body = request.body as FormBody;
     const raw = (name: string) => (typeof body?.[name] === 'string' ? String(body[name]) : '');
@@ -271,31 +264,31 @@ export async function securityRoutes(app: FastifyInstance) {
     return reply.redirect(`${base}?saved=1`, 303);
   }
 
-  app.get('/settings/sign-in', { preHandler: requireCompanyAdmin }, async (request, reply) =>
+  app.get('/settings/sign-in', { config: { access: 'admin' } }, async (request, reply) =>
     signInSettingsPage(request, reply, companyUser(request).companyId),
   );
-  app.post('/settings/sign-in/sso', { preHandler: [requireCompanyAdmin, app.csrfProtection] }, async (request, reply) =>
+  app.post('/settings/sign-in/sso', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) =>
     saveSso(request, reply, companyUser(request).companyId, '/settings/sign-in'),
   );
-  app.post('/settings/sign-in/sso/remove', { preHandler: [requireCompanyAdmin, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/sign-in/sso/remove', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { companyId } = companyUser(request);
     await signIn.deleteSso(companyId, [settingsEvent(request, companyId, 'single sign-on removed')]);
     return reply.redirect('/settings/sign-in?removed=1', 303);
   });
-  app.post('/settings/sign-in/second-factor', { preHandler: [requireCompanyAdmin, app.csrfProtection] }, async (request, reply) =>
+  app.post('/settings/sign-in/second-factor', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) =>
     saveSecondFactorRule(request, reply, companyUser(request).companyId, '/settings/sign-in'),
   );
 
   const operatorBase = (id: string) => `/operator/companies/${id}/sign-in`;
-  app.get('/operator/companies/:id/sign-in', { preHandler: requireOperator }, async (request, reply) =>
+  app.get('/operator/companies/:id/sign-in', { config: { access: 'operator' } }, async (request, reply) =>
     signInSettingsPage(request, reply, (request.params as { id: string }).id),
   );
-  app.post('/operator/companies/:id/sign-in/sso', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
+  app.post('/operator/companies/:id/sign-in/sso', { config: { access: 'operator' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { id } = request.params as { id: string };
     await deps.companies.getCompany(id);
     return saveSso(request, reply, id, operatorBase(id));
   });
-  app.post('/operator/companies/:id/sign-in/sso/remove', { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
+  app.post('/operator/companies/:id/sign-in/sso/remove', { config: { access: 'operator' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { id } = request.params as { id: string };
     await deps.companies.getCompany(id);
     await signIn.deleteSso(id, [settingsEvent(request, id, 'single sign-on removed')]);
@@ -303,7 +296,7 @@ export async function securityRoutes(app: FastifyInstance) {
   });
   app.post(
     '/operator/companies/:id/sign-in/second-factor',
-    { preHandler: [requireOperator, app.csrfProtection] },
+    { config: { access: 'operator' }, preHandler: app.csrfProtection },
     async (request, reply) => {
       const { id } = request.params as { id: string };
       await deps.companies.getCompany(id);
@@ -313,7 +306,7 @@ export async function securityRoutes(app: FastifyInstance) {
 
   // --- An admin's password reset: a one-time link, valid 1 hour, shown to the admin -----------------
 
-  app.post('/settings/people/:id/reset', { preHandler: [requireCompanyAdmin, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/people/:id/reset', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const user = companyUser(request);
     const { id } = request.params as { id: string };
     if (id === user.id) throw new AppError('FORBIDDEN', 'Change your own password under Settings, Security.');
@@ -349,14 +342,14 @@ export async function securityRoutes(app: FastifyInstance) {
       410,
     );
 
-  app.get('/reset/:token', async (request, reply) => {
+  app.get('/reset/:token', { config: { access: 'public' } }, async (request, reply) => {
     const { token } = request.params as { token: string };
     reply.header('referrer-policy', 'no-referrer');
     if (!(await signIn.resetLinkPerson(token))) return goneLink(reply);
     return resetPage(reply, token);
   });
 
-  app.post('/reset/:token', { preHandler: app.csrfProtection }, async (request, reply) => {
+  app.post('/reset/:token', { config: { access: 'public' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { token } = request.params as { token: string };
     const body = request.body as FormBody;
     const raw = (name: string) => (typeof body?.[name] === 'string' ? String(body[name]) : '');

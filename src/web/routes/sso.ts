@@ -87,7 +87,7 @@ export async function ssoRoutes(app: FastifyInstance) {
    * are used once (removed before anything else); openid-client checks the state, exchanges the
    * code and checks the ID token's signature, issuer, audience, expiry and nonce.
    */
-  app.get('/login/sso/callback', async (request, reply) => {
+  app.get('/login/sso/callback', { config: { access: 'public' } }, async (request, reply) => {
     const pending = request.session.sso;
     delete request.session.sso;
     if (!pending || deps.now() - pending.at > SSO_ROUND_TRIP_MS) {

@@ -5,7 +5,7 @@ import { personActor } from '../../domain/audit/audit';
 import { AppError, type FieldErrors } from '../../domain/errors';
 import { SCOPE_DESCRIPTIONS, TOKEN_SCOPES } from '../../domain/tokens/scopes';
 import type { TokenLifetime } from '../../domain/tokens/token-service';
-import { companyUser, requireCompanyUser } from '../context';
+import { companyUser } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 
@@ -59,17 +59,17 @@ export async function tokenRoutes(app: FastifyInstance) {
     };
   }
 
-  app.get('/settings', { preHandler: requireCompanyUser }, async (request, reply) =>
+  app.get('/settings', { config: { access: 'viewer' } }, async (request, reply) =>
     reply.redirect(request.webUser?.role === 'admin' ? '/settings/tokens' : '/settings/people', 303),
   );
 
-  app.get('/settings/tokens', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/settings/tokens', { config: { access: 'admin' } }, async (request, reply) => {
     const revoked = text(request.query as FormBody, 'revoked') === '1';
     const notice = revoked ? 'The token was revoked. Requests that use it now get 401 Unauthenticated.' : null;
     return renderPage(reply, 'tokens', await listPage(companyUser(request).companyId, { notice }));
   });
 
-  app.post('/settings/tokens', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/tokens', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const user = companyUser(request);
     const form = (request.body ?? {}) as FormBody;
     const name = text(form, 'name', 200);
@@ -105,14 +105,14 @@ export async function tokenRoutes(app: FastifyInstance) {
     }
   });
 
-  app.get('/settings/tokens/:id/revoke', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/settings/tokens/:id/revoke', { config: { access: 'admin' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const token = (await tokens.list(companyUser(request).companyId)).find((t) => t.id === id);
     if (!token) throw new AppError('NOT_FOUND', 'Token not found.');
     return renderPage(reply, 'token-revoke', { title: 'Revoke token', token });
   });
 
-  app.post('/settings/tokens/:id/revoke', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/tokens/:id/revoke', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const user = companyUser(request);
     const token = await tokens.revoke(id, user.companyId, { actor: personActor(user), origin: auditOrigin(request) });

@@ -4,7 +4,7 @@ import { auditOrigin } from '../../audit-origin';
 import { personActor } from '../../domain/audit/audit';
 import { AppError } from '../../domain/errors';
 import { webhookMessages } from '../../domain/webhooks/webhook-service';
-import { companyUser, requireCompanyUser } from '../context';
+import { companyUser } from '../context';
 import { text, type FormBody } from '../forms';
 import { webhookUrlMessage } from '../messages';
 import { renderPage } from '../render';
@@ -23,13 +23,13 @@ export async function webhookRoutes(app: FastifyInstance) {
     return { title: 'Webhooks', endpoints, deliveries, maxAttempts, url: '', error: null, notice: null, testResult: null, ...extra };
   }
 
-  app.get('/settings/webhooks', { preHandler: requireCompanyUser }, async (request, reply) => {
+  app.get('/settings/webhooks', { config: { access: 'admin' } }, async (request, reply) => {
     const deleted = text(request.query as FormBody, 'deleted') === '1';
     const notice = deleted ? 'The webhook was deleted. No more deliveries are sent to it.' : null;
     return renderPage(reply, 'webhooks', await listPage(companyUser(request).companyId, { notice }));
   });
 
-  app.post('/settings/webhooks', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/webhooks', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const user = companyUser(request);
     const url = text(request.body as FormBody, 'url', 2100);
     try {
@@ -54,7 +54,7 @@ export async function webhookRoutes(app: FastifyInstance) {
     return endpoint;
   }
 
-  app.post('/settings/webhooks/:id/test', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/webhooks/:id/test', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const user = companyUser(request);
     const endpoint = await endpointOf(request);
     const answer = await webhooks.sendTestEvent(user.companyId, endpoint.id);
@@ -63,11 +63,11 @@ export async function webhookRoutes(app: FastifyInstance) {
     return renderPage(reply, 'webhooks', await listPage(user.companyId, { testResult }));
   });
 
-  app.get('/settings/webhooks/:id/delete', { preHandler: requireCompanyUser }, async (request, reply) =>
+  app.get('/settings/webhooks/:id/delete', { config: { access: 'admin' } }, async (request, reply) =>
     renderPage(reply, 'webhook-delete', { title: 'Delete webhook', webhook: await endpointOf(request) }),
   );
 
-  app.post('/settings/webhooks/:id/delete', { preHandler: [requireCompanyUser, app.csrfProtection] }, async (request, reply) => {
+  app.post('/settings/webhooks/:id/delete', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const user = companyUser(request);
     await webhooks.deleteEndpoint(user.companyId, id, { actor: personActor(user), origin: auditOrigin(request) });
