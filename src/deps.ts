@@ -176,6 +176,7 @@ export async function createDeps(config: Config, options: DepsOptions) {
       ...(searches ? { searches } : {}),
       journal: lookupJournal,
       hashDocument,
+      identityChecks: { log: repos.identityChecks, policy: { perHour: config.identityMismatchesPerHour, now } },
       today,
       timeZone: config.timezone,
       searchHistoryYears: config.searchHistoryYears,

@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
 import { StartupError, type Deps } from './deps';
 import { CLI_ACTOR } from './domain/audit/audit';
-import { isCompanyRole, type CompanyLimits } from './domain/companies/company-repository';
+import { isCompanyRole } from './domain/companies/company-repository';
 import { AppError } from './domain/errors';
 import { createLogger } from './logger';
 import { openDeps } from './startup';
@@ -102,17 +102,15 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
       const limitOf = (flag: 'per-minute' | 'company-per-minute'): number | null | undefined => {
         const raw = o[flag];
         if (raw === undefined) return undefined;
-        if (raw !== 'default' && !/^\d{1,9}$/u.test(raw)) throw new UsageError(`--${flag} must be a whole number (0: no limit) or "default".`);
+        if (raw !== 'default' && !/^\d{1,9}$/u.test(raw))
+          throw new UsageError(`--${flag} must be a whole number (0: no limit) or "default".`);
         return raw === 'default' ? null : Number(raw);
       };
       const asked = { perToken: limitOf('per-minute'), perCompany: limitOf('company-per-minute') };
       if (asked.perToken === undefined && asked.perCompany === undefined) {
         throw new UsageError('Give --per-minute, --company-per-minute or both.');
       }
-      const set = await deps.companies.setLimits(
-        companyId,
-        Object.fromEntries(Object.entries(asked).filter(([, v]) => v !== undefined)) as Partial<CompanyLimits>,
-      );
+      const set = await deps.companies.setLimits(companyId, Object.fromEntries(Object.entries(asked).filter(([, v]) => v !== undefined)));
       const perToken = set.perToken ?? deps.config.rateLimitPerMinute;
       const perCompany = set.perCompany ?? deps.config.companyRateLimitPerMinute;
       const say = (n: number, what: string) => (n === 0 ? `no limit ${what}` : `${n} requests a minute ${what}`);

@@ -248,7 +248,7 @@ export function createRegistryRepository(db: Db): RegistryRepository {
     async searchByPerson(documents, dateOfBirth, fromDate) {
       // The same statement runs whatever the documents resolve to: an unknown document, another
       // date of birth and documents of two persons all find no person and no claim.
-      const rows = await db.query<{ person_id: string | null; claims: Claim[] }>(
+      const rows = await db.query<{ person_id: string | null; claims: Claim[]; mismatch: string[] }>(
         `WITH docs AS (
            SELECT DISTINCT d.client_id
              FROM unnest($1::text[], $2::text[]) AS q(doc_type, number_hash)
@@ -267,11 +267,14 @@ export function createRegistryRepository(db: Db): RegistryRepository {
             WHERE c.claim_date >= $4::date AND ${visibleClaim('c')}
          )
          SELECT (SELECT id FROM person) AS person_id,
-                (SELECT coalesce(json_agg(claim ORDER BY claim_date DESC, created_at DESC, id DESC), '[]'::json) FROM found) AS claims`,
+                (SELECT coalesce(json_agg(claim ORDER BY claim_date DESC, created_at DESC, id DESC), '[]'::json) FROM found) AS claims,
+                -- Found documents that did not resolve to the person: an identity check (a mismatch).
+                CASE WHEN EXISTS (SELECT 1 FROM person) THEN '{}'::text[]
+                     ELSE (SELECT coalesce(array_agg(client_id::text), '{}'::text[]) FROM docs) END AS mismatch`,
         [documents.map((d) => d.type), documents.map((d) => d.hash), dateOfBirth, fromDate],
       );
       const r = rows[0]!;
-      return { personId: r.person_id, claims: r.claims };
+      return { personId: r.person_id, claims: r.claims, mismatch: r.mismatch };
     },
 
     async appendLookups(entries) {

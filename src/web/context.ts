@@ -75,6 +75,23 @@ export function safeNext(raw: unknown): string {
   return typeof raw === 'string' && /^\/(?![/\\])[^\s]*$/u.test(raw) && raw.length <= 500 ? raw : '/';
 }
 
+/**
+ * A navigation that came from another site: the browser says so (`Sec-Fetch-Site: cross-site` or
+ * `same-site`, a subdomain being another site of ours to trust no more), or the `Referer` is of
+ * another origin. Without either header (an older browser, a script), it is not.
+ */
+export function fromAnotherSite(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  if (site === 'cross-site' || site === 'same-site') return true;
+  const referer = request.headers.referer;
+  if (!referer) return false;
+  try {
+    return new URL(referer).host !== request.host;
+  } catch {
+    return true;
+  }
+}
+
 /** Scripts (the upload and status polling) ask for JSON; browsers navigating ask for HTML or anything. */
 export function wantsJson(request: FastifyRequest): boolean {
   const accept = request.headers.accept ?? '';

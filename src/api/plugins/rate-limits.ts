@@ -298,11 +298,13 @@ export const rateLimitsPlugin = fp(
       async countSession(request, reply, _userId) {
         if (config.sessionRateLimitPerMinute === 0) return;
         const r = await perPerson(request);
-        if (!r.isAllowed && r.isExceeded) refuse(reply, r.ttlInSeconds, 'Too many requests from your session. Wait a minute, then try again.');
+        if (!r.isAllowed && r.isExceeded)
+          refuse(reply, r.ttlInSeconds, 'Too many requests from your session. Wait a minute, then try again.');
       },
       async countCompany(request, reply, companyId) {
         const r = await countCompanyOf(request, companyId, true);
-        if (r?.isExceeded) refuse(reply, r.ttlInSeconds, "Your company's searches have passed its limit for this minute. Wait a minute, then try again.");
+        if (r?.isExceeded)
+          refuse(reply, r.ttlInSeconds, "Your company's searches have passed its limit for this minute. Wait a minute, then try again.");
       },
       async countMany(request, reply, n) {
         const { companyId } = request.principal;

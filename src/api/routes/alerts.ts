@@ -7,7 +7,6 @@ const security = [{ bearerAuth: [] }];
 
 /** Alerts: what the registry told the caller's company without being asked. */
 export async function alertRoutes(app: FastifyInstance) {
-
   app.get(
     '/alerts',
     {

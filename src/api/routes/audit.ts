@@ -5,7 +5,6 @@ import { commonErrors } from '../schemas/common';
 
 /** The company's audit trail: every administrative act, who did it, to what, from where. */
 export async function auditRoutes(app: FastifyInstance) {
-
   app.get(
     '/audit-events',
     {

@@ -5,7 +5,6 @@ import { qualityEnvelope, qualityQuery } from '../schemas/quality';
 
 /** Data quality: how complete and how timely the caller's company's own submissions are. */
 export async function qualityRoutes(app: FastifyInstance) {
-
   app.get(
     '/quality',
     {

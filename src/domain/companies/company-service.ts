@@ -181,7 +181,13 @@ export function createCompanyService({ repos, passwordHashCost, onTokensChanged 
     ];
     return repos.transaction(async (tx) => {
       const set = await tx.companies.setRateLimits(companyId, limits);
-      await record(tx, companyId, 'company.settings_changed', { type: 'company', id: companyId, name: `rate limits: ${parts.join(', ')}` }, by);
+      await record(
+        tx,
+        companyId,
+        'company.settings_changed',
+        { type: 'company', id: companyId, name: `rate limits: ${parts.join(', ')}` },
+        by,
+      );
       return set;
     });
   }

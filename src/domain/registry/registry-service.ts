@@ -1,3 +1,11 @@
+import {
+  createCheckCounts,
+  identityCheckOf,
+  identityChecksLimited,
+  identityChecksLimitedEvent,
+  type IdentityCheckLog,
+  type IdentityCheckPolicy,
+} from '../clients/identity-checks';
 import { CLI_ACTOR, SYSTEM_ACTOR, type AuditActor, type AuditEventInput } from '../audit/audit';
 import type { Claim } from '../claims/claim';
 import type { DocumentHasher } from '../clients/identity';
@@ -54,6 +62,12 @@ export type RegistryServiceDeps = {
    * recorded (`data.purged`), as is a subject access export (`subject.exported`).
    */
   auditTrail?: { purge(): Promise<{ events: number; before: string }>; record(event: AuditEventInput): Promise<void> };
+  /**
+   * A person search that finds a document with another date of birth (or documents of two
+   * persons) is an identity check: recorded in the look-up log and counted against the company's
+   * hourly budget, as a submission's mismatch is (DECISIONS, "Person search is an identity check").
+   */
+  identityChecks?: { log: IdentityCheckLog; policy: IdentityCheckPolicy };
 };
 
 export const MAX_PURGE_BATCH = 10_000;
@@ -192,8 +206,16 @@ export function createRegistryService(deps: RegistryServiceDeps) {
   ): Promise<{ data: Claim[]; meta: { total_claims: number; query_period: string } }> {
     const { value, errors } = validatePersonQuery(body);
     if (!value) throw validationError(errors);
+    const checks = deps.identityChecks;
+    const at = checks?.policy.now() ?? Date.now();
+    const perHour = checks?.policy.perHour ?? 0;
+    // Past the company's budget a person search is refused as its submissions are.
+    if (checks && perHour > 0 && ((await checkCounts!.used([principal.companyId], at)).get(principal.companyId) ?? 0) >= perHour) {
+      throw identityChecksLimited();
+    }
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
-    const { personId, claims } = await searches.searchByPerson(documents, value.dateOfBirth, windowStart());
+    const { personId, claims, mismatch } = await searches.searchByPerson(documents, value.dateOfBirth, windowStart());
+    if (checks && mismatch.length > 0) await recordMismatch(principal, at, mismatch);
     await deps.journal.record(
       lookupOf(
         principal,
@@ -204,6 +226,22 @@ export function createRegistryService(deps: RegistryServiceDeps) {
       ),
     );
     return { data: claims, meta: { total_claims: claims.length, query_period: period } };
+  }
+
+  const checkCounts = deps.identityChecks && createCheckCounts(deps.identityChecks.log);
+
+  /**
+   * A person search's mismatch: decided on counts read now, refused (429) when the company has
+   * no budget left, else its identity check written (and, when it used the last of the budget,
+   * the operator's audit event) before the search is answered.
+   */
+  async function recordMismatch(principal: Principal, at: number, clientIds: string[]): Promise<void> {
+    const { log, policy } = deps.identityChecks!;
+    const used = (await checkCounts!.used([principal.companyId], at, { fresh: true })).get(principal.companyId) ?? 0;
+    if (policy.perHour > 0 && used >= policy.perHour) throw identityChecksLimited();
+    await log.append([identityCheckOf(principal, at, clientIds)]);
+    checkCounts!.added(principal.companyId, 1);
+    if (policy.perHour > 0 && used + 1 === policy.perHour) await deps.auditTrail?.record(identityChecksLimitedEvent(principal.companyId));
   }
 
   async function listLookups(

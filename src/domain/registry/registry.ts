@@ -123,13 +123,15 @@ export interface RegistryRepository {
   network(claimId: string, companyId: string, fromDate: string, maxEdges: number): Promise<Network | undefined>;
   /**
    * Runs the same statement whether or not the documents and date of birth match anyone;
-   * `personId` is the client they resolved to (for the look-up log), or null.
+   * `personId` is the client they resolved to (for the look-up log), or null; `mismatch` the
+   * persons whose documents were found when they did not resolve (a document known with another
+   * date of birth, or documents of two persons): an identity check, empty otherwise.
    */
   searchByPerson(
     documents: { type: DocumentType; hash: string }[],
     dateOfBirth: string,
     fromDate: string,
-  ): Promise<{ personId: string | null; claims: Claim[] }>;
+  ): Promise<{ personId: string | null; claims: Claim[]; mismatch: string[] }>;
   /** Writes a batch of look-up log entries in one statement. */
   appendLookups(entries: LookupEntry[]): Promise<void>;
   /**

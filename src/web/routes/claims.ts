@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { CLAIM_SOURCES, CLAIM_STATUSES, CLAIM_TYPES, DOCUMENT_TYPES, LIMITS, normalizePlate } from '../../domain/claims/claim';
 import { plateSearchSchema, type PlateSearchBody, statusChangeSchema, type StatusChangeBody } from '../../domain/claims/claim-schema';
@@ -7,7 +7,7 @@ import { validateInput } from '../../domain/validation';
 import { AppError, validationError } from '../../domain/errors';
 import { exportHref, filterParams, pageLinks, parseClaimListQuery } from '../claim-list';
 import { claimsCsv } from '../claims-export';
-import { companyUser, principalOf } from '../context';
+import { companyUser, fromAnotherSite, principalOf } from '../context';
 import { claimBodyFromForm, emptyClaimForm, errorSummary, text, type FormBody } from '../forms';
 import { withDateMessages } from '../messages';
 import { renderPage } from '../render';
@@ -87,16 +87,20 @@ export async function claimRoutes(app: FastifyInstance) {
     }
   });
 
-  app.get('/claims/:id', { config: { access: 'viewer' } }, async (request, reply) => {
+  /**
+   * A claim's page. Its matches, incident and network are cross-company reads, each recorded in
+   * the look-up log like the API's: a page opened from another site (a link anywhere) writes none
+   * of them and offers a button instead (DECISIONS, "A link from elsewhere discloses nothing").
+   */
+  async function claimPage(request: FastifyRequest, reply: FastifyReply, lookups: boolean) {
     const { id } = request.params as { id: string };
     const principal = principalOf(companyUser(request));
     const claim = await claims.get(principal, id);
     const query = request.query as FormBody;
     const notice =
       text(query, 'saved') === '1' ? 'The claim was saved.' : text(query, 'updated') === '1' ? 'The status was changed.' : null;
-    // Matches are a cross-company read, recorded in the look-up log like the API's.
     const [registry, history] = await Promise.all([
-      claimPageRegistry(app, principal, id),
+      claimPageRegistry(app, principal, id, lookups),
       app.deps.dashboard.statusHistory(principal.companyId, id),
     ]);
     return renderPage(reply, 'claim', {
@@ -108,7 +112,13 @@ export async function claimRoutes(app: FastifyInstance) {
       statuses: CLAIM_STATUSES,
       ...registry,
     });
-  });
+  }
+
+  app.get('/claims/:id', { config: { access: 'viewer' } }, async (request, reply) => claimPage(request, reply, !fromAnotherSite(request)));
+  // The button of a page opened from another site: a form with its CSRF token, never sent by a script.
+  app.post('/claims/:id/registry', { config: { access: 'viewer' }, preHandler: app.csrfProtection }, async (request, reply) =>
+    claimPage(request, reply, true),
+  );
 
   app.post('/claims/:id/status', { config: { access: 'member' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const { id } = request.params as { id: string };
@@ -177,25 +187,29 @@ export async function claimRoutes(app: FastifyInstance) {
   });
 
   // A person search is a form post: document numbers never travel in an address (nor its logs).
-  app.post('/search/person', { config: { access: 'viewer', companyBudget: true }, preHandler: app.csrfProtection }, async (request, reply) => {
-    const form = request.body as FormBody;
-    const person = {
-      date_of_birth: text(form, 'date_of_birth', 20),
-      type: text(form, 'type', 40),
-      purpose: text(form, 'purpose', 300),
-    };
-    const number = text(form, 'number', 300);
-    try {
-      const personResult = await app.deps.registry.searchByPerson(principalOf(companyUser(request)), {
-        date_of_birth: person.date_of_birth,
-        id_documents: [{ type: person.type, number }],
-        purpose: person.purpose === '' ? undefined : person.purpose,
-      });
-      return await renderPage(reply, 'search', searchPage(request, { person, personResult }));
-    } catch (err) {
-      if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED' || !err.fields) throw err;
-      const personErrors = withDateMessages(err.fields, { date_of_birth: person.date_of_birth });
-      return renderPage(reply, 'search', searchPage(request, { person, personErrors }), 422);
-    }
-  });
+  app.post(
+    '/search/person',
+    { config: { access: 'viewer', companyBudget: true }, preHandler: app.csrfProtection },
+    async (request, reply) => {
+      const form = request.body as FormBody;
+      const person = {
+        date_of_birth: text(form, 'date_of_birth', 20),
+        type: text(form, 'type', 40),
+        purpose: text(form, 'purpose', 300),
+      };
+      const number = text(form, 'number', 300);
+      try {
+        const personResult = await app.deps.registry.searchByPerson(principalOf(companyUser(request)), {
+          date_of_birth: person.date_of_birth,
+          id_documents: [{ type: person.type, number }],
+          purpose: person.purpose === '' ? undefined : person.purpose,
+        });
+        return await renderPage(reply, 'search', searchPage(request, { person, personResult }));
+      } catch (err) {
+        if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED' || !err.fields) throw err;
+        const personErrors = withDateMessages(err.fields, { date_of_birth: person.date_of_birth });
+        return renderPage(reply, 'search', searchPage(request, { person, personErrors }), 422);
+      }
+    },
+  );
 }

@@ -18,13 +18,33 @@ const WHO_LOOKED_SHOWN = 25;
  * The registry sections of a claim's page: matches with indicators, the incident, the network, and
  * who looked at the claim. Matches, incident and network are three look-ups of the log.
  */
-export async function claimPageRegistry(app: FastifyInstance, principal: Principal, claimId: string) {
-  const [found, incident, network, lookedAt, alerts] = await Promise.all([
+/**
+ * The registry's panels of a claim page. With `lookups` the matches, incident and network, each a
+ * look-up written in the viewer's name; without (a page opened from another site), none of them.
+ */
+export async function claimPageRegistry(app: FastifyInstance, principal: Principal, claimId: string, lookups = true) {
+  const [lookedAt, alerts, panels] = await Promise.all([
+    app.deps.registry.claimLookups(principal, claimId, { limit: WHO_LOOKED_SHOWN }),
+    app.deps.alerts.list(principal, { claim_id: claimId, limit: WHO_LOOKED_SHOWN }),
+    lookups ? lookupPanels(app, principal, claimId) : undefined,
+  ]);
+  return {
+    lookupsShown: panels !== undefined,
+    ...panels,
+    lookedAt: lookedAt.data,
+    moreLookedAt: lookedAt.meta.next_cursor !== null,
+    searchYears: app.deps.config.searchHistoryYears,
+    indicatorNames: INDICATOR_LABELS,
+    kindNames: KIND_NAMES,
+    claimAlerts: alerts.data,
+  };
+}
+
+async function lookupPanels(app: FastifyInstance, principal: Principal, claimId: string) {
+  const [found, incident, network] = await Promise.all([
     app.deps.registry.matches(principal, claimId),
     app.deps.registry.incident(principal, claimId),
     app.deps.registry.network(principal, claimId),
-    app.deps.registry.claimLookups(principal, claimId, { limit: WHO_LOOKED_SHOWN }),
-    app.deps.alerts.list(principal, { claim_id: claimId, limit: WHO_LOOKED_SHOWN }),
   ]);
   return {
     matches: found.matches,
@@ -33,12 +53,6 @@ export async function claimPageRegistry(app: FastifyInstance, principal: Princip
     incident,
     network,
     graph: networkGraph(network, claimId),
-    lookedAt: lookedAt.data,
-    moreLookedAt: lookedAt.meta.next_cursor !== null,
-    searchYears: app.deps.config.searchHistoryYears,
-    indicatorNames: INDICATOR_LABELS,
-    kindNames: KIND_NAMES,
-    claimAlerts: alerts.data,
   };
 }
 

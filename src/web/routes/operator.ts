@@ -87,12 +87,16 @@ export async function operatorRoutes(app: FastifyInstance) {
   });
 
   for (const act of ['suspend', 'resume'] as const) {
-    app.post(`/operator/companies/:id/${act}`, { config: { access: 'operator' }, preHandler: app.csrfProtection }, async (request, reply) => {
-      const { id } = request.params as { id: string };
-      const company = act === 'suspend' ? await companies.suspend(id, by(request)) : await companies.resume(id, by(request));
-      request.log.info({ companyId: company.id }, act === 'suspend' ? 'company suspended' : 'company resumed');
-      return reply.redirect(`/operator/companies/${company.id}?${act === 'suspend' ? 'suspended' : 'resumed'}=1`, 303);
-    });
+    app.post(
+      `/operator/companies/:id/${act}`,
+      { config: { access: 'operator' }, preHandler: app.csrfProtection },
+      async (request, reply) => {
+        const { id } = request.params as { id: string };
+        const company = act === 'suspend' ? await companies.suspend(id, by(request)) : await companies.resume(id, by(request));
+        request.log.info({ companyId: company.id }, act === 'suspend' ? 'company suspended' : 'company resumed');
+        return reply.redirect(`/operator/companies/${company.id}?${act === 'suspend' ? 'suspended' : 'resumed'}=1`, 303);
+      },
+    );
   }
 
   /** Every company's audit events (and the operator's own), newest first; `company` and `action` filter. */

@@ -4,7 +4,7 @@ import QRCode from 'qrcode';
 import { AppError } from '../../domain/errors';
 import { PASSWORD_MIN_LENGTH } from '../../domain/companies/company-service';
 import { RESET_LINK_MS } from '../../domain/sign-in/sign-in-service';
-import { companyUser, safeNext, wantsJson } from '../context';
+import { companyUser, safeNext } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 import { auditOrigin } from '../../audit-origin';
@@ -116,47 +116,59 @@ export async function securityRoutes(app: FastifyInstance) {
 
   app.get('/settings/security', { config: { access: 'signed-in' } }, async (request, reply) => securityPage(request, reply));
 
-  app.post('/settings/security/second-factor', { config: { access: 'signed-in' }, preHandler: app.csrfProtection }, async (request, reply) => {
-    const user = request.webUser!;
-    if (user.secondFactor) return reply.redirect('/settings/security', 303);
-    return enrolPage(reply, user, { action: '/settings/security/second-factor/confirm', duringSignIn: false });
-  });
+  app.post(
+    '/settings/security/second-factor',
+    { config: { access: 'signed-in' }, preHandler: app.csrfProtection },
+    async (request, reply) => {
+      const user = request.webUser!;
+      if (user.secondFactor) return reply.redirect('/settings/security', 303);
+      return enrolPage(reply, user, { action: '/settings/security/second-factor/confirm', duringSignIn: false });
+    },
+  );
 
-  app.post('/settings/security/second-factor/confirm', { config: { access: 'signed-in' }, preHandler: app.csrfProtection }, async (request, reply) => {
-    const user = request.webUser!;
-    if (user.secondFactor) return reply.redirect('/settings/security', 303);
-    const codes = await signIn.confirmEnrolment(user.id, text(request.body as FormBody, 'code', 20), [
-      personEvent(request, 'person.mfa_enabled', webPerson(request)),
-    ]);
-    if (!codes) {
-      return enrolPage(
-        reply,
-        user,
-        {
-          action: '/settings/security/second-factor/confirm',
-          duringSignIn: false,
-          error: 'That code is not right. Enter the 6-digit code your app shows now.',
-        },
-        422,
-      );
-    }
-    return renderPage(reply, 'recovery-codes', { title: 'Recovery codes', codes, next: '/settings/security' });
-  });
+  app.post(
+    '/settings/security/second-factor/confirm',
+    { config: { access: 'signed-in' }, preHandler: app.csrfProtection },
+    async (request, reply) => {
+      const user = request.webUser!;
+      if (user.secondFactor) return reply.redirect('/settings/security', 303);
+      const codes = await signIn.confirmEnrolment(user.id, text(request.body as FormBody, 'code', 20), [
+        personEvent(request, 'person.mfa_enabled', webPerson(request)),
+      ]);
+      if (!codes) {
+        return enrolPage(
+          reply,
+          user,
+          {
+            action: '/settings/security/second-factor/confirm',
+            duringSignIn: false,
+            error: 'That code is not right. Enter the 6-digit code your app shows now.',
+          },
+          422,
+        );
+      }
+      return renderPage(reply, 'recovery-codes', { title: 'Recovery codes', codes, next: '/settings/security' });
+    },
+  );
 
-  app.post('/settings/security/second-factor/disable', { config: { access: 'signed-in' }, preHandler: app.csrfProtection }, async (request, reply) => {
-    const user = request.webUser!;
-    if (await deps.signInThrottle.blockedFor(user.email, request.ip)) {
-      return securityPage(request, reply, { errors: { code: ['Too many failed attempts. Wait a few minutes, then try again.'] } }, 429);
-    }
-    const ok = await signIn.disable(user, text(request.body as FormBody, 'code', 64), [
-      personEvent(request, 'person.mfa_disabled', webPerson(request)),
-    ]);
-    if (!ok) {
-      await deps.signInThrottle.failed(user.email, request.ip);
-      return securityPage(request, reply, { errors: { code: ['That code is not right, or was used already.'] } }, 422);
-    }
-    return reply.redirect('/settings/security?done=disabled', 303);
-  });
+  app.post(
+    '/settings/security/second-factor/disable',
+    { config: { access: 'signed-in' }, preHandler: app.csrfProtection },
+    async (request, reply) => {
+      const user = request.webUser!;
+      if (await deps.signInThrottle.blockedFor(user.email, request.ip)) {
+        return securityPage(request, reply, { errors: { code: ['Too many failed attempts. Wait a few minutes, then try again.'] } }, 429);
+      }
+      const ok = await signIn.disable(user, text(request.body as FormBody, 'code', 64), [
+        personEvent(request, 'person.mfa_disabled', webPerson(request)),
+      ]);
+      if (!ok) {
+        await deps.signInThrottle.failed(user.email, request.ip);
+        return securityPage(request, reply, { errors: { code: ['That code is not right, or was used already.'] } }, 422);
+      }
+      return reply.redirect('/settings/security?done=disabled', 303);
+    },
+  );
 
   app.post('/settings/security/password', { config: { access: 'signed-in' }, preHandler: app.csrfProtection }, async (request, reply) => {
     const user = request.webUser!;
@@ -283,17 +295,25 @@ export async function securityRoutes(app: FastifyInstance) {
   app.get('/operator/companies/:id/sign-in', { config: { access: 'operator' } }, async (request, reply) =>
     signInSettingsPage(request, reply, (request.params as { id: string }).id),
   );
-  app.post('/operator/companies/:id/sign-in/sso', { config: { access: 'operator' }, preHandler: app.csrfProtection }, async (request, reply) => {
-    const { id } = request.params as { id: string };
-    await deps.companies.getCompany(id);
-    return saveSso(request, reply, id, operatorBase(id));
-  });
-  app.post('/operator/companies/:id/sign-in/sso/remove', { config: { access: 'operator' }, preHandler: app.csrfProtection }, async (request, reply) => {
-    const { id } = request.params as { id: string };
-    await deps.companies.getCompany(id);
-    await signIn.deleteSso(id, [settingsEvent(request, id, 'single sign-on removed')]);
-    return reply.redirect(`${operatorBase(id)}?removed=1`, 303);
-  });
+  app.post(
+    '/operator/companies/:id/sign-in/sso',
+    { config: { access: 'operator' }, preHandler: app.csrfProtection },
+    async (request, reply) => {
+      const { id } = request.params as { id: string };
+      await deps.companies.getCompany(id);
+      return saveSso(request, reply, id, operatorBase(id));
+    },
+  );
+  app.post(
+    '/operator/companies/:id/sign-in/sso/remove',
+    { config: { access: 'operator' }, preHandler: app.csrfProtection },
+    async (request, reply) => {
+      const { id } = request.params as { id: string };
+      await deps.companies.getCompany(id);
+      await signIn.deleteSso(id, [settingsEvent(request, id, 'single sign-on removed')]);
+      return reply.redirect(`${operatorBase(id)}?removed=1`, 303);
+    },
+  );
   app.post(
     '/operator/companies/:id/sign-in/second-factor',
     { config: { access: 'operator' }, preHandler: app.csrfProtection },
