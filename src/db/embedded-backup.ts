@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable, type Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 
 import * as tar from 'tar';
 
