@@ -31,7 +31,14 @@ async function main() {
   if (!config.redisUrl) startBackground(deps, { thread: true });
   const app = await buildApp(deps, { logger });
   // Embedded, `admin backup` asks this server for the copy (the server holds the database's folder).
-  const backupChannel = deps.db.kind === 'pglite' ? await startBackupChannel(deps, config.dataDir, logger) : undefined;
+  const backupChannel =
+    deps.db.kind === 'pglite'
+      ? await startBackupChannel(deps, config.dataDir, logger).catch((err: unknown) => {
+          // A socket path too long for the system (about 100 bytes), say: the server runs, only `admin backup` cannot reach it.
+          logger.warn({ err: { message: (err as Error).message } }, 'admin backup cannot ask this server for a copy');
+          return undefined;
+        })
+      : undefined;
   app.addHook('onClose', async () => {
     await backupChannel?.close();
     await deps.close();

@@ -67,6 +67,8 @@ export function packBackup(dataDir: string, now: Date = new Date()): Readable {
       gzip: true,
       cwd: dataDir,
       portable: true,
+      // Files are read a MiB at a time (node-tar's default is 16), a few entries ahead at most.
+      maxReadSize: 1024 * 1024,
       // pgdata's lock and pid files, and what is under them, stay out.
       filter: (p) => {
         const [top, name] = p.split('/');
@@ -166,23 +168,20 @@ async function unpackBackup(from: string, into: string): Promise<Manifest> {
 
 const sameFile = (a: string, b: string) => fs.readFileSync(a).equals(fs.readFileSync(b));
 
-/** A folder's entries, the database's version file last (it marks a folder as a database: see moveEntries). */
-const entriesOf = (dir: string) =>
-  fs
-    .readdirSync(dir)
-    .filter((name) => !NOT_DATA.has(name))
-    .sort((a, b) => Number(a === 'PG_VERSION') - Number(b === 'PG_VERSION') || a.localeCompare(b));
-
 /**
- * Moves a database folder's entries into another; PG_VERSION first when taking a database out and
- * last when putting one in, so that an interrupted move never leaves a folder PGlite would open
- * as a database (without PG_VERSION it refuses a non-empty folder).
+ * PGlite opens a folder with PG_VERSION as a database, and runs initdb into one without it (over
+ * whatever files are there). So a swap keeps a PG_VERSION in place throughout: a swap cut short
+ * leaves a database with files missing, which refuses to start, never a fresh empty one.
  */
-function moveEntries(from: string, to: string, versionFirst: boolean): void {
+const VERSION_FILE = 'PG_VERSION';
+
+/** A database folder's entries but its lock's and PG_VERSION. */
+const entriesOf = (dir: string) => fs.readdirSync(dir).filter((name) => !NOT_DATA.has(name) && name !== VERSION_FILE);
+
+/** Moves a database folder's entries, but PG_VERSION, into another. */
+function moveEntries(from: string, to: string): void {
   fs.mkdirSync(to, { recursive: true, mode: 0o700 });
-  const names = entriesOf(from);
-  if (versionFirst) names.reverse();
-  for (const name of names) fs.renameSync(path.join(from, name), path.join(to, name));
+  for (const name of entriesOf(from)) fs.renameSync(path.join(from, name), path.join(to, name));
 }
 
 export type RestoreResult = { movedAside: string | null; keys: string[]; createdAt: string };
@@ -212,7 +211,7 @@ export async function restoreBackup(opts: {
   // Once the swap has begun, what is left of the copy is kept (an interrupted swap: see the runbook).
   let swapping = false;
   try {
-    const present = entriesOf(pgdata);
+    const present = fs.readdirSync(pgdata).filter((name) => !NOT_DATA.has(name));
     if (present.length > 0 && !force) {
       throw new RestoreRefusedError(
         `${pgdata} already holds a database. Add --force to move it aside (into ${path.join(dataDir, `before-restore-${stamp}`)}, nothing is deleted) and restore the backup in its place.`,
@@ -234,11 +233,16 @@ export async function restoreBackup(opts: {
     if (present.length > 0 || differing.length > 0) {
       movedAside = path.join(dataDir, `before-restore-${stamp}`);
       fs.mkdirSync(movedAside, { mode: 0o700 });
-      moveEntries(pgdata, path.join(movedAside, PGDATA), true);
+      const asideData = path.join(movedAside, PGDATA);
+      moveEntries(pgdata, asideData);
+      if (fs.existsSync(path.join(pgdata, VERSION_FILE)))
+        fs.copyFileSync(path.join(pgdata, VERSION_FILE), path.join(asideData, VERSION_FILE));
       for (const k of differing) fs.renameSync(path.join(dataDir, k), path.join(movedAside, k));
     }
     for (const k of keys) if (!fs.existsSync(path.join(dataDir, k))) fs.renameSync(path.join(unpacked, k), path.join(dataDir, k));
-    moveEntries(path.join(unpacked, PGDATA), pgdata, false);
+    // The copy's PG_VERSION replaces the old one at once, then the copy's files follow it.
+    fs.renameSync(path.join(unpacked, PGDATA, VERSION_FILE), path.join(pgdata, VERSION_FILE));
+    moveEntries(path.join(unpacked, PGDATA), pgdata);
     swapping = false;
     return { movedAside, keys, createdAt: manifest.created_at };
   } finally {
