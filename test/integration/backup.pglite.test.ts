@@ -8,7 +8,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 
 import { openDb } from '../../src/db/db';
 import { claimBody } from '../harness';
-import { freePort, kill, killAll, printed, runAdmin, startScript } from '../processes';
+import { freePort, kill, killAll, runAdmin, startScript, until } from '../processes';
 
 /**
  * `admin backup` and `admin restore` of the embedded database, as an operator runs them: against a
@@ -38,7 +38,15 @@ async function admin(dataDir: string, ...args: string[]) {
 async function startServer(dataDir: string) {
   const port = await freePort();
   const server = startScript('start', { LOG_LEVEL: 'info', HOST: '127.0.0.1', DATA_DIR: dataDir, PORT: String(port) });
-  await printed(server, 'claims registry ready');
+  // A server compiles PGlite optimized at start: longer than printed()'s minute on a busy machine.
+  await until(
+    'the server to be ready',
+    () => {
+      if (server.exitCode !== null || server.signalCode !== null) throw new Error(`the server exited: ${server.output().slice(-2000)}`);
+      return server.output().includes('claims registry ready');
+    },
+    TIMEOUT / 3,
+  );
   return { server, base: `http://127.0.0.1:${port}` };
 }
 
