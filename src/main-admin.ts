@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 
 import pino from 'pino';
 
-import { ConfigError, loadConfig } from './config';
+import { backupCommand, isBackupCommandError, restoreCommand } from './admin-backup';
+import { ConfigError, loadConfig, type Config } from './config';
 import { DatabaseLockedError } from './db/db';
 import { StartupError, type Deps } from './deps';
 import { CLI_ACTOR } from './domain/audit/audit';
@@ -32,6 +33,8 @@ Commands:
   webhook:list --company ID                       (endpoints, and recent deliveries with their outcomes)
   purge                                        (retention: removes what has expired now)
   subject:export --date-of-birth YYYY-MM-DD --id-type TYPE --id-number NUMBER
+  backup --out FILE                              (the embedded database, also while the server runs; gzipped tar)
+  restore --from FILE [--force]                  (the server stopped; --force moves a database already there aside)
 
 Works against the same database as the server: DATABASE_URL, or the embedded one in DATA_DIR
 (which must not be in use by a running server).`;
@@ -54,6 +57,8 @@ const COMMANDS = [
   'webhook:list',
   'purge',
   'subject:export',
+  'backup',
+  'restore',
 ];
 
 type Options = {
@@ -73,6 +78,9 @@ type Options = {
   'date-of-birth'?: string;
   'id-type'?: string;
   'id-number'?: string;
+  out?: string;
+  from?: string;
+  force?: boolean;
 };
 
 function need(value: string | undefined, flag: string): string {
@@ -271,6 +279,24 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
   }
 }
 
+/** `backup` and `restore` (admin-backup.ts). */
+async function runCopy(config: Config, command: 'backup' | 'restore', o: Options): Promise<Output> {
+  if (command === 'backup') {
+    const b = await backupCommand(config, need(o.out, 'out'));
+    return {
+      json: { file: b.file, bytes: b.bytes, taken_by: b.takenBy },
+      text: `Wrote a backup of the embedded database to ${b.file} (${b.bytes} bytes), taken ${b.takenBy === 'server' ? 'by the running server' : 'from the stopped database'}.`,
+    };
+  }
+  const r = await restoreCommand(config, need(o.from, 'from'), o.force ?? false);
+  return {
+    json: { data_dir: r.dataDir, from: r.from, backup_created_at: r.createdAt, moved_aside: r.movedAside },
+    text:
+      `Restored the backup of ${r.createdAt} from ${r.from} into ${r.dataDir}.` +
+      `${r.movedAside ? ` The database that was there is in ${r.movedAside}.` : ''} Start the server.`,
+  };
+}
+
 /** An unknown company is refused with a message (not a foreign-key error). */
 async function requireCompany(deps: Deps, companyId: string): Promise<void> {
   await deps.companies.getCompany(companyId);
@@ -297,6 +323,9 @@ async function main(): Promise<number> {
         'date-of-birth': { type: 'string' },
         'id-type': { type: 'string' },
         'id-number': { type: 'string' },
+        out: { type: 'string' },
+        from: { type: 'string' },
+        force: { type: 'boolean' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -316,6 +345,12 @@ async function main(): Promise<number> {
     if (!COMMANDS.includes(command)) throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
     // Logs (the queue's connection closing, say) go to stderr: stdout holds only the command's output.
     const config = loadConfig();
+    // These work on DATA_DIR's files: the database may be held by a server, or not there yet.
+    if (command === 'backup' || command === 'restore') {
+      const out = await runCopy(config, command, parsed.values);
+      console.log(parsed.values.json ? JSON.stringify(out.json) : out.text);
+      return 0;
+    }
     // The database migrated and the key checked, as the server does at its start.
     deps = await openDeps(config, { logger: createLogger(config.logLevel, pino.destination({ fd: 2, sync: true })) });
     const out = await run(deps, command, args, parsed.values);
@@ -330,8 +365,14 @@ async function main(): Promise<number> {
             .filter((m) => m !== err.message)
         : [];
       console.error([err.message, ...details].join('\n'));
-    } else if (err instanceof ConfigError || err instanceof StartupError || err instanceof DatabaseLockedError) console.error(err.message);
-    else console.error('Failed:', (err as Error).message);
+    } else if (
+      err instanceof ConfigError ||
+      err instanceof StartupError ||
+      err instanceof DatabaseLockedError ||
+      isBackupCommandError(err)
+    ) {
+      console.error(err.message);
+    } else console.error('Failed:', (err as Error).message);
     return err instanceof UsageError ? 2 : 1;
   } finally {
     await deps?.close();

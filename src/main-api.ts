@@ -1,6 +1,7 @@
 import closeWithGrace from 'close-with-grace';
 
 import { buildApp } from './app';
+import { startBackupChannel } from './backup-channel';
 import { ConfigError, loadConfig } from './config';
 import { DatabaseLockedError } from './db/db';
 import { StartupError } from './deps';
@@ -29,7 +30,19 @@ async function main() {
   // With REDIS_URL, `npm run worker` does.
   if (!config.redisUrl) startBackground(deps, { thread: true });
   const app = await buildApp(deps, { logger });
-  app.addHook('onClose', async () => deps.close());
+  // Embedded, `admin backup` asks this server for the copy (the server holds the database's folder).
+  const backupChannel =
+    deps.db.kind === 'pglite'
+      ? await startBackupChannel(deps, config.dataDir, logger).catch((err: unknown) => {
+          // A socket path too long for the system (about 100 bytes), say: the server runs, only `admin backup` cannot reach it.
+          logger.warn({ err: { message: (err as Error).message } }, 'admin backup cannot ask this server for a copy');
+          return undefined;
+        })
+      : undefined;
+  app.addHook('onClose', async () => {
+    await backupChannel?.close();
+    await deps.close();
+  });
   closeWithGrace({ delay: 20_000 }, async ({ err, signal }) => {
     if (err) logger.error({ err }, 'closing after an error');
     else logger.info({ signal }, 'closing');

@@ -33,6 +33,13 @@ export interface Db extends Queryable {
    * (`inUse`), and callers waiting for one (`waiting`).
    */
   poolStats(): { size: number; inUse: number; waiting: number };
+  /**
+   * The embedded database only (undefined on PostgreSQL): runs `work` while no statement runs,
+   * after a CHECKPOINT, so that the files of its folder are the whole database as of this moment
+   * and stay so until `work` ends (a consistent copy; src/db/embedded-backup.ts). Every statement
+   * and transaction sent meanwhile waits its turn.
+   */
+  readonly whileIdle?: <T>(work: () => Promise<T>) => Promise<T>;
 }
 
 /** Counts the statements and transactions holding a connection (one each) at this moment. */
@@ -145,6 +152,9 @@ function processAlive(pid: number): boolean {
   }
 }
 
+/** The lock's files inside the embedded database's folder: no part of the database (a backup leaves them out). */
+export const LOCK_FILES = Object.freeze({ lock: 'in-use.lock', pid: 'in-use.pid' });
+
 /**
  * Locks the embedded database's folder for this process. The lock (proper-lockfile, refreshed
  * every 5 s, stale after 15 s) is a directory; beside it `in-use.pid` names the holder. A lock
@@ -152,10 +162,10 @@ function processAlive(pid: number): boolean {
  * restarted with the same PID), is taken at once instead of after 15 s. The stale lock is first
  * renamed away, which only one of several starting processes can do.
  */
-async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
   fs.mkdirSync(dataDir, { recursive: true });
-  const lockPath = path.join(dataDir, 'in-use.lock');
-  const pidFile = path.join(dataDir, 'in-use.pid');
+  const lockPath = path.join(dataDir, LOCK_FILES.lock);
+  const pidFile = path.join(dataDir, LOCK_FILES.pid);
   const take = () => lockfile.lock(dataDir, { lockfilePath: lockPath, stale: 15_000, update: 5_000 });
   let release: () => Promise<void>;
   try {
@@ -321,6 +331,16 @@ async function openPglite(dataDir: string | undefined, optimizedCode: boolean): 
         }),
       ),
     poolStats: pool.stats,
+    // Taken in turn, as a transaction is: between two transactions, never inside one. The
+    // CHECKPOINT writes every changed page and the WAL to the files, which nothing changes until
+    // `work` ends (PGlite writes only while a statement runs).
+    whileIdle: (work) =>
+      pool.track(() =>
+        inTurn(async () => {
+          await session.exec('CHECKPOINT');
+          return work();
+        }),
+      ),
     close: once(async () => {
       await inTurn(() => send('close')).catch(() => {});
       await terminate();

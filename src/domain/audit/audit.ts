@@ -33,6 +33,9 @@ export const AUDIT_ACTIONS = [
   'import.cancelled',
   'data.purged',
   'subject.exported',
+  // The embedded database copied (admin backup) or brought back (admin restore).
+  'database.backed_up',
+  'database.restored',
   // The operator's acts in Bull Board (src/web/bull-board.ts).
   'queue.job_retried',
   'queue.job_removed',
