@@ -87,6 +87,10 @@ function openPostgres(options: Extract<DbOptions, { kind: 'postgres' }>): Db {
       max: poolSize,
       prepare: true,
       onnotice: () => {},
+      // The wait before the next host or the next try after failed connections: the driver's own
+      // grows to 20 s, and a request waiting for a connection waited that long while a failover
+      // left no primary; here at most 1 s, so that it is answered 503 at once and retried.
+      backoff: (failures: number) => Math.min(0.05 * 2 ** failures, 1),
       ...(options.connectTimeoutSeconds ? { connect_timeout: options.connectTimeoutSeconds } : {}),
       // jit off: the service's statements are short, and the few whose estimated cost crosses the
       // JIT threshold (an import chunk's document look-up) spend more time compiling than they save.
@@ -363,14 +367,26 @@ const CONNECTION_FAULTS = new Set([
   '53300',
 ]);
 
+/**
+ * PostgreSQL's read_only_sql_transaction ("cannot execute INSERT in a read-only transaction"): a
+ * write reached a server that takes none, a standby. With a multi-host DATABASE_URL and
+ * target_session_attrs=read-write the driver connects only to a primary, but a connection made
+ * just before a failover, or to the old primary while it is being demoted, can still meet one:
+ * during a failover there is no primary for a while, which is the database being unavailable too.
+ */
+const NO_PRIMARY = '25006';
+
 /** Seconds a client is asked to wait after the database was unreachable (API and dashboard). */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
-/** True when `err` says the database connection was lost or refused (PostgreSQL class 08 included). */
+/**
+ * True when `err` says the database connection was lost or refused (PostgreSQL class 08 included),
+ * or that a write met a standby while there is no primary (a failover).
+ */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const code = pgErrorCode(err);
   if (code === undefined) return false;
-  return CONNECTION_FAULTS.has(code) || /^08[0-9A-Z]{3}$/u.test(code);
+  return CONNECTION_FAULTS.has(code) || code === NO_PRIMARY || /^08[0-9A-Z]{3}$/u.test(code);
 }
 
 /** Closing twice (an onClose hook and a shutdown handler, say) is harmless. */
