@@ -85,7 +85,9 @@ done
 formation_uri() { as_owner pg_autoctl show uri --pgdata "$FAILOVER_DIR/monitor" --formation default 2>/dev/null; }
 
 print_urls() {
-  echo "DATABASE_URL=$(formation_uri)"
+  # pg_autoctl's URI names no user (libpq would take the system user's name) and sslmode=prefer.
+  echo "DATABASE_URL=$(formation_uri | sed -e 's#^postgres://#postgres://postgres@#' -e 's#sslmode=prefer#sslmode=disable#')"
+  echo "MONITOR_URL=postgres://autoctl_node@127.0.0.1:$MONITOR_PORT/pg_auto_failover"
   echo "PGBOUNCER_URL=postgres://postgres@127.0.0.1:$PGBOUNCER_PORT/$FAILOVER_DATABASE"
 }
 
@@ -172,7 +174,6 @@ auth_file = $FAILOVER_DIR/pgbouncer/userlist.txt
 pool_mode = transaction
 max_client_conn = 400
 default_pool_size = 40
-max_prepared_statements = 0
 ignore_startup_parameters = extra_float_digits,options,search_path,jit,application_name,TimeZone,default_transaction_read_only,plan_cache_mode
 server_reset_query =
 logfile = $FAILOVER_DIR/pgbouncer/pgbouncer.log

@@ -66,6 +66,12 @@ export type DbOptions =
       readOnly?: boolean;
       /** Seconds to wait for a new connection; the driver's default is 30. */
       connectTimeoutSeconds?: number;
+      /**
+       * 'transaction': the URL is a pooler in transaction mode (PgBouncer's pool_mode =
+       * transaction), where each transaction may run on another server connection: no prepared
+       * statements, and no session settings but the pooler's own (TimeZone, application_name).
+       */
+      pooler?: 'transaction';
     }
   | {
       kind: 'pglite';
@@ -82,10 +88,12 @@ export async function openDb(options: DbOptions): Promise<Db> {
 
 function openPostgres(options: Extract<DbOptions, { kind: 'postgres' }>): Db {
   const { url, poolSize, searchPath } = options;
+  const pooled = options.pooler === 'transaction';
+  const prepare = !pooled;
   const connect = (settings: Record<string, string>) =>
     postgres(url, {
       max: poolSize,
-      prepare: true,
+      prepare,
       onnotice: () => {},
       // The wait before the next host or the next try after failed connections: the driver's own
       // grows to 20 s, and a request waiting for a connection waited that long while a failover
@@ -94,23 +102,28 @@ function openPostgres(options: Extract<DbOptions, { kind: 'postgres' }>): Db {
       ...(options.connectTimeoutSeconds ? { connect_timeout: options.connectTimeoutSeconds } : {}),
       // jit off: the service's statements are short, and the few whose estimated cost crosses the
       // JIT threshold (an import chunk's document look-up) spend more time compiling than they save.
-      connection: {
-        TimeZone: 'UTC',
-        application_name: options.applicationName ?? 'claims-registry',
-        jit: 'off',
-        ...(searchPath ? { search_path: searchPath } : {}),
-        ...(options.readOnly ? { default_transaction_read_only: true } : {}),
-        ...settings,
-      },
+      // Behind a pooler in transaction mode only the settings it keeps per client (TimeZone,
+      // application_name) are sent: it refuses the others (docs/operations.md#pgbouncer).
+      connection: pooled
+        ? { TimeZone: 'UTC', application_name: options.applicationName ?? 'claims-registry' }
+        : {
+            TimeZone: 'UTC',
+            application_name: options.applicationName ?? 'claims-registry',
+            jit: 'off',
+            ...(searchPath ? { search_path: searchPath } : {}),
+            ...(options.readOnly ? { default_transaction_read_only: true } : {}),
+            ...settings,
+          },
       types: { date: { to: DATE_OID, from: [DATE_OID], serialize: (v: string) => v, parse: (v: string) => v } },
     });
   const sql = connect({});
   // The statements that ask for it (QueryOptions.genericPlan) run on connections of their own,
-  // opened when first needed, whose sessions always take the generic plan.
-  const genericSql = connect({ plan_cache_mode: 'force_generic_plan' });
+  // opened when first needed, whose sessions always take the generic plan (not behind a pooler in
+  // transaction mode, where a session setting does not stay: they take the usual connections).
+  const genericSql = pooled ? sql : connect({ plan_cache_mode: 'force_generic_plan' });
   const wrap = (q: postgres.Sql | postgres.TransactionSql): Queryable => ({
     async query<T>(text: string, params: readonly unknown[] = []) {
-      return (await q.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true })) as unknown as T[];
+      return (await q.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare })) as unknown as T[];
     },
     async exec(script: string) {
       // Without parameters the driver uses the simple protocol, which accepts several statements.
@@ -120,7 +133,7 @@ function openPostgres(options: Extract<DbOptions, { kind: 'postgres' }>): Db {
   const root = wrap(sql);
   const genericRoot = wrap(genericSql);
   const pool = poolCounter(poolSize);
-  const genericPool = poolCounter(poolSize);
+  const genericPool = pooled ? pool : poolCounter(poolSize);
   return {
     kind: 'postgres',
     query: (text, params, queryOptions) =>
@@ -130,10 +143,11 @@ function openPostgres(options: Extract<DbOptions, { kind: 'postgres' }>): Db {
       return pool.track(async () => (await sql.begin((tx) => fn(wrap(tx)))) as T);
     },
     close: once(async () => {
-      await Promise.all([sql.end({ timeout: 5 }), genericSql.end({ timeout: 5 })]);
+      await Promise.all([sql.end({ timeout: 5 }), ...(pooled ? [] : [genericSql.end({ timeout: 5 })])]);
     }),
     poolStats: () => {
       const [a, b] = [pool.stats(), genericPool.stats()];
+      if (pooled) return a;
       return { size: a.size + b.size, inUse: a.inUse + b.inUse, waiting: a.waiting + b.waiting };
     },
   };
