@@ -158,9 +158,10 @@ wait_until "node2 becoming node1's secondary" 120 '[ "$(monitor_sql "SELECT stri
 as_owner pg_autoctl set formation number-sync-standbys 0 --pgdata "$FAILOVER_DIR/monitor" >/dev/null 2>&1 || true
 say "node1: synchronous_standby_names = $(node_sql "$NODE1_PORT" 'SHOW synchronous_standby_names')"
 
-# PgBouncer in transaction mode, in front of the formation: it has one server address, so it is
-# pointed at the formation's multi-host URI through libpq's own host list (PgBouncer 1.18 passes
-# host= to libpq? no: it resolves one host), see docs/operations.md#pgbouncer.
+# PgBouncer in transaction mode, in front of node1 (the first primary): the service's settings
+# for it are DATABASE_POOLER=transaction and this URL. It does not follow a failover by itself: see
+# docs/operations.md#pgbouncer for a PgBouncer beside each node. Only the startup parameters that
+# PgBouncer keeps per client (TimeZone, application_name) are accepted, and extra_float_digits.
 cat >"$FAILOVER_DIR/pgbouncer/pgbouncer.ini" <<EOF
 [databases]
 * = host=127.0.0.1 port=$NODE1_PORT
@@ -172,9 +173,9 @@ unix_socket_dir = $FAILOVER_DIR/pgbouncer
 auth_type = trust
 auth_file = $FAILOVER_DIR/pgbouncer/userlist.txt
 pool_mode = transaction
-max_client_conn = 400
-default_pool_size = 40
-ignore_startup_parameters = extra_float_digits,options,search_path,jit,application_name,TimeZone,default_transaction_read_only,plan_cache_mode
+max_client_conn = 500
+default_pool_size = 20
+ignore_startup_parameters = extra_float_digits
 server_reset_query =
 logfile = $FAILOVER_DIR/pgbouncer/pgbouncer.log
 pidfile = $FAILOVER_DIR/pgbouncer/pgbouncer.pid

@@ -32,6 +32,10 @@ const BACK_WITHIN_MS = 30_000;
 type Answer = { at: number; status: number | 'refused'; retryAfter: string | null; code?: string; id?: string };
 
 /** Reads the process group of a process (field 5 of /proc/<pid>/stat). */
+const t0 = Date.now();
+/** Progress on the console: this test takes minutes. */
+const step = (what: string) => console.log(`failover test, ${((Date.now() - t0) / 1000).toFixed(1)} s: ${what}`);
+
 const processGroup = (pid: number) => Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[2]);
 
 describe('the PostgreSQL primary killed under load, pg_auto_failover promoting the standby', () => {
@@ -49,11 +53,13 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
     // The test's own service (companies, tokens, reading the database) on the formation too.
     process.env.TEST_DATABASE_URL = formationUrl;
     ctx = await createTestContext({ REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, IMPORT_MAX_BYTES: String(20 * 1024 * 1024) });
+    step('the test context is ready');
     monitor = postgres(monitorUrl, { max: 1, onnotice: () => {} });
     schema = (await ctx.deps.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
     const out: string[] = [];
     expected = await generateCsv({ rows: ROWS, repeat: 0.3, invalid: 0.05, delimiter: ',', seed: 55 }, (chunk) => void out.push(chunk));
     file = Buffer.from(out.join(''));
+    step(`the file is ready (${file.length} bytes)`);
     const env = {
       DATABASE_URL: formationUrl,
       DB_SEARCH_PATH: schema,
@@ -75,7 +81,7 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
     };
     worker = startScript('worker', { ...env, WORKER_METRICS_PORT: String(await freePort()), LOG_LEVEL: 'info' });
     await Promise.all([printed(worker, 'import worker ready'), answering(api.child, api.base)]);
-  }, 120_000);
+  }, 300_000);
 
   afterAll(async () => {
     await killAll();
@@ -142,11 +148,13 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
     await until('the import to be a quarter through', async () => ((await importRow())?.rowsDone ?? 0) >= ROWS / 4, 120_000);
     expect(answers.filter((a) => a.status === 201).length).toBeGreaterThan(0);
 
+    step('the import is a quarter through');
     const old = await primaryNode();
     const apiPid = api.child.pid;
     const workerPid = worker.pid;
     killNode(old.dir, old.name);
     const killedAt = Date.now();
+    step(`${old.name} killed`);
 
     // The promotion: the other node leaves recovery.
     const [standby] = await monitor<{ nodeport: number }[]>`SELECT nodeport FROM pgautofailover.node WHERE nodename <> ${old.name}`;
@@ -160,6 +168,7 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
       async () => ((await direct`SELECT pg_is_in_recovery() AS r`.catch(() => [{ r: true }]))[0]!.r ? undefined : Date.now()),
       120_000,
     );
+    step('the standby is promoted');
     const back = await until('a submission answered 201 after the promotion', () => answers.find((a) => a.status === 201 && a.at >= promotedAt), BACK_WITHIN_MS + 10_000);
     expect(back.at - promotedAt).toBeLessThanOrEqual(BACK_WITHIN_MS);
     // A while longer at full speed, then stop.
@@ -182,6 +191,7 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
     const [{ n }] = (await direct`SELECT count(*)::int AS n FROM claims WHERE id = ANY(${ids}::uuid[])`) as unknown as [{ n: number }];
     expect(n).toBe(ids.length);
 
+    step('submissions stopped');
     // The import goes on from its ledger and completes with the file's exact counts.
     const done = await until(
       'the import to finish',
