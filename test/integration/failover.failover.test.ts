@@ -49,7 +49,8 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
   let schema: string;
 
   beforeAll(async () => {
-    if (!formationUrl || !monitorUrl) throw new Error('TEST_FAILOVER_DATABASE_URL and TEST_FAILOVER_MONITOR_URL are needed: scripts/start-failover.sh');
+    if (!formationUrl || !monitorUrl)
+      throw new Error('TEST_FAILOVER_DATABASE_URL and TEST_FAILOVER_MONITOR_URL are needed: scripts/start-failover.sh');
     // The test's own service (companies, tokens, reading the database) on the formation too.
     process.env.TEST_DATABASE_URL = formationUrl;
     ctx = await createTestContext({ REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, IMPORT_MAX_BYTES: String(20 * 1024 * 1024) });
@@ -100,7 +101,9 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
 
   /** Kills a node as a dying machine would: its pg_auto_failover keeper and its postmaster, with SIGKILL. */
   function killNode(dir: string, name: string) {
-    const keeper = Number(fs.readFileSync(path.join(failoverDir, 'run', 'pg_autoctl', failoverDir, name, 'pg_autoctl.pid'), 'utf8').split('\n')[0]);
+    const keeper = Number(
+      fs.readFileSync(path.join(failoverDir, 'run', 'pg_autoctl', failoverDir, name, 'pg_autoctl.pid'), 'utf8').split('\n')[0],
+    );
     const postmaster = Number(fs.readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
     process.kill(-processGroup(keeper), 'SIGKILL');
     try {
@@ -125,7 +128,13 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
             body: JSON.stringify(claimBody()),
           });
           const body = (await res.json()) as { data?: { id: string }; code?: string };
-          answers.push({ at, status: res.status, retryAfter: res.headers.get('retry-after'), ...(body.code ? { code: body.code } : {}), ...(body.data ? { id: body.data.id } : {}) });
+          answers.push({
+            at,
+            status: res.status,
+            retryAfter: res.headers.get('retry-after'),
+            ...(body.code ? { code: body.code } : {}),
+            ...(body.data ? { id: body.data.id } : {}),
+          });
           if (res.status !== 201) await new Promise((r) => setTimeout(r, 200));
         } catch (err) {
           const code = (err as { cause?: { code?: string } }).cause?.code;
@@ -169,7 +178,11 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
       120_000,
     );
     step('the standby is promoted');
-    const back = await until('a submission answered 201 after the promotion', () => answers.find((a) => a.status === 201 && a.at >= promotedAt), BACK_WITHIN_MS + 10_000);
+    const back = await until(
+      'a submission answered 201 after the promotion',
+      () => answers.find((a) => a.status === 201 && a.at >= promotedAt),
+      BACK_WITHIN_MS + 10_000,
+    );
     expect(back.at - promotedAt).toBeLessThanOrEqual(BACK_WITHIN_MS);
     // A while longer at full speed, then stop.
     await new Promise((r) => setTimeout(r, 3_000));
@@ -177,7 +190,9 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
     await Promise.all(submitters);
 
     // Every answer: 201, or 503 service_unavailable with Retry-After (the API process never went away).
-    const unexpected = answers.filter((a) => !(a.status === 201 || (a.status === 503 && a.code === 'service_unavailable' && a.retryAfter !== null)));
+    const unexpected = answers.filter(
+      (a) => !(a.status === 201 || (a.status === 503 && a.code === 'service_unavailable' && a.retryAfter !== null)),
+    );
     expect(unexpected).toEqual([]);
     const duringGap = answers.filter((a) => a.at >= killedAt && a.at < promotedAt);
     console.log(
@@ -208,7 +223,9 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
       imported: expected.rows - expected.invalidRows,
       failed: expected.invalidRows,
     });
-    const [{ stored }] = (await direct`SELECT count(*)::int AS stored FROM claims WHERE import_id = ${importId}`) as unknown as [{ stored: number }];
+    const [{ stored }] = (await direct`SELECT count(*)::int AS stored FROM claims WHERE import_id = ${importId}`) as unknown as [
+      { stored: number },
+    ];
     expect(stored).toBe(expected.rows - expected.invalidRows);
     await direct.end({ timeout: 5 });
 
