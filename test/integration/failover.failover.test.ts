@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCsv } from '../../scripts/gen-csv';
 import { claimBody, createTestContext, TEST_HASH_KEY, type TestContext } from '../harness';
 import { multipart } from '../import-helpers';
-import { answering, freePort, kill, killAll, printed, removeQueueKeys, startScript, until, type Child } from '../processes';
+import { freePort, kill, killAll, printed, removeQueueKeys, startScript, until, type Child } from '../processes';
 
 /**
  * The PostgreSQL primary dies and pg_auto_failover promotes its synchronous standby, while an API
@@ -81,7 +81,21 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
       base: `http://127.0.0.1:${port}`,
     };
     worker = startScript('worker', { ...env, WORKER_METRICS_PORT: String(await freePort()), LOG_LEVEL: 'info' });
-    await Promise.all([printed(worker, 'import worker ready'), answering(api.child, api.base)]);
+    await Promise.all([
+      printed(worker, 'import worker ready'),
+      // As processes.ts's `answering`, with more time: the API process migrates the formation's new schema.
+      until(
+        'the API to answer',
+        () => {
+          if (api.child.exitCode !== null) throw new Error(`the API process exited: ${api.child.output().slice(-2000)}`);
+          return fetch(`${api.base}/readyz`).then(
+            (r) => r.ok,
+            () => false,
+          );
+        },
+        240_000,
+      ),
+    ]);
   }, 300_000);
 
   afterAll(async () => {
