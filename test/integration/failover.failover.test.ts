@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCsv } from '../../scripts/gen-csv';
 import { claimBody, createTestContext, TEST_HASH_KEY, type TestContext } from '../harness';
 import { multipart } from '../import-helpers';
-import { freePort, kill, killAll, printed, removeQueueKeys, startScript, until, type Child } from '../processes';
+import { freePort, kill, killAll, removeQueueKeys, startScript, until, type Child } from '../processes';
 
 /**
  * The PostgreSQL primary dies and pg_auto_failover promotes its synchronous standby, while an API
@@ -82,7 +82,7 @@ describe('the PostgreSQL primary killed under load, pg_auto_failover promoting t
     };
     worker = startScript('worker', { ...env, WORKER_METRICS_PORT: String(await freePort()), LOG_LEVEL: 'info' });
     await Promise.all([
-      printed(worker, 'import worker ready'),
+      until('the worker to be ready', () => worker.output().includes('import worker ready'), 240_000),
       // As processes.ts's `answering`, with more time: the API process migrates the formation's new schema.
       until(
         'the API to answer',
