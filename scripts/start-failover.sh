@@ -58,11 +58,12 @@ stop_all() {
     [ -d "$FAILOVER_DIR/$node" ] || continue
     as_owner pg_autoctl stop --pgdata "$FAILOVER_DIR/$node" --immediate >/dev/null 2>&1 || true
   done
-  # Whatever is left (a pg_autoctl that was killed leaves its PostgreSQL running, and the reverse).
-  for pidfile in "$FAILOVER_DIR"/*/postmaster.pid "$FAILOVER_DIR"/run/pg_autoctl/*/*/pg_autoctl.pid; do
-    [ -f "$pidfile" ] || continue
-    pid="$(head -n 1 "$pidfile")"
-    [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
+  # Whatever is left (a pg_autoctl that was killed leaves its PostgreSQL running, and the reverse):
+  # each pg_autoctl runs in a session of its own (setsid), its process group with its PostgreSQL.
+  for pidfile in $(find "$FAILOVER_DIR/run" -name pg_autoctl.pid 2>/dev/null) "$FAILOVER_DIR"/*/postmaster.pid; do
+    pid="$(head -n 1 "$pidfile" 2>/dev/null || true)"
+    [ -n "$pid" ] || continue
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
   done
   sleep 0.5
   rm -rf "$FAILOVER_DIR"
