@@ -13,6 +13,8 @@ import { defineConfig } from 'vitest/config';
  *   *.redis.test.ts       PostgreSQL and the Redis of TEST_REDIS_URL (BullMQ, worker processes)
  *   *.pg-restart.test.ts  restarts the PostgreSQL cluster: only with TEST_PG_RESTART=1, alone (.ci/run)
  *   *.replica.test.ts     PostgreSQL and its streaming replica at TEST_SEARCH_DATABASE_URL (scripts/start-replica.sh)
+ *   *.failover.test.ts    kills the primary of a pg_auto_failover formation (scripts/start-failover.sh): only with
+ *                         TEST_FAILOVER=1, alone (.ci/run)
  *
  * The browser tests (test/browser) run in the pglite project only, and need /usr/bin/chromium. What cannot run here is left out with a
  * notice, never skipped in silence; under CI=true a missing requirement is an error instead.
@@ -23,6 +25,7 @@ const redis = Boolean(process.env.TEST_REDIS_URL);
 const chromium = fs.existsSync('/usr/bin/chromium');
 const pgRestart = process.env.TEST_PG_RESTART === '1';
 const replica = Boolean(process.env.TEST_SEARCH_DATABASE_URL);
+const failover = process.env.TEST_FAILOVER === '1';
 
 function missing(what: string, why: string): void {
   if (ci) throw new Error(`CI runs every test, but ${why}: ${what} cannot run.`);
@@ -46,7 +49,14 @@ export default defineConfig({
           ...shared,
           name: 'pglite',
           env: { TEST_DB_KIND: 'pglite' },
-          exclude: ['**/*.postgres.test.ts', '**/*.redis.test.ts', '**/*.pg-restart.test.ts', '**/*.replica.test.ts', ...browser],
+          exclude: [
+            '**/*.postgres.test.ts',
+            '**/*.redis.test.ts',
+            '**/*.pg-restart.test.ts',
+            '**/*.replica.test.ts',
+            '**/*.failover.test.ts',
+            ...browser,
+          ],
         },
       },
       ...(postgres
@@ -62,6 +72,7 @@ export default defineConfig({
                   ...(redis ? [] : ['**/*.redis.test.ts']),
                   ...(replica ? [] : ['**/*.replica.test.ts']),
                   ...(redis && pgRestart ? [] : ['**/*.pg-restart.test.ts']),
+                  ...(redis && failover ? [] : ['**/*.failover.test.ts']),
                 ],
               },
             },

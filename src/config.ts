@@ -18,6 +18,7 @@ const envSchema = {
     SEARCH_DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
     DB_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 100, default: 10 },
     DB_SEARCH_PATH: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
+    DATABASE_POOLER: { type: 'string', enum: ['transaction'] },
     APP_TIMEZONE: { type: 'string', minLength: 1, default: 'UTC' },
     SEARCH_HISTORY_YEARS: { type: 'integer', minimum: 1, maximum: 100, default: 3 },
     DOCUMENT_HASH_KEY: { type: 'string', minLength: 32 },
@@ -98,6 +99,11 @@ export type Config = Readonly<{
   dbPoolSize: number;
   /** Test/ops setting: the PostgreSQL schema to work in (search_path), e.g. a test's own schema. */
   dbSearchPath: string | undefined;
+  /**
+   * 'transaction': DATABASE_URL (and SEARCH_DATABASE_URL) reach PostgreSQL through a pooler in
+   * transaction mode (PgBouncer): no prepared statements, no session settings.
+   */
+  databasePooler: 'transaction' | undefined;
   timezone: string;
   searchHistoryYears: number;
   documentHashKey: string | undefined;
@@ -199,6 +205,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'REDIS_URL needs DATABASE_URL: the embedded database can be opened by one process only, so separate workers could not reach it (unset REDIS_URL to run imports inside the server)',
     );
   }
+  if (input.DATABASE_POOLER !== undefined && input.DB_SEARCH_PATH !== undefined) {
+    problems.push(
+      'DB_SEARCH_PATH cannot be kept behind a pooler in transaction mode (DATABASE_POOLER=transaction): each transaction may run on another session. Set it on the role instead (ALTER ROLE … SET search_path = …) and unset DB_SEARCH_PATH',
+    );
+  }
   if (input.SEARCH_DATABASE_URL !== undefined && input.DATABASE_URL === undefined) {
     problems.push('SEARCH_DATABASE_URL needs DATABASE_URL: it names a replica of that PostgreSQL (the embedded database has none)');
   }
@@ -233,6 +244,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     searchDatabaseUrl: v.SEARCH_DATABASE_URL,
     dbPoolSize: v.DB_POOL_SIZE,
     dbSearchPath: v.DB_SEARCH_PATH,
+    databasePooler: v.DATABASE_POOLER,
     timezone: v.APP_TIMEZONE,
     searchHistoryYears: v.SEARCH_HISTORY_YEARS,
     documentHashKey: v.DOCUMENT_HASH_KEY,

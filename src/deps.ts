@@ -88,6 +88,7 @@ export async function createDeps(config: Config, options: DepsOptions) {
   const { db, clock, storage } = options;
   const hooks: ChunkHooks = options.chunkHooks ?? {};
   const searchPath = config.dbSearchPath;
+  const pooler = config.databasePooler ? { pooler: config.databasePooler } : {};
   let lookupDb: Db | undefined;
   let searchDb: Db | undefined;
   try {
@@ -104,7 +105,7 @@ export async function createDeps(config: Config, options: DepsOptions) {
     const lookupWriters = config.databaseUrl ? 2 : 1;
     if (config.databaseUrl) {
       const url = config.databaseUrl;
-      lookupDb = await openDb({ kind: 'postgres', url, poolSize: lookupWriters, ...(searchPath ? { searchPath } : {}) });
+      lookupDb = await openDb({ kind: 'postgres', url, poolSize: lookupWriters, ...(searchPath ? { searchPath } : {}), ...pooler });
     }
     const lookupLog = lookupDb ? createRegistryRepository(lookupDb) : registryRepository;
     // With SEARCH_DATABASE_URL (a streaming replica) the three cross-company reads go there, and
@@ -120,6 +121,7 @@ export async function createDeps(config: Config, options: DepsOptions) {
         readOnly: true,
         connectTimeoutSeconds: 2,
         ...(searchPath ? { searchPath } : {}),
+        ...pooler,
       });
       searches = routeSearches({
         replica: createSearchRepository(searchDb),

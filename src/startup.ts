@@ -26,6 +26,7 @@ export function openDatabase(config: Config, opts: { optimizedEmbeddedCode?: boo
           url: config.databaseUrl,
           poolSize: config.dbPoolSize,
           ...(config.dbSearchPath ? { searchPath: config.dbSearchPath } : {}),
+          ...(config.databasePooler ? { pooler: config.databasePooler } : {}),
         }
       : { kind: 'pglite', dataDir: path.join(config.dataDir, 'pgdata'), optimizedCode: opts.optimizedEmbeddedCode ?? false },
   );

@@ -60,18 +60,25 @@ export async function createTestContext(
   const url = process.env.TEST_DATABASE_URL;
   if (kind === 'postgres' && !url) throw new Error('TEST_DB_KIND=postgres needs TEST_DATABASE_URL');
   const schema = `test_${randomBytes(6).toString('hex')}`;
+  // Behind PgBouncer in transaction mode (TEST_DATABASE_POOLER=transaction, .ci/run) no session
+  // keeps a search_path: each context gets a database of its own instead of a schema.
+  const pooler = process.env.TEST_DATABASE_POOLER === 'transaction' ? ('transaction' as const) : undefined;
+  const adminDb = () => openDb({ kind: 'postgres', url: url!, poolSize: 1, ...(pooler ? { pooler } : {}) });
   if (kind === 'postgres') {
-    const admin = await openDb({ kind: 'postgres', url: url!, poolSize: 1 });
-    await admin.exec(`CREATE SCHEMA ${schema}`);
+    const admin = await adminDb();
+    await admin.exec(pooler ? `CREATE DATABASE ${schema}` : `CREATE SCHEMA ${schema}`);
     await admin.close();
   }
+  const database = pooler
+    ? { DATABASE_URL: Object.assign(new URL(url!), { pathname: `/${schema}` }).toString(), DATABASE_POOLER: pooler }
+    : { DATABASE_URL: url!, DB_SEARCH_PATH: schema };
   const loaded = loadConfig({
     DOCUMENT_HASH_KEY: TEST_HASH_KEY,
     SESSION_SECRET: 'test-session-secret-0123456789abcdef0123',
     ENCRYPTION_KEY: 'test-encryption-key-0123456789abcdef01234',
     LOG_LEVEL: 'silent',
     DATA_DIR: `/tmp/claims-test-${schema}`,
-    ...(kind === 'postgres' ? { DATABASE_URL: url!, DB_SEARCH_PATH: schema } : {}),
+    ...(kind === 'postgres' ? database : {}),
     // The abuse limits stay on, set so high that tests about other things never reach them; the
     // tests of the limits set their own.
     ...TEST_LIMITS,
@@ -118,8 +125,8 @@ export async function createTestContext(
       await app.close();
       await deps.close();
       if (kind === 'postgres') {
-        const admin = await openDb({ kind: 'postgres', url: url!, poolSize: 1 });
-        await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
+        const admin = await adminDb();
+        await admin.exec(pooler ? `DROP DATABASE ${schema} WITH (FORCE)` : `DROP SCHEMA ${schema} CASCADE`);
         await admin.close();
       }
       // Every answer this file's tests got, against the OpenAPI document (test/openapi-conformance.ts).

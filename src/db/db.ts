@@ -73,6 +73,12 @@ export type DbOptions =
       readOnly?: boolean;
       /** Seconds to wait for a new connection; the driver's default is 30. */
       connectTimeoutSeconds?: number;
+      /**
+       * 'transaction': the URL is a pooler in transaction mode (PgBouncer's pool_mode =
+       * transaction), where each transaction may run on another server connection: no prepared
+       * statements, and no session settings but the pooler's own (TimeZone, application_name).
+       */
+      pooler?: 'transaction';
     }
   | {
       kind: 'pglite';
@@ -89,31 +95,42 @@ export async function openDb(options: DbOptions): Promise<Db> {
 
 function openPostgres(options: Extract<DbOptions, { kind: 'postgres' }>): Db {
   const { url, poolSize, searchPath } = options;
+  const pooled = options.pooler === 'transaction';
+  const prepare = !pooled;
   const connect = (settings: Record<string, string>) =>
     postgres(url, {
       max: poolSize,
-      prepare: true,
+      prepare,
       onnotice: () => {},
+      // The wait before the next host or the next try after failed connections: the driver's own
+      // grows to 20 s, and a request waiting for a connection waited that long while a failover
+      // left no primary; here at most 1 s, so that it is answered 503 at once and retried.
+      backoff: (failures: number) => Math.min(0.05 * 2 ** failures, 1),
       ...(options.connectTimeoutSeconds ? { connect_timeout: options.connectTimeoutSeconds } : {}),
       // jit off: the service's statements are short, and the few whose estimated cost crosses the
       // JIT threshold (an import chunk's document look-up) spend more time compiling than they save.
-      connection: {
-        TimeZone: 'UTC',
-        application_name: options.applicationName ?? 'claims-registry',
-        jit: 'off',
-        ...(searchPath ? { search_path: searchPath } : {}),
-        ...(options.readOnly ? { default_transaction_read_only: true } : {}),
-        ...settings,
-      },
+      // Behind a pooler in transaction mode only the settings it keeps per client (TimeZone,
+      // application_name) are sent: it refuses the others (docs/operations.md#pgbouncer).
+      connection: pooled
+        ? { TimeZone: 'UTC', application_name: options.applicationName ?? 'claims-registry' }
+        : {
+            TimeZone: 'UTC',
+            application_name: options.applicationName ?? 'claims-registry',
+            jit: 'off',
+            ...(searchPath ? { search_path: searchPath } : {}),
+            ...(options.readOnly ? { default_transaction_read_only: true } : {}),
+            ...settings,
+          },
       types: { date: { to: DATE_OID, from: [DATE_OID], serialize: (v: string) => v, parse: (v: string) => v } },
     });
   const sql = connect({});
   // The statements that ask for it (QueryOptions.genericPlan) run on connections of their own,
-  // opened when first needed, whose sessions always take the generic plan.
-  const genericSql = connect({ plan_cache_mode: 'force_generic_plan' });
+  // opened when first needed, whose sessions always take the generic plan (not behind a pooler in
+  // transaction mode, where a session setting does not stay: they take the usual connections).
+  const genericSql = pooled ? sql : connect({ plan_cache_mode: 'force_generic_plan' });
   const wrap = (q: postgres.Sql | postgres.TransactionSql): Queryable => ({
     async query<T>(text: string, params: readonly unknown[] = []) {
-      return (await q.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true })) as unknown as T[];
+      return (await q.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare })) as unknown as T[];
     },
     async exec(script: string) {
       // Without parameters the driver uses the simple protocol, which accepts several statements.
@@ -123,7 +140,7 @@ function openPostgres(options: Extract<DbOptions, { kind: 'postgres' }>): Db {
   const root = wrap(sql);
   const genericRoot = wrap(genericSql);
   const pool = poolCounter(poolSize);
-  const genericPool = poolCounter(poolSize);
+  const genericPool = pooled ? pool : poolCounter(poolSize);
   return {
     kind: 'postgres',
     query: (text, params, queryOptions) =>
@@ -133,10 +150,11 @@ function openPostgres(options: Extract<DbOptions, { kind: 'postgres' }>): Db {
       return pool.track(async () => (await sql.begin((tx) => fn(wrap(tx)))) as T);
     },
     close: once(async () => {
-      await Promise.all([sql.end({ timeout: 5 }), genericSql.end({ timeout: 5 })]);
+      await Promise.all([sql.end({ timeout: 5 }), ...(pooled ? [] : [genericSql.end({ timeout: 5 })])]);
     }),
     poolStats: () => {
       const [a, b] = [pool.stats(), genericPool.stats()];
+      if (pooled) return a;
       return { size: a.size + b.size, inUse: a.inUse + b.inUse, waiting: a.waiting + b.waiting };
     },
   };
@@ -383,14 +401,26 @@ const CONNECTION_FAULTS = new Set([
   '53300',
 ]);
 
+/**
+ * PostgreSQL's read_only_sql_transaction ("cannot execute INSERT in a read-only transaction"): a
+ * write reached a server that takes none, a standby. With a multi-host DATABASE_URL and
+ * target_session_attrs=read-write the driver connects only to a primary, but a connection made
+ * just before a failover, or to the old primary while it is being demoted, can still meet one:
+ * during a failover there is no primary for a while, which is the database being unavailable too.
+ */
+const NO_PRIMARY = '25006';
+
 /** Seconds a client is asked to wait after the database was unreachable (API and dashboard). */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
-/** True when `err` says the database connection was lost or refused (PostgreSQL class 08 included). */
+/**
+ * True when `err` says the database connection was lost or refused (PostgreSQL class 08 included),
+ * or that a write met a standby while there is no primary (a failover).
+ */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const code = pgErrorCode(err);
   if (code === undefined) return false;
-  return CONNECTION_FAULTS.has(code) || /^08[0-9A-Z]{3}$/u.test(code);
+  return CONNECTION_FAULTS.has(code) || code === NO_PRIMARY || /^08[0-9A-Z]{3}$/u.test(code);
 }
 
 /** Closing twice (an onClose hook and a shutdown handler, say) is harmless. */

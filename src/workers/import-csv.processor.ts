@@ -1,3 +1,6 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { isDatabaseUnavailable } from '../db/db';
 import { InvalidImportFile } from '../domain/imports/csv-file';
 import { ImportBusy, type ImportProgress } from '../domain/imports/chunk-run';
 import { importMessages } from '../domain/imports/import-messages';
@@ -25,7 +28,21 @@ export class PermanentImportFailure extends Error {
   override readonly name = 'PermanentImportFailure';
 }
 
-export type ImportProcessorDeps = { imports: Pick<ImportService, 'process' | 'markFailed'>; metrics?: ImportMetrics };
+export type ImportProcessorDeps = {
+  imports: Pick<ImportService, 'process' | 'markFailed'>;
+  metrics?: ImportMetrics;
+  /** How a database outage is waited out within an attempt (DATABASE_OUTAGE by default). */
+  databaseOutage?: { rideOutMs: number; pauseMs: number };
+};
+
+/**
+ * A database outage (a restart, a failover: no primary for up to a minute with pg_auto_failover's
+ * defaults) is waited out inside the attempt: the run starts again every `pauseMs` from its ledger,
+ * for up to `rideOutMs` from the first failure, counting no attempt. Without it the attempts and
+ * their backoff (2 s, then 4 s) were spent within seconds of the outage's start, and the last
+ * attempt's failure could not even be recorded: the import stayed `processing` for ever.
+ */
+export const DATABASE_OUTAGE = { rideOutMs: 120_000, pauseMs: 1_000 };
 
 const isLastAttempt = (job: ImportJob) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 
@@ -41,8 +58,22 @@ export function importCsvProcessor(deps: ImportProcessorDeps) {
     // Metrics (ops): one observation per import that ends here, completed or failed for good.
     const started = process.hrtime.bigint();
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
+    const outage = deps.databaseOutage ?? DATABASE_OUTAGE;
+    const run = async (): Promise<ProcessOutcome> => {
+      let since: number | undefined;
+      for (;;) {
+        try {
+          return await deps.imports.process(importId, { onProgress: async (p) => void (await job.updateProgress(p)) });
+        } catch (err) {
+          if (!isDatabaseUnavailable(err)) throw err;
+          since ??= Date.now();
+          if (Date.now() - since >= outage.rideOutMs) throw err;
+          await sleep(outage.pauseMs);
+        }
+      }
+    };
     try {
-      const outcome = await deps.imports.process(importId, { onProgress: async (p) => void (await job.updateProgress(p)) });
+      const outcome = await run();
       if (!outcome.alreadyDone && (outcome.status === 'completed' || outcome.status === 'cancelled')) {
         deps.metrics?.importFinished({ status: outcome.status, imported: outcome.imported, failed: outcome.failed, seconds: seconds() });
       }

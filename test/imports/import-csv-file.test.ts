@@ -18,7 +18,7 @@ import {
   type Column,
 } from '../../src/domain/imports/csv-file';
 import { ImportBusy } from '../../src/domain/imports/chunk-run';
-import { ImportGone } from '../../src/domain/imports/import-run';
+import { ImportGone, type ProcessOutcome } from '../../src/domain/imports/import-run';
 import { importCsvProcessor, PermanentImportFailure, type ImportJob } from '../../src/workers/import-csv.processor';
 import { createInProcessImportQueue } from '../../src/workers/in-process-runner';
 import { checkEvictionPolicy, enqueue } from '../../src/workers/queues';
@@ -191,6 +191,25 @@ describe('the import job processor', () => {
     const busy = importCsvProcessor({ imports: { process: async () => Promise.reject(new ImportBusy()), markFailed } });
     await expect(busy(job({ attemptsMade: 2 }))).rejects.toBeInstanceOf(ImportBusy);
     expect(markFailed).toHaveBeenCalledTimes(1);
+  });
+
+  it('waits out a database outage within the attempt (a failover), and gives the attempt up after the ride-out', async () => {
+    const outage = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    const standby = Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006' });
+    const markFailed = vi.fn(async () => {});
+    let calls = 0;
+    const done = { status: 'completed' } as unknown as ProcessOutcome;
+    const process = async () => (++calls <= 2 ? Promise.reject(calls === 1 ? outage : standby) : done);
+    const run = importCsvProcessor({ imports: { process, markFailed }, databaseOutage: { rideOutMs: 60_000, pauseMs: 1 } });
+    await expect(run(job({ attemptsMade: 2 }))).resolves.toBe(done);
+    expect(calls).toBe(3);
+    expect(markFailed).not.toHaveBeenCalled();
+    const never = importCsvProcessor({
+      imports: { process: async () => Promise.reject(outage), markFailed },
+      databaseOutage: { rideOutMs: 20, pauseMs: 5 },
+    });
+    await expect(never(job({ attemptsMade: 0 }))).rejects.toBe(outage);
+    expect(markFailed).not.toHaveBeenCalled();
   });
 });
 

@@ -164,6 +164,16 @@ describe('loadConfig', () => {
     );
   });
 
+  it('takes DATABASE_POOLER=transaction (PgBouncer), and refuses DB_SEARCH_PATH beside it (no session keeps it there)', () => {
+    const db = { DATABASE_URL: 'postgres://x@pgbouncer:6432/claims' };
+    expect(loadConfig({ ...db, DATABASE_POOLER: 'transaction' }).databasePooler).toBe('transaction');
+    expect(loadConfig(db).databasePooler).toBeUndefined();
+    expect(configError({ ...db, DATABASE_POOLER: 'session' })).toMatch(/DATABASE_POOLER/);
+    expect(configError({ ...db, DATABASE_POOLER: 'transaction', DB_SEARCH_PATH: 'claims' })).toMatch(
+      /DB_SEARCH_PATH cannot be kept behind a pooler in transaction mode.*ALTER ROLE/,
+    );
+  });
+
   it('takes SEARCH_DATABASE_URL only as a PostgreSQL URL beside DATABASE_URL (a replica of it)', () => {
     expect(configError({ SEARCH_DATABASE_URL: 'postgres://x@replica/claims' })).toMatch(/SEARCH_DATABASE_URL needs DATABASE_URL/);
     expect(configError({ DATABASE_URL: 'postgres://x@db/claims', SEARCH_DATABASE_URL: 'mysql://x@replica/claims' })).toMatch(
