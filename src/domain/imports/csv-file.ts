@@ -336,6 +336,8 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
    */
   /** Where each cell of the line being read ends (its delimiter, or the line's end). */
   let ends = new Int32Array(0);
+  /** Cell `i` of the line starting at `start` (its ends found). */
+  const cellOf = (data: Buffer, start: number, i: number) => data.toString('utf8', i === 0 ? start : ends[i - 1]! + 1, ends[i]);
   const scanLines = (bytes: Buffer, final: boolean): Buffer | undefined => {
     let data = carry!.length > 0 ? Buffer.concat([carry!, bytes]) : bytes;
     if (atFileStart && data.length >= 3 && data[0] === 0xef && data[1] === 0xbb && data[2] === 0xbf) {
@@ -400,8 +402,7 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
               const { type, number, dob } = datesOfBirth!.columns;
               if (type !== -1 && number !== -1 && dob !== -1) {
                 ends[width - 1] = eol;
-                const cell = (i: number) => data.toString('utf8', i === 0 ? pos : ends[i - 1]! + 1, ends[i]);
-                datesOfBirth!.seeCells(cell(type), cell(number), cell(dob), row);
+                datesOfBirth!.seeCells(cellOf(data, pos, type), cellOf(data, pos, number), cellOf(data, pos, dob), row);
               }
             }
           }

@@ -9,8 +9,8 @@ import { normalizeDocumentNumber } from '../claims/claim';
  * with the file. A document seen with more than MAX_DATES_OF_BIRTH dates of birth refuses the
  * file (the caller names the row).
  *
- * - The first MEMORY_DOCUMENTS documents are followed in memory, as they arrive: a file whose
- *   problem is among them is refused as soon as its bytes show it (every small file).
+ * - While a file has at most MEMORY_DOCUMENTS documents, they are followed in memory as they
+ *   arrive: its problem is found as soon as its bytes show it (every small file).
  * - Every row with a document and a date is also written as a 16-byte entry (a 64-bit hash of the
  *   document, a 32-bit one of the date, the row), into one of PARTITIONS partitions by its hash:
  *   in memory up to SPILL_BYTES, then in blocks appended to a temporary file. At the end of a
@@ -52,17 +52,33 @@ function fnv(text: string, seed: number): number {
 }
 
 /**
- * A document's 64-bit hash as two 32-bit halves (two FNV-1a of the type and normalized number,
- * with different seeds), written into `out`. Not a cryptographic hash: two documents that
- * collide would count their dates together, which a file could only do to itself.
+ * A document's 64-bit hash as two 32-bit halves (FNV-1a of the type, a NUL and the normalized
+ * number, twice with different seeds), written into `out`. Not a cryptographic hash: two
+ * documents that collide would count their dates together, which a file could only do to itself.
  */
-function documentKey(type: string, normalized: string, out: Buffer): void {
-  const text = `${type}\u0000${normalized}`;
-  out.writeUInt32LE(fnv(text, 0x811c9dc5), 0);
-  out.writeUInt32LE(fnv(text, 0x050c5d1f), 4);
+function documentKey(type: string, normalized: string): void {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < type.length; i++) {
+    const c = type.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  a = Math.imul(a, 0x01000193);
+  b = Math.imul(b, 0x01000193);
+  for (let i = 0; i < normalized.length; i++) {
+    const c = normalized.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  keyA = a >>> 0;
+  keyB = b >>> 0;
 }
-/** 53 bits of a key (the first byte chose the partition). */
-const keyNumber = (buf: Buffer, at: number) => buf.readUInt32LE(at + 1) * 2 ** 21 + (buf.readUInt32LE(at + 4) >>> 11);
+/** The last document key made (documentKey's result, without an allocation per row). */
+let keyA = 0;
+let keyB = 0;
+/** 53 bits of a key (its low byte chose the partition). */
+const keyNumber = (a: number, b: number) => (a >>> 11) * 2 ** 32 + b;
 
 type Partition = { buf: Buffer; used: number; blocks: number[] };
 
@@ -77,7 +93,6 @@ export type DatesOfBirthGuard = {
 
 export function createDatesOfBirthGuard(): DatesOfBirthGuard {
   const seen = new Map<number, number | number[]>();
-  const key = Buffer.alloc(8);
   let complete = true;
   const partitions: Partition[] = [];
   let buffered = 0;
@@ -87,8 +102,6 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'claims-dob-'));
     const file = path.join(dir, 'entries');
     spill = { fd: fs.openSync(file, 'w+', 0o600), file, size: 0 };
-    // Every partition's full blocks so far go to the file.
-    for (const p of partitions) if (p.used === BLOCK_BYTES) writeBlock(p);
   };
   const writeBlock = (p: Partition) => {
     fs.writeSync(spill!.fd, p.buf, 0, p.used, spill!.size);
@@ -98,8 +111,8 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
     p.buf = Buffer.allocUnsafe(BLOCK_BYTES);
     p.used = 0;
   };
-  const append = (key: Buffer, date: number, row: number) => {
-    const index = key[0]!;
+  const append = (a: number, b: number, date: number, row: number) => {
+    const index = a & 0xff;
     const p = (partitions[index] ??= { buf: Buffer.allocUnsafe(BLOCK_BYTES), used: 0, blocks: [] });
     if (p.used === BLOCK_BYTES) {
       if (spill === undefined && buffered >= SPILL_BYTES) openSpill();
@@ -111,7 +124,8 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
         p.used = 0;
       }
     }
-    key.copy(p.buf, p.used, 0, 8);
+    p.buf.writeUInt32LE(a, p.used);
+    p.buf.writeUInt32LE(b, p.used + 4);
     p.buf.writeUInt32LE(date, p.used + 8);
     p.buf.writeUInt32LE(row, p.used + 12);
     p.used += ENTRY_BYTES;
@@ -142,14 +156,19 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
     see(type, number, date, row) {
       const normalized = normalizeDocumentNumber(number);
       if (normalized === '') return undefined;
-      documentKey(type.trim(), normalized, key);
+      documentKey(type.trim(), normalized);
       const code = dateCode(date);
-      append(key, code, row);
-      const id = keyNumber(key, 0);
+      append(keyA, keyB, code, row);
+      if (!complete) return undefined;
+      const id = keyNumber(keyA, keyB);
       const dates = seen.get(id);
       if (dates === undefined) {
         if (seen.size < MEMORY_DOCUMENTS) seen.set(id, code);
-        else complete = false;
+        else {
+          // From here on the partitions alone tell, once the file has been read.
+          complete = false;
+          seen.clear();
+        }
       } else if (typeof dates === 'number') {
         if (dates !== code) seen.set(id, [dates, code]);
       } else if (!dates.includes(code)) {
@@ -175,7 +194,7 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
             for (let at = 0; at < used; at += ENTRY_BYTES) {
               const row = buf.readUInt32LE(at + 12);
               if (first !== undefined && row >= first) return;
-              const doc = keyNumber(buf, at);
+              const doc = keyNumber(buf.readUInt32LE(at), buf.readUInt32LE(at + 4));
               const code = buf.readUInt32LE(at + 8);
               const dates = byDoc.get(doc);
               if (dates === undefined) byDoc.set(doc, code);
