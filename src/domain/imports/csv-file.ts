@@ -99,6 +99,9 @@ export const fileMessages = {
   tooLarge: (maxBytes: number) => `The file must not be greater than ${Math.floor(maxBytes / 1024)} kilobytes (${maxBytes} bytes).`,
   binary: 'The file must be a CSV text file; it looks like a binary file (save a spreadsheet as CSV first).',
   notUtf8: 'The file must be UTF-8 text.',
+  notGzip: (name: string) => `The file ${name} starts as a gzip file but is not a valid one (damaged or cut short); nothing was stored.`,
+  gzipBomb: (name: string, ratio: number) =>
+    `The file ${name} expands more than ${ratio} times when decompressed, past its first megabyte: it was refused as a decompression bomb; nothing was stored.`,
   blankHeader: 'The first row must be the header row; it is blank.',
   headerTooLong: `The header row must end within the first ${MAX_HEADER_BYTES / 1024} KB of the file.`,
   missing: (cols: string[]) => `The header row is missing the required column${cols.length > 1 ? 's' : ''}: ${cols.join(', ')}.`,
@@ -117,9 +120,14 @@ export const rowMessages = {
   fieldCount: (got: number, want: number) => `The row has ${got} field${got === 1 ? '' : 's'}; the header has ${want}.`,
 } as const;
 
-/** The file name's extension is checked before any byte is read. */
+/**
+ * The file name's extension is checked before any byte is read. A gzip-compressed file may add
+ * `.gz` (`claims.csv.gz`, or `claims.gz`); compression itself is recognised by the bytes
+ * (src/domain/uploads/upload.ts), whatever the name.
+ */
 export function checkFileName(fileName: string | undefined): string | undefined {
-  const ext = /\.([A-Za-z0-9]+)$/u.exec(fileName ?? '')?.[1]?.toLowerCase();
+  if (/\.gz$/iu.test(fileName ?? '') && !/\.[A-Za-z0-9]+\.gz$/iu.test(fileName ?? '')) return undefined;
+  const ext = /\.([A-Za-z0-9]+)(?:\.gz)?$/iu.exec(fileName ?? '')?.[1]?.toLowerCase();
   return ext && (ALLOWED_EXTENSIONS as readonly string[]).includes(ext) ? undefined : fileMessages.extension;
 }
 
