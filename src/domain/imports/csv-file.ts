@@ -78,7 +78,7 @@ function datesOfBirthGuard(columns: readonly string[]) {
     const bad = await guard.finish(yieldToEventLoop);
     if (bad !== undefined) throw new InvalidImportFile([fileMessages.datesOfBirth(bad)]);
   };
-  return { see, seeCells, columns: { type, number, dob }, finish, discard: guard.discard };
+  return { see, seeCells, columns: { type, number, dob }, finish, discard: () => guard.discard() };
 }
 
 /** The file as a whole is unacceptable: answered as 422 with the message on `file`. */

@@ -77,7 +77,7 @@ function documentKey(type: string, normalized: string): void {
 /** The last document key made (documentKey's result, without an allocation per row). */
 let keyA = 0;
 let keyB = 0;
-/** 53 bits of a key (its low byte chose the partition). */
+/** 53 bits of a key (its low bits chose the partition). */
 const keyNumber = (a: number, b: number) => (a >>> 11) * 2 ** 32 + b;
 
 type Partition = { buf: Buffer; used: number; blocks: number[] };
@@ -112,7 +112,7 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
     p.used = 0;
   };
   const append = (a: number, b: number, date: number, row: number) => {
-    const index = a & 0xff;
+    const index = a & (PARTITIONS - 1);
     const p = (partitions[index] ??= { buf: Buffer.allocUnsafe(BLOCK_BYTES), used: 0, blocks: [] });
     if (p.used === BLOCK_BYTES) {
       if (spill === undefined && buffered >= SPILL_BYTES) openSpill();
