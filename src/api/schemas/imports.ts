@@ -97,5 +97,12 @@ export const listImportsQuery = pageQuery;
 export const importBodyDoc = {
   type: 'object',
   required: ['file'],
-  properties: { file: { type: 'string', format: 'binary', description: 'A .csv or .txt file, UTF-8, at most IMPORT_MAX_BYTES (10 MB)' } },
+  properties: {
+    file: {
+      type: 'string',
+      format: 'binary',
+      description:
+        'A .csv or .txt file, UTF-8, at most IMPORT_MAX_BYTES (10 MB); gzip-compressed (.csv.gz) is accepted, recognised by its bytes, the limit counting the decompressed size',
+    },
+  },
 } as const;

@@ -49,7 +49,8 @@ export const lookupBatchBodyDoc = {
     file: {
       type: 'string',
       format: 'binary',
-      description: 'A CSV (.csv or .txt, UTF-8) with a `vehicle_registration` column (other columns ignored), at most 100,000 data rows',
+      description:
+        'A CSV (.csv or .txt, UTF-8) with a `vehicle_registration` column (other columns ignored), at most 100,000 data rows; gzip-compressed (.csv.gz) is accepted',
       examples: ['vehicle_registration\nAB123C\nLRK-441\n'],
     },
   },

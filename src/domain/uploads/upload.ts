@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { PassThrough, Transform, type Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
 
 import { AppError, validationError, type FieldErrors } from '../errors';
 import { checkFileName, fileMessages, InvalidImportFile, sanitizeFileName } from '../imports/csv-file';
@@ -98,6 +99,85 @@ export function readingCheck(read: (bytes: AsyncIterable<Buffer>) => Promise<num
   return { stream, dataRows: () => rows };
 }
 
+/** A gzip stream's first two bytes (RFC 1952). */
+const GZIP_MAGIC = [0x1f, 0x8b] as const;
+/**
+ * A compressed upload may expand at most this many times (against the compressed bytes received
+ * so far), past its first GZIP_FREE_BYTES: a claims CSV compresses about 5 to 1, a decompression
+ * bomb a thousand to one.
+ */
+export const GZIP_MAX_RATIO = 100;
+export const GZIP_FREE_BYTES = 1024 * 1024;
+
+/**
+ * The first bytes of the upload, put back on the stream: enough to tell a gzip file (at least
+ * two bytes, unless the file is shorter). Rejects with the stream's error.
+ */
+async function peekHead(stream: Readable): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  try {
+    while (size < GZIP_MAGIC.length) {
+      const chunk = stream.read() as Buffer | null;
+      if (chunk !== null) {
+        parts.push(chunk);
+        size += chunk.length;
+        continue;
+      }
+      if (stream.readableEnded || stream.destroyed) break;
+      await new Promise<void>((resolve, reject) => {
+        const done = () => {
+          stream.off('readable', done).off('end', done).off('close', done).off('error', fail);
+          resolve();
+        };
+        const fail = (err: Error) => {
+          stream.off('readable', done).off('end', done).off('close', done).off('error', fail);
+          reject(err);
+        };
+        stream.on('readable', done).on('end', done).on('close', done).on('error', fail);
+      });
+    }
+  } finally {
+    const head = Buffer.concat(parts);
+    if (head.length > 0 && !stream.destroyed) stream.unshift(head);
+  }
+  return Buffer.concat(parts);
+}
+
+/**
+ * Decompresses a gzip upload as it passes (node:zlib, streamed), refusing it as a decompression
+ * bomb as soon as it has expanded more than GZIP_MAX_RATIO times past its first GZIP_FREE_BYTES:
+ * the meter after it counts the decompressed bytes against IMPORT_MAX_BYTES.
+ */
+function gunzipGuarded(fileName: string): { input: Transform; output: Readable } {
+  let compressed = 0;
+  let expanded = 0;
+  const input = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      compressed += chunk.length;
+      done(null, chunk);
+    },
+  });
+  const gunzip = createGunzip();
+  const output = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      expanded += chunk.length;
+      if (expanded > GZIP_FREE_BYTES && expanded > compressed * GZIP_MAX_RATIO) {
+        return done(new InvalidImportFile([fileMessages.gzipBomb(fileName, GZIP_MAX_RATIO)]));
+      }
+      done(null, chunk);
+    },
+  });
+  input.on('error', (err) => gunzip.destroy(err));
+  gunzip.on('error', (err) => {
+    // zlib's own codes (Z_DATA_ERROR, Z_BUF_ERROR...): the bytes are not a valid gzip stream.
+    const code = (err as { code?: unknown }).code;
+    output.destroy(typeof code === 'string' && code.startsWith('Z_') ? new InvalidImportFile([fileMessages.notGzip(fileName)]) : err);
+  });
+  input.pipe(gunzip).pipe(output);
+  return { input, output };
+}
+
 export type UploadsDeps = {
   storage: ObjectStore;
   /** `maxBytes`: IMPORT_MAX_BYTES; `uploadTimeoutMs`: IMPORT_UPLOAD_TIMEOUT_SECONDS. */
@@ -117,8 +197,17 @@ export function createUploads({ storage, limits, pendingUploads }: UploadsDeps) 
    */
   async function store(upload: Upload, objectKey: string, check: ContentCheck): Promise<StoredFile> {
     const metered = uploadMeter(limits.maxBytes);
+    const fileName = sanitizeFileName(upload.fileName);
+    // A gzip file (its magic bytes, whatever its name) is stored decompressed: the inspector, the
+    // import's reader and the batch look-up read the CSV as it is, and the limit, the size and
+    // the SHA-256 are the CSV's.
+    const head = await peekHead(upload.stream);
+    const gzip = head[0] === GZIP_MAGIC[0] && head[1] === GZIP_MAGIC[1] ? gunzipGuarded(fileName) : undefined;
+    if (gzip) upload.stream.pipe(gzip.input);
+    const source: Readable = gzip ? gzip.output : upload.stream;
     // Errors do not travel along pipes: each stream hands its own on, to the one storage reads.
-    upload.stream.on('error', (err) => metered.stream.destroy(err));
+    upload.stream.on('error', (err) => (gzip ? gzip.input : metered.stream).destroy(err));
+    if (gzip) gzip.output.on('error', (err) => metered.stream.destroy(err));
     metered.stream.on('error', (err) => check.stream.destroy(err));
     // The upload flows as soon as it is piped, possibly before storage attaches its own handlers
     // (while it creates a folder or a bucket): an early rejection stays on the stream, where the
@@ -126,14 +215,14 @@ export function createUploads({ storage, limits, pendingUploads }: UploadsDeps) 
     check.stream.on('error', () => {});
     try {
       // One byte over the limit tells "too large" apart from "exactly at the limit" (the meter refuses it first).
-      await storage.putStream(objectKey, upload.stream.pipe(metered.stream).pipe(check.stream), {
+      await storage.putStream(objectKey, source.pipe(metered.stream).pipe(check.stream), {
         maxBytes: limits.maxBytes + 1,
         timeoutMs: limits.uploadTimeoutMs,
       });
     } catch (err) {
       // The storage write has removed what it had stored. Let the rest of the upload drain, so
       // that the client gets the answer rather than a reset.
-      upload.stream.unpipe(metered.stream);
+      upload.stream.unpipe();
       upload.stream.resume();
       if (upload.truncated() || err instanceof ObjectTooLarge) throw tooLarge();
       if (err instanceof InvalidImportFile) throw validationError(err.fields);
@@ -145,7 +234,7 @@ export function createUploads({ storage, limits, pendingUploads }: UploadsDeps) 
       throw tooLarge();
     }
     const { size, sha256 } = metered.result();
-    return { objectKey, fileName: sanitizeFileName(upload.fileName), size, sha256, dataRows: check.dataRows() };
+    return { objectKey, fileName, size, sha256, dataRows: check.dataRows() };
   }
 
   /** Removes a stored file that will not be used, and forgets it if it was held for a confirmation. */

@@ -1,0 +1,169 @@
+/**
+ * Upload speed and the API process's memory while it receives large imports (issue 56).
+ *
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test BENCH_REDIS_URL=redis://127.0.0.1:6379 npm run bench:upload
+ *
+ * In a schema of its own (dropped at the end), it starts the service on 127.0.0.1 (`npm start`'s
+ * node command) with REDIS_URL and no worker, so that the measured process only receives: local
+ * storage in a temporary DATA_DIR, or S3 with BENCH_S3=1 (an s3rver started here). It then sends
+ * BENCH_FILES (default 1) files of BENCH_MB (default 1024) MB at once, generated on the fly by
+ * scripts/gen-csv.ts (never stored), as multipart `file` parts with `Prefer: respond-async`
+ * (gzip-compressed with BENCH_GZIP=1), and prints each upload's MB/s and the API's resident
+ * memory before and at its peak (VmHWM of /proc/<pid>/status). BENCH_CPU_PROF=1 runs the API
+ * under `node --cpu-prof` (profiles in BENCH_OUT, default <tmp>/claims-bench-upload).
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { createGzip } from 'node:zlib';
+
+import { Redis } from 'ioredis';
+
+import { openDb } from '../src/db/db';
+import { createCompanyRepository } from '../src/db/company-repository';
+import { prepareDatabase } from '../src/startup';
+import { generateCsv } from '../scripts/gen-csv';
+
+import { createBenchToken, freePort, procMb, startNode, stopNode, waitReady } from './bench-process';
+
+const url = process.env.BENCH_DATABASE_URL;
+const redisUrl = process.env.BENCH_REDIS_URL;
+if (!url || !redisUrl) {
+  console.error('Set BENCH_DATABASE_URL and BENCH_REDIS_URL (see the comment at the top of bench/upload.ts).');
+  process.exit(2);
+}
+const mbPerFile = Number(process.env.BENCH_MB ?? 1024);
+const files = Number(process.env.BENCH_FILES ?? 1);
+const gzip = process.env.BENCH_GZIP === '1';
+const useS3 = process.env.BENCH_S3 === '1';
+const outDir = path.resolve(process.env.BENCH_OUT ?? path.join(os.tmpdir(), 'claims-bench-upload'));
+const KEY = 'bench-upload-document-key-0123456789abcdef';
+const ROWS_PER_MB = 2_000_000 / 196.6;
+
+/** A generated CSV of about `mb` MB as a stream of bytes (gzip-compressed when asked). */
+function generated(mb: number): Readable {
+  const out = new PassThrough({ highWaterMark: 1024 * 1024 });
+  void generateCsv({ rows: Math.round(mb * ROWS_PER_MB), repeat: 0.3, invalid: 0, delimiter: ',' }, (chunk) =>
+    out.write(chunk) ? undefined : new Promise<void>((resolve) => out.once('drain', () => resolve())),
+  ).then(
+    () => out.end(),
+    (err: unknown) => out.destroy(err as Error),
+  );
+  return gzip ? out.pipe(createGzip({ level: 1 })) : out;
+}
+
+/** A multipart body around the file, streamed; resolves with the bytes sent once the answer came. */
+async function upload(base: string, token: string, n: number): Promise<{ status: number; bytes: number; seconds: number }> {
+  const boundary = `bench${randomBytes(8).toString('hex')}`;
+  let bytes = 0;
+  async function* body() {
+    yield Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="bench-${n}.csv${gzip ? '.gz' : ''}"\r\nContent-Type: text/csv\r\n\r\n`,
+    );
+    for await (const chunk of generated(mbPerFile)) {
+      bytes += (chunk as Buffer).length;
+      yield chunk as Buffer;
+    }
+    yield Buffer.from(`\r\n--${boundary}--\r\n`);
+  }
+  const started = performance.now();
+  const res = await fetch(`${base}/api/v1/claims/import`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, prefer: 'respond-async' },
+    body: Readable.toWeb(Readable.from(body())) as ReadableStream,
+    duplex: 'half',
+  });
+  const text = await res.text();
+  const seconds = (performance.now() - started) / 1000;
+  if (res.status !== 202) console.error(`upload ${n}: ${res.status} ${text.slice(0, 300)}`);
+  return { status: res.status, bytes, seconds };
+}
+
+async function main() {
+  const schema = `bench_upload_${randomBytes(4).toString('hex')}`;
+  const prefix = `bench-upload-${randomBytes(4).toString('hex')}`;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'claims-bench-upload-'));
+  const admin = await openDb({ kind: 'postgres', url: url!, poolSize: 1 });
+  await admin.exec(`CREATE SCHEMA ${schema}`);
+  const db = await openDb({ kind: 'postgres', url: url!, poolSize: 2, searchPath: schema });
+  type S3rver = { run(): Promise<{ port: number }>; close(): Promise<void> };
+  let s3: S3rver | undefined;
+  let api: ReturnType<typeof startNode> | undefined;
+  try {
+    await prepareDatabase(db, KEY);
+    const company = (await createCompanyRepository(db).insert(`Bench upload ${randomBytes(3).toString('hex')}`))!;
+    const { token } = await createBenchToken(db, company.id, 'bench upload');
+    const s3Env: Record<string, string> = {};
+    if (useS3) {
+      const S3rverClass = createRequire(import.meta.url)('s3rver') as new (opts: Record<string, unknown>) => S3rver;
+      s3 = new S3rverClass({ address: '127.0.0.1', port: 0, silent: true, directory: path.join(dataDir, 's3') });
+      const { port } = await s3.run();
+      Object.assign(s3Env, {
+        S3_ENDPOINT: `http://127.0.0.1:${port}`,
+        S3_ACCESS_KEY: 'S3RVER',
+        S3_SECRET_KEY: 'S3RVER',
+        S3_BUCKET: 'bench-upload',
+      });
+    }
+    const port = freePort();
+    const args = [
+      '--import',
+      'tsx',
+      ...(process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : []),
+      'src/main-api.ts',
+    ];
+    api = startNode(
+      'api',
+      args,
+      {
+        DATABASE_URL: url!,
+        DB_SEARCH_PATH: schema,
+        DOCUMENT_HASH_KEY: KEY,
+        SESSION_SECRET: 'bench-session-secret-0123456789abcdef0123',
+        DATA_DIR: dataDir,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        METRICS_PORT: String(freePort()),
+        REDIS_URL: redisUrl!,
+        QUEUE_PREFIX: prefix,
+        LOG_LEVEL: 'warn',
+        IMPORT_MAX_BYTES: String(4 * 1024 * 1024 * 1024),
+        IMPORT_UPLOAD_TIMEOUT_SECONDS: '3600',
+        ...s3Env,
+      },
+      outDir,
+    );
+    const base = `http://127.0.0.1:${port}`;
+    await waitReady(api, `${base}/readyz`, 'api', outDir);
+    const before = procMb(api.pid, 'VmRSS');
+    console.log(
+      `${files} upload(s) of ${mbPerFile} MB${gzip ? ' (gzip)' : ''} into ${useS3 ? 'S3 (s3rver)' : 'local storage'}; API RSS before ${before} MB`,
+    );
+    const started = performance.now();
+    const results = await Promise.all(Array.from({ length: files }, (_, i) => upload(base, token, i + 1)));
+    const wall = (performance.now() - started) / 1000;
+    for (const [i, r] of results.entries()) {
+      console.log(
+        `  upload ${i + 1}: ${r.status}, ${(r.bytes / 1e6).toFixed(0)} MB sent in ${r.seconds.toFixed(1)} s: ${(r.bytes / 1e6 / r.seconds).toFixed(1)} MB/s`,
+      );
+    }
+    const total = results.reduce((s, r) => s + r.bytes, 0);
+    console.log(`  all: ${(total / 1e6 / wall).toFixed(1)} MB/s; API peak RSS (VmHWM) ${procMb(api.pid, 'VmHWM')} MB`);
+  } finally {
+    await stopNode(api);
+    await s3?.close();
+    await db.close();
+    await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.close();
+    const redis = new Redis(redisUrl!, { maxRetriesPerRequest: null });
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();

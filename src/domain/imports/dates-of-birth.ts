@@ -1,0 +1,225 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { normalizeDocumentNumber } from '../claims/claim';
+
+/**
+ * The dates of birth each document of an uploaded file is given, in memory that does not grow
+ * with the file. A document seen with more than MAX_DATES_OF_BIRTH dates of birth refuses the
+ * file (the caller names the row).
+ *
+ * - While a file has at most MEMORY_DOCUMENTS documents, they are followed in memory as they
+ *   arrive: its problem is found as soon as its bytes show it (every small file).
+ * - Every row with a document and a date is also written as a 16-byte entry (a 64-bit hash of the
+ *   document, a 32-bit one of the date, the row), into one of PARTITIONS partitions by its hash:
+ *   in memory up to SPILL_BYTES, then in blocks appended to a temporary file. At the end of a
+ *   file larger than the memory part, `finish` reads each partition back (all of a document's
+ *   entries are in the same one, in file order) and finds the first row that gives a document
+ *   too many dates of birth, a partition at a time.
+ */
+export const MAX_DATES_OF_BIRTH = 3;
+/** Documents followed in memory as the bytes arrive (about 150 bytes each). */
+const MEMORY_DOCUMENTS = 50_000;
+const PARTITIONS = 256;
+const ENTRY_BYTES = 16;
+/** A partition's block: written to the spill file when full. */
+const BLOCK_BYTES = 16 * 1024;
+/** Below this much in all, the partitions stay in memory (no file). */
+const SPILL_BYTES = 4 * 1024 * 1024;
+
+/** A date as a 32-bit number: YYYYMMDD for an ISO date, else a hash of the text with the top bit set. */
+function dateCode(date: string): number {
+  if (date.length === 10 && date.charCodeAt(4) === 0x2d && date.charCodeAt(7) === 0x2d) {
+    let n = 0;
+    for (let i = 0; i < 10; i++) {
+      if (i === 4 || i === 7) continue;
+      const c = date.charCodeAt(i) - 0x30;
+      if (c < 0 || c > 9) return textCode(date);
+      n = n * 10 + c;
+    }
+    return n;
+  }
+  return textCode(date);
+}
+const textCode = (text: string) => (fnv(text, 0x811c9dc5) | 0x80000000) >>> 0;
+
+/** FNV-1a (32 bits) of a string's UTF-16 code units, from `seed`. */
+function fnv(text: string, seed: number): number {
+  let h = seed;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+/**
+ * A document's 64-bit hash as two 32-bit halves (FNV-1a of the type, a NUL and the normalized
+ * number, twice with different seeds), written into `out`. Not a cryptographic hash: two
+ * documents that collide would count their dates together, which a file could only do to itself.
+ */
+function documentKey(type: string, normalized: string): void {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < type.length; i++) {
+    const c = type.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  a = Math.imul(a, 0x01000193);
+  b = Math.imul(b, 0x01000193);
+  for (let i = 0; i < normalized.length; i++) {
+    const c = normalized.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  keyA = a >>> 0;
+  keyB = b >>> 0;
+}
+/** The last document key made (documentKey's result, without an allocation per row). */
+let keyA = 0;
+let keyB = 0;
+/** 53 bits of a key (its low bits chose the partition). */
+const keyNumber = (a: number, b: number) => (a >>> 11) * 2 ** 32 + b;
+
+type Partition = { buf: Buffer; used: number; blocks: number[] };
+
+export type DatesOfBirthGuard = {
+  /** A row's document (type, number as written) and date of birth; the offending row number or undefined. */
+  see(type: string, number: string, date: string, row: number): number | undefined;
+  /** After the last row: the first row giving a document too many dates, if any; removes the spill file. */
+  finish(yieldTurn: () => Promise<void>): Promise<number | undefined>;
+  /** Removes the spill file (the upload failed). */
+  discard(): void;
+};
+
+export function createDatesOfBirthGuard(): DatesOfBirthGuard {
+  const seen = new Map<number, number | number[]>();
+  let complete = true;
+  const partitions: Partition[] = [];
+  let buffered = 0;
+  let spill: { fd: number; file: string; size: number } | undefined;
+
+  const openSpill = () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'claims-dob-'));
+    const file = path.join(dir, 'entries');
+    spill = { fd: fs.openSync(file, 'w+', 0o600), file, size: 0 };
+  };
+  const writeBlock = (p: Partition) => {
+    fs.writeSync(spill!.fd, p.buf, 0, p.used, spill!.size);
+    p.blocks.push(spill!.size);
+    spill!.size += p.used;
+    buffered -= p.used;
+    p.buf = Buffer.allocUnsafe(BLOCK_BYTES);
+    p.used = 0;
+  };
+  const append = (a: number, b: number, date: number, row: number) => {
+    const index = a & (PARTITIONS - 1);
+    const p = (partitions[index] ??= { buf: Buffer.allocUnsafe(BLOCK_BYTES), used: 0, blocks: [] });
+    if (p.used === BLOCK_BYTES) {
+      if (spill === undefined && buffered >= SPILL_BYTES) openSpill();
+      if (spill) writeBlock(p);
+      else {
+        // Still in memory: the full block is kept as it is.
+        p.blocks.push(-partitionsKept.push(p.buf));
+        p.buf = Buffer.allocUnsafe(BLOCK_BYTES);
+        p.used = 0;
+      }
+    }
+    p.buf.writeUInt32LE(a, p.used);
+    p.buf.writeUInt32LE(b, p.used + 4);
+    p.buf.writeUInt32LE(date, p.used + 8);
+    p.buf.writeUInt32LE(row, p.used + 12);
+    p.used += ENTRY_BYTES;
+    buffered += ENTRY_BYTES;
+  };
+  /** Blocks kept in memory before the spill file was opened; a negative block offset is -(index + 1) here. */
+  const partitionsKept: Buffer[] = [];
+
+  const readBlock = (offset: number): Buffer => {
+    if (offset < 0) return partitionsKept[-offset - 1]!;
+    const buf = Buffer.allocUnsafe(BLOCK_BYTES);
+    fs.readSync(spill!.fd, buf, 0, BLOCK_BYTES, offset);
+    return buf;
+  };
+
+  const discard = () => {
+    if (!spill) return;
+    try {
+      fs.closeSync(spill.fd);
+    } catch {
+      // already closed
+    }
+    fs.rmSync(path.dirname(spill.file), { recursive: true, force: true });
+    spill = undefined;
+  };
+
+  return {
+    see(type, number, date, row) {
+      const normalized = normalizeDocumentNumber(number);
+      if (normalized === '') return undefined;
+      documentKey(type.trim(), normalized);
+      const code = dateCode(date);
+      append(keyA, keyB, code, row);
+      if (!complete) return undefined;
+      const id = keyNumber(keyA, keyB);
+      const dates = seen.get(id);
+      if (dates === undefined) {
+        if (seen.size < MEMORY_DOCUMENTS) seen.set(id, code);
+        else {
+          // From here on the partitions alone tell, once the file has been read.
+          complete = false;
+          seen.clear();
+        }
+      } else if (typeof dates === 'number') {
+        if (dates !== code) seen.set(id, [dates, code]);
+      } else if (!dates.includes(code)) {
+        if (dates.length >= MAX_DATES_OF_BIRTH) return row;
+        dates.push(code);
+      }
+      return undefined;
+    },
+    async finish(yieldTurn) {
+      seen.clear();
+      if (complete) {
+        discard();
+        return undefined;
+      }
+      let first: number | undefined;
+      try {
+        // A partition at a time: its entries in file order (its blocks, then what is left in memory).
+        const byDoc = new Map<number, number | number[]>();
+        for (const p of partitions) {
+          if (!p) continue;
+          byDoc.clear();
+          const scan = (buf: Buffer, used: number) => {
+            for (let at = 0; at < used; at += ENTRY_BYTES) {
+              const row = buf.readUInt32LE(at + 12);
+              if (first !== undefined && row >= first) return;
+              const doc = keyNumber(buf.readUInt32LE(at), buf.readUInt32LE(at + 4));
+              const code = buf.readUInt32LE(at + 8);
+              const dates = byDoc.get(doc);
+              if (dates === undefined) byDoc.set(doc, code);
+              else if (typeof dates === 'number') {
+                if (dates !== code) byDoc.set(doc, [dates, code]);
+              } else if (!dates.includes(code)) {
+                if (dates.length >= MAX_DATES_OF_BIRTH) {
+                  first = row;
+                  return;
+                }
+                dates.push(code);
+              }
+            }
+          };
+          for (const offset of p.blocks) scan(readBlock(offset), BLOCK_BYTES);
+          scan(p.buf, p.used);
+          await yieldTurn();
+        }
+        byDoc.clear();
+      } finally {
+        discard();
+        partitionsKept.length = 0;
+      }
+      return first;
+    },
+    discard,
+  };
+}
