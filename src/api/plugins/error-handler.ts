@@ -68,8 +68,7 @@ export const errorHandlerPlugin = fp(
       if (err.validation) {
         // The same table as the CSV rows' and the forms' (src/domain/validation.ts); a body's
         // domain rules too, so that one answer names every field.
-        const errors =
-          (err.validationContext === 'body' && allBodyErrors(app, request)) || fieldErrorsOf(err.validation);
+        const errors = (err.validationContext === 'body' && allBodyErrors(app, request)) || fieldErrorsOf(err.validation);
         const first = Object.values(errors)[0]?.[0] ?? 'The given data was invalid.';
         return sendError(request, reply, 422, 'validation_failed', first, errors);
       }
