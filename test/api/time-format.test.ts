@@ -72,7 +72,9 @@ describe('every time of every answer', () => {
       'claim lookups': await get(`/api/v1/claims/${claimId}/lookups`),
       'batch lookup': await get(`/api/v1/lookups/batch/${batchId}`),
     };
-    const times = Object.entries(answers).flatMap(([name, answer]) => timesIn(answer).map(([path, t]) => [`${name}: ${path}`, t]));
+    const times = Object.entries(answers).flatMap(([name, answer]) =>
+      timesIn(answer).map(([path, t]): [string, string] => [`${name}: ${path}`, t]),
+    );
     for (const [where, time] of times) expect(time, where).toMatch(TIME);
     // The check saw each kind of time, the import's history included.
     const seen = times.map(([where]) => where.replace(/\.\d+\./gu, '.*.'));
