@@ -8,6 +8,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
 
 import type { Deps } from './deps';
+import { answerTime } from './domain/dates';
 import { compileInput } from './domain/validation';
 import { authPlugin } from './api/plugins/auth';
 import { rateLimitsPlugin } from './api/plugins/rate-limits';
@@ -282,7 +283,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
           full.where === 'database'
             ? "The database's disk is full: writes are refused (503 storage_full) until space is freed; reads work."
             : 'The disk of the uploaded files is full: uploads are refused (507) until space is freed.',
-        disk_full: { where: full.where, last_seen_at: full.at.toISOString() },
+        disk_full: { where: full.where, last_seen_at: answerTime(full.at) },
       };
     }
     return { status: 'ready' };

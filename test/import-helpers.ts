@@ -131,17 +131,17 @@ export function sendUpload(
   });
 }
 
-/** POST /api/v1/claims/import through inject. */
+/** POST /api/v1/claims/import (or `url`) through inject. */
 export async function postImport(
   app: FastifyInstance,
   auth: Record<string, string>,
   content: string | Buffer,
-  opts: { fileName?: string; field?: string; headers?: Record<string, string> } = {},
+  opts: { fileName?: string; field?: string; headers?: Record<string, string>; url?: string } = {},
 ) {
   const body = await multipart(content, opts);
   return app.inject({
     method: 'POST',
-    url: '/api/v1/claims/import',
+    url: opts.url ?? '/api/v1/claims/import',
     headers: { ...auth, 'content-type': body.contentType, ...opts.headers },
     payload: body.payload,
   });

@@ -1,3 +1,4 @@
+import { answerTime } from '../domain/dates';
 import { byColumn, importMessages } from '../domain/imports/import-messages';
 import type { ImportRecord } from '../domain/imports/ports';
 
@@ -17,7 +18,8 @@ export function importResource(run: ImportRecord) {
     message: run.status === 'completed' ? summaryOf(run).message : run.status === 'cancelled' ? importMessages.cancelled : run.message,
     created_at: run.createdAt,
     finished_at: run.finishedAt,
-    history: run.history,
+    // Kept to the millisecond (src/db/import-repository.ts); answered as every other time.
+    history: run.history.map((h) => ({ ...h, at: answerTime(h.at) })),
   };
 }
 

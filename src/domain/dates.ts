@@ -52,3 +52,9 @@ export function minusYears(isoDate: string, years: number): string {
   const d = Math.min(Number(m[3]), daysInMonth(y, mo));
   return `${String(y).padStart(4, '0')}-${m[2]}-${String(d).padStart(2, '0')}`;
 }
+
+/**
+ * A time as every answer shows it: RFC 3339 in UTC, to the second, with a numeric offset
+ * (`2026-05-01T09:30:00+00:00`), as the database gives `created_at` (src/db/columns.ts isoTime).
+ */
+export const answerTime = (time: Date | number | string): string => `${new Date(time).toISOString().slice(0, 19)}+00:00`;

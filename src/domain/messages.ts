@@ -13,6 +13,26 @@ const label = (field: string): string => {
   return KNOWN_LABELS[key] ?? (last.at(-1) ?? field).replace(/_/gu, ' ');
 };
 
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+
+/**
+ * A date written YYYY-MM-DD that is not on the calendar (1990-02-30, 2026-13-01): says so, and
+ * what is wrong with it, rather than repeating the format it already has.
+ */
+function notInCalendar(f: string, date: string): string {
+  const [y = '', m = '', d = ''] = date.split('-');
+  const [year, month] = [Number(y), Number(m)];
+  const why =
+    year === 0
+      ? 'there is no year 0000'
+      : month < 1 || month > 12
+        ? `there is no month ${m}`
+        : Number(d) === 0
+          ? 'there is no day 00'
+          : `${MONTHS[month - 1]!} ${year} has ${new Date(Date.UTC(year, month, 0)).getUTCDate()} days`;
+  return `The ${label(f)} is not a date in the calendar: ${why}.`;
+}
+
 /** The message catalogue shared by schema validation, domain validation and the CSV import. */
 export const messages = {
   label,
@@ -21,6 +41,7 @@ export const messages = {
   string: (f: string) => `The ${label(f)} field must be a string.`,
   maxLength: (f: string, n: number) => `The ${label(f)} field must not be greater than ${n} characters.`,
   date: (f: string) => `The ${label(f)} field must be a valid date in the format YYYY-MM-DD.`,
+  notInCalendar,
   oneOf: (f: string, values: readonly string[]) => `The ${label(f)} field must be one of: ${values.join(', ')}.`,
   boolean: (f: string) => `The ${label(f)} field must be true or false.`,
   object: (f: string) => `The ${label(f)} field must be an object.`,
@@ -38,6 +59,8 @@ export const messages = {
   amountMin: 'The amount must be at least 0.',
   amountDecimals: 'The amount must have at most 2 decimal places.',
   amountMax: `The amount must not be greater than ${LIMITS.amountMax}.`,
+  /** `dotted`: the amount as it would be written with a dot ("250,00" → "250.00"). */
+  amountDecimalComma: (dotted: string) => `The amount must use a dot as the decimal separator (${dotted}).`,
   currency: 'The currency must be EUR; no other currency is supported.',
   plateCharacters: 'The vehicle registration must consist of letters and digits (spaces, dots and dashes are ignored).',
   documentNumberEmpty: 'The document number must contain more than a country prefix.',

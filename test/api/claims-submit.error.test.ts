@@ -156,7 +156,7 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
   describe('claim_date', () => {
     it('rejects a date that does not exist (2025-02-30)', async () => {
       expect(await rejected(body({ claim_date: '2025-02-30' }))).toEqual({
-        claim_date: ['The claim date field must be a valid date in the format YYYY-MM-DD.'],
+        claim_date: ['The claim date is not a date in the calendar: February 2025 has 28 days.'],
       });
     });
 
@@ -190,7 +190,7 @@ describe('POST /api/v1/claims: validation failures are 422 { message, errors }',
 
     it('rejects a date that does not exist', async () => {
       expect(await rejected(body({}, { date_of_birth: '1990-02-29' }))).toEqual({
-        'client.date_of_birth': ['The date of birth field must be a valid date in the format YYYY-MM-DD.'],
+        'client.date_of_birth': ['The date of birth is not a date in the calendar: February 1990 has 28 days.'],
       });
     });
   });

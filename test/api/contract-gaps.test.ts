@@ -34,7 +34,13 @@ describe('CSV import header (README: CSV import)', () => {
     const row = validRow();
     const res = await postImport(ctx.app, company.auth, csv([row], { columns }));
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toEqual({ message: 'Import finished: 1 imported, 0 failed.', imported: 1, failed: 0, errors: [] });
+    expect(res.json()).toEqual({
+      id: expect.any(String),
+      message: 'Import finished: 1 imported, 0 failed.',
+      imported: 1,
+      failed: 0,
+      errors: [],
+    });
     const [claim] = (await search(ctx, company, row.vehicle_registration!)).data;
     expect(claim).toMatchObject({
       status: 'filed',

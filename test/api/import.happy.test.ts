@@ -37,6 +37,7 @@ describe('POST /api/v1/claims/import', () => {
     const res = await postImport(ctx.app, company.auth, csv(rows));
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toEqual({
+      id: expect.any(String),
       message: 'Import finished: 2 imported, 2 failed.',
       imported: 2,
       failed: 2,
@@ -60,6 +61,25 @@ describe('POST /api/v1/claims/import', () => {
       client: { first_name: 'Ona', date_of_birth: '1985-06-02', id_documents: [{ type: 'passport' }] },
     });
     expect(res.body).not.toContain(good.id_number!);
+  });
+
+  it('names the import it was: its id and a Location from which the failed rows are fetched', async () => {
+    const company = await ctx.newCompany('Named import');
+    const res = await postImport(ctx.app, company.auth, csv([validRow(), validRow({ claim_date: futureDate() })]));
+    expect(res.statusCode, res.body).toBe(200);
+    const { id } = res.json();
+    expect(Object.keys(res.json()).sort()).toEqual(['errors', 'failed', 'id', 'imported', 'message']);
+    expect(res.headers.location).toBe(`/api/v1/imports/${id}`);
+    const run = await ctx.app.inject({ method: 'GET', url: res.headers.location, headers: company.auth });
+    expect(run.json().data).toMatchObject({ id, status: 'completed', imported: 1, failed: 1 });
+    const failedRows = await ctx.app.inject({ method: 'GET', url: `${res.headers.location}/errors.csv`, headers: company.auth });
+    expect(failedRows.statusCode).toBe(200);
+    expect(failedRows.body).toContain('The claim date cannot be in the future.');
+    // A dry run keeps nothing: no id, no Location.
+    const dry = await postImport(ctx.app, company.auth, csv([validRow()]), { url: '/api/v1/claims/import?dry_run=true' });
+    expect(dry.statusCode, dry.body).toBe(200);
+    expect(dry.json()).toEqual({ message: 'Import finished: 1 imported, 0 failed.', imported: 1, failed: 0, errors: [], dry_run: true });
+    expect(dry.headers.location).toBeUndefined();
   });
 
   it('handles semicolons, a BOM, CRLF, quoted fields, blank rows, free column order and file-order identities', async () => {
@@ -126,7 +146,13 @@ describe('POST /api/v1/claims/import', () => {
     const company = await ctx.newCompany('Empty');
     const res = await postImport(ctx.app, company.auth, `${HEADER}\r\n\r\n`);
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ message: 'Import finished: 0 imported, 0 failed.', imported: 0, failed: 0, errors: [] });
+    expect(res.json()).toEqual({
+      id: expect.any(String),
+      message: 'Import finished: 0 imported, 0 failed.',
+      imported: 0,
+      failed: 0,
+      errors: [],
+    });
   });
 
   it('answers 200 also when every row failed', async () => {
@@ -138,12 +164,13 @@ describe('POST /api/v1/claims/import', () => {
     );
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
+      id: expect.any(String),
       message: 'Import finished: 0 imported, 2 failed.',
       imported: 0,
       failed: 2,
       errors: [
         { row: 2, messages: { id_type: ['The document type field must be one of: passport, national_id, alien_registration.'] } },
-        { row: 3, messages: { date_of_birth: ['The date of birth field must be a valid date in the format YYYY-MM-DD.'] } },
+        { row: 3, messages: { date_of_birth: ['The date of birth is not a date in the calendar: February 1985 has 28 days.'] } },
       ],
     });
   });
@@ -223,6 +250,7 @@ describe('the sample file in docs/', () => {
     const sample = fs.readFileSync(path.join(FIXTURES, '..', '..', 'docs', 'sample-import.csv'));
     const res = await postImport(sampleCtx.app, company.auth, sample, { fileName: 'sample-import.csv' });
     expect(res.json()).toEqual({
+      id: expect.any(String),
       message: 'Import finished: 4 imported, 2 failed.',
       imported: 4,
       failed: 2,
@@ -231,7 +259,7 @@ describe('the sample file in docs/', () => {
         {
           row: 7,
           messages: {
-            date_of_birth: ['The date of birth field must be a valid date in the format YYYY-MM-DD.'],
+            date_of_birth: ['The date of birth is not a date in the calendar: February 1988 has 29 days.'],
             id_type: ['The document type field must be one of: passport, national_id, alien_registration.'],
             amount: ['The amount must be at least 0.'],
             is_at_fault: ['The is at fault field must be true or false.'],

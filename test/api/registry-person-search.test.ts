@@ -117,7 +117,7 @@ describe('POST /api/v1/claims/search-by-person', () => {
       [{ id_documents: [{ type: 'passport', number: 'X1' }] }, { date_of_birth: ['The date of birth field is required.'] }],
       [
         { date_of_birth: '1990-02-30', id_documents: [{ type: 'passport', number: 'X1' }] },
-        { date_of_birth: ['The date of birth field must be a valid date in the format YYYY-MM-DD.'] },
+        { date_of_birth: ['The date of birth is not a date in the calendar: February 1990 has 28 days.'] },
       ],
       [{ date_of_birth: '1990-02-03' }, { id_documents: ['The id documents field is required.'] }],
       [{ date_of_birth: '1990-02-03', id_documents: [] }, { id_documents: ['The id documents field must have at least 1 item.'] }],

@@ -142,7 +142,7 @@ describe('validateClaimInput: date of birth', () => {
 
   it('must be a real calendar date', () => {
     expect(errorsOf(body({}, { date_of_birth: '1990-02-30' }))).toEqual({
-      'client.date_of_birth': ['The date of birth field must be a valid date in the format YYYY-MM-DD.'],
+      'client.date_of_birth': ['The date of birth is not a date in the calendar: February 1990 has 28 days.'],
     });
     expect(Object.keys(errorsOf(body({}, { date_of_birth: '02/03/1990' })))).toEqual(['client.date_of_birth']);
   });
@@ -169,7 +169,7 @@ describe('validateClaimInput: claim date', () => {
 
   it('must be a real calendar date', () => {
     expect(errorsOf(body({ claim_date: '2025-02-30' }))).toEqual({
-      claim_date: ['The claim date field must be a valid date in the format YYYY-MM-DD.'],
+      claim_date: ['The claim date is not a date in the calendar: February 2025 has 28 days.'],
     });
   });
 });
@@ -368,7 +368,8 @@ describe('parseAmount', () => {
   });
 
   it('rejects what is not a number', () => {
-    for (const v of ['abc', '1,5', '1e3', '', '.5', true, {}, []])
+    for (const v of ['abc', '1,250', '1e3', '', '.5', true, {}, []])
       expect(bad(v), JSON.stringify(v)).toEqual(['The amount field must be a number.']);
+    expect(bad('1,5')).toEqual(['The amount must use a dot as the decimal separator (1.5).']);
   });
 });

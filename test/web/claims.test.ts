@@ -71,7 +71,7 @@ describe('entering a claim by hand', () => {
 });
 
 describe('dates on the claim form', () => {
-  it('says that an impossible date does not exist; the API keeps its own message', async () => {
+  it('says that an impossible date is not in the calendar, as the API does', async () => {
     const c = await companyWithPeople(ctx);
     const web = await signedIn(ctx, c.member.email);
     const form = await web.get('/claims/new');
@@ -79,10 +79,10 @@ describe('dates on the claim form', () => {
     expect(form.body).toMatch(/<input id="f-claim_date" name="claim_date" type="date"/u);
     const res = await web.post('/claims', validForm({ 'client.date_of_birth': '1990-02-30' }));
     expect(res.statusCode).toBe(422);
-    expect(res.body).toContain('The date of birth 1990-02-30 does not exist: February 1990 has 28 days.');
+    expect(res.body).toContain('The date of birth is not a date in the calendar: February 1990 has 28 days.');
     expect(res.body).not.toContain('in the format YYYY-MM-DD');
     const month = await web.post('/claims', validForm({ claim_date: '2026-13-01' }));
-    expect(month.body).toContain('The claim date 2026-13-01 does not exist: there is no month 13.');
+    expect(month.body).toContain('The claim date is not a date in the calendar: there is no month 13.');
     // A value not written as a date keeps the format message.
     const format = await web.post('/claims', validForm({ 'client.date_of_birth': '02/03/1990' }));
     expect(format.body).toContain('The date of birth field must be a valid date in the format YYYY-MM-DD.');
@@ -93,7 +93,9 @@ describe('dates on the claim form', () => {
       payload: claimBody({ client: { ...claimBody().client, date_of_birth: '1990-02-30' } }),
     });
     expect(api.statusCode).toBe(422);
-    expect(api.json().errors['client.date_of_birth']).toEqual(['The date of birth field must be a valid date in the format YYYY-MM-DD.']);
+    expect(api.json().errors['client.date_of_birth']).toEqual([
+      'The date of birth is not a date in the calendar: February 1990 has 28 days.',
+    ]);
   });
 });
 

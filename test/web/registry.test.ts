@@ -107,7 +107,7 @@ describe('dashboard: person search, purposes and the look-up log', () => {
     expect(found.body).not.toContain(number);
     const impossible = await web.post('/search/person', { date_of_birth: '1988-02-30', type: 'passport', number: 'X1' });
     expect(impossible.statusCode).toBe(422);
-    expect(impossible.body).toContain('The date of birth 1988-02-30 does not exist: February 1988 has 29 days.');
+    expect(impossible.body).toContain('The date of birth is not a date in the calendar: February 1988 has 29 days.');
 
     await web.get('/search');
     const plateSearch = await web.post('/search', { plate: plate.toLowerCase().replace(/^(..)/u, '$1-'), purpose: 'Own check' });

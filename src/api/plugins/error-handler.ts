@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../db/db';
 import { AppError, type ErrorCode, type FieldErrors, type PublicErrorCode } from '../../domain/errors';
+import { allInputErrors } from '../../domain/input-errors';
 import { fieldErrorsOf } from '../../domain/validation';
 import { conditionOf } from '../../http-conditions';
 
@@ -65,8 +66,9 @@ export const errorHandlerPlugin = fp(
         return sendError(request, reply, status, err.reason ?? CODE_OF_KIND[err.code], err.message, err.fields);
       }
       if (err.validation) {
-        // The same table as the CSV rows' and the forms' (src/domain/validation.ts).
-        const errors = fieldErrorsOf(err.validation);
+        // The same table as the CSV rows' and the forms' (src/domain/validation.ts); a body's
+        // domain rules too, so that one answer names every field.
+        const errors = (err.validationContext === 'body' && allBodyErrors(app, request)) || fieldErrorsOf(err.validation);
         const first = Object.values(errors)[0]?.[0] ?? 'The given data was invalid.';
         return sendError(request, reply, 422, 'validation_failed', first, errors);
       }
@@ -86,6 +88,12 @@ export const errorHandlerPlugin = fp(
   },
   { name: 'error-handler' },
 );
+
+/** Every error of the request's body, the domain's rules' with its schema's (undefined: the schema's are all). */
+function allBodyErrors(app: FastifyInstance, request: FastifyRequest): FieldErrors | undefined {
+  const errors = allInputErrors(request.routeOptions.schema?.body, request.body, app.deps.today());
+  return errors && Object.keys(errors).length > 0 ? errors : undefined;
+}
 
 /**
  * A lost or refused database connection (a restart, a failover, a network cut) is answered as

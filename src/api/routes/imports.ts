@@ -57,7 +57,11 @@ function accepted(reply: FastifyReply, run: ImportRecord) {
  * (500), which leave through the error handler like every other error of the API.
  */
 function outcome(reply: FastifyReply, run: ImportRecord) {
-  if (run.status === 'completed') return reply.code(200).send(summaryOf(run));
+  if (run.status === 'completed')
+    return reply
+      .code(200)
+      .header('location', locationOf(run.id))
+      .send({ id: run.id, ...summaryOf(run) });
   if (run.status === 'failed' && run.failure === 'invalid_file') throw validationError({ file: [run.message ?? fileMessages.empty] });
   if (run.status === 'failed') throw new AppError('INTERNAL', run.message ?? 'Server error.');
   if (run.status === 'cancelled') return reply.code(200).send({ data: toDetail(run) });
@@ -123,9 +127,15 @@ export async function importRoutes(fastify: FastifyInstance) {
         body: importBodyDoc,
         response: {
           200: {
-            description: "The import finished (also when every row failed), or the dry run's summary",
+            description:
+              "The import finished (also when every row failed), with `Location: /api/v1/imports/{id}`; or the dry run's summary (no `id`, no `Location`: nothing was kept)",
             ...importSummary,
-            properties: { ...importSummary.properties, dry_run: { type: 'boolean', description: 'Present and true for a dry run' } },
+            properties: {
+              id: { type: 'string', format: 'uuid', description: "The import's id (absent for a dry run)" },
+              ...importSummary.properties,
+              dry_run: { type: 'boolean', description: 'Present and true for a dry run' },
+            },
+            headers: { location: { ...locationHeader.location, description: 'The import: /api/v1/imports/{id} (absent for a dry run)' } },
           },
           202: { description: 'The import is queued or running; poll the Location', ...importEnvelope, headers: locationHeader },
           ...commonErrors,

@@ -92,9 +92,13 @@ function nameRule(value: unknown, field: string, errors: FieldErrors, rejected: 
 function dateRule(value: unknown, field: string, errors: FieldErrors, rejected: Rejected): string | undefined {
   const date = givenText(value, field, errors, rejected);
   if (date === undefined || isIsoDate(date)) return date;
-  addFieldError(errors, field, messages.date(field));
+  addFieldError(errors, field, dateMessage(field, date));
   return undefined;
 }
+
+/** Why a text is not a date: written right but not on the calendar (1990-02-30), or not written YYYY-MM-DD. */
+export const dateMessage = (field: string, text: string): string =>
+  /^\d{4}-\d{2}-\d{2}$/u.test(text) ? messages.notInCalendar(field, text) : messages.date(field);
 
 /**
  * The identity documents' numbers (normalized, more than a country prefix) into `out`, each
@@ -142,12 +146,24 @@ export function parseAmount(value: unknown, field: string, errors: FieldErrors):
     return (addFieldError(errors, field, messages.number(field)), null);
   }
   const m = /^(-)?(\d+)(?:\.(\d+))?$/u.exec(text);
-  if (!m) return (addFieldError(errors, field, messages.number(field)), null);
+  if (!m) return (addFieldError(errors, field, amountFormatMessage(text, field)), null);
   const [, minus, int = '0', frac = ''] = m;
   if (minus && (BigInt(int) > 0n || /[1-9]/u.test(frac))) return (addFieldError(errors, field, messages.amountMin), null);
   if (frac.length > 2) return (addFieldError(errors, field, messages.amountDecimals), null);
   if (BigInt(int) > LIMITS.amountMaxIntegerPart) return (addFieldError(errors, field, messages.amountMax), null);
   return `${BigInt(int).toString()}.${frac.padEnd(2, '0')}`;
+}
+
+/**
+ * Why a text is not an amount. A decimal comma (a European spreadsheet's "250,00" or "1.250,50")
+ * is told to be a dot, with the amount so written; "1,250" stays a plain "must be a number" (a
+ * comma before three digits may be a thousands separator).
+ */
+function amountFormatMessage(text: string, field: string): string {
+  const comma = /^(-?)(\d+|\d{1,3}(?:\.\d{3})+|\d{1,3}(?: \d{3})+),(\d{1,2})$/u.exec(text);
+  if (!comma) return messages.number(field);
+  const [, minus = '', int = '', frac = ''] = comma;
+  return messages.amountDecimalComma(`${minus}${int.replace(/[. ]/gu, '')}.${frac}`);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -1,4 +1,4 @@
-import { documentRules, LIMITS, messages, type Claim, type DocumentType } from '../claims/claim';
+import { dateMessage, documentRules, LIMITS, messages, type Claim, type DocumentType } from '../claims/claim';
 import { personSearchSchema, type PersonSearchBody } from '../claims/claim-schema';
 import { isIsoDate } from '../dates';
 import { addFieldError, type FieldErrors } from '../errors';
@@ -275,7 +275,7 @@ export function validatePersonQuery(body: unknown): { value?: PersonQuery; error
   const dob = fields.date_of_birth;
   if (typeof dob === 'string' && accepted('date_of_birth')) {
     if (dob === '') addFieldError(errors, 'date_of_birth', messages.required('date_of_birth'));
-    else if (!isIsoDate(dob)) addFieldError(errors, 'date_of_birth', messages.date('date_of_birth'));
+    else if (!isIsoDate(dob)) addFieldError(errors, 'date_of_birth', dateMessage('date_of_birth', dob));
     else dateOfBirth = dob;
   }
   const documents: PersonQuery['documents'] = [];

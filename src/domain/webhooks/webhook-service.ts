@@ -3,6 +3,7 @@ import net from 'node:net';
 
 import { CLI_ACTOR, NO_ORIGIN, type AuditActor, type AuditOrigin, type AuditRepository } from '../audit/audit';
 import { AppError, validationError } from '../errors';
+import { answerTime } from '../dates';
 import { isUuid } from '../ids';
 import { isPrivateAddress } from './addresses';
 
@@ -76,7 +77,7 @@ export async function enqueueWebhookEvent(
   const body = JSON.stringify({
     id: eventId,
     type: event.type,
-    created_at: new Date().toISOString().replace(/\.\d{3}Z$/u, '+00:00'),
+    created_at: answerTime(new Date()),
     data: event.payload,
   });
   await tx.webhooks.insertEvent({ companyId: event.companyId, eventKey: event.key ?? eventId, eventId, eventType: event.type, body });
@@ -185,7 +186,7 @@ export function createWebhookService(deps: {
       const body = JSON.stringify({
         id: eventId,
         type: 'ping',
-        created_at: new Date().toISOString().replace(/\.\d{3}Z$/u, '+00:00'),
+        created_at: answerTime(new Date()),
         data: { endpoint_id: id },
       });
       return deps.sendOnce({ id: eventId, url: target.url, secret: target.secret, body, eventType: 'ping', attempts: 0 });

@@ -9,7 +9,6 @@ import { exportHref, filterParams, pageLinks, parseClaimListQuery } from '../cla
 import { claimsCsv } from '../claims-export';
 import { companyUser, fromAnotherSite, principalOf } from '../context';
 import { claimBodyFromForm, emptyClaimForm, errorSummary, text, type FormBody } from '../forms';
-import { withDateMessages } from '../messages';
 import { renderPage } from '../render';
 import { claimPageRegistry } from './lookups';
 
@@ -75,8 +74,7 @@ export async function claimRoutes(app: FastifyInstance) {
       return reply.redirect(`/claims/${claim.id}?saved=1`, 303);
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED' || !err.fields) throw err;
-      // A date written right but not on the calendar is told so, not "must be in the format".
-      const errors = withDateMessages(err.fields, { 'client.date_of_birth': values.date_of_birth, claim_date: values.claim_date });
+      const errors = err.fields;
       const summary = errorSummary(errors);
       return renderPage(
         reply,
@@ -207,8 +205,7 @@ export async function claimRoutes(app: FastifyInstance) {
         return await renderPage(reply, 'search', searchPage(request, { person, personResult }));
       } catch (err) {
         if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED' || !err.fields) throw err;
-        const personErrors = withDateMessages(err.fields, { date_of_birth: person.date_of_birth });
-        return renderPage(reply, 'search', searchPage(request, { person, personErrors }), 422);
+        return renderPage(reply, 'search', searchPage(request, { person, personErrors: err.fields }), 422);
       }
     },
   );
