@@ -37,6 +37,9 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         'req.headers.authorization',
         'req.headers.cookie',
         'req.headers["x-api-key"]',
+        // Any other object's headers (at trace level, @fastify/multipart logs the busboy options with the request's).
+        '*.headers.authorization',
+        '*.headers.cookie',
         'res.headers["set-cookie"]',
         '*.password',
         '*.token',
