@@ -93,5 +93,5 @@ describe('old token format', () => {
     } finally {
       await broken.close().catch(() => {});
     }
-  });
+  }, 120_000);
 });
