@@ -66,7 +66,9 @@ describe('old token format', () => {
       // Revoked, it is refused.
       const id = (await ctx.deps.tokens.list(company.id)).find((x) => x.name === 'old token')!.id;
       await ctx.deps.tokens.revoke(id, company.id);
-      expect((await app.inject({ method: 'GET', url: '/api/v1/claims', headers: { authorization: `Bearer ${old}` } })).statusCode).toBe(401);
+      expect((await app.inject({ method: 'GET', url: '/api/v1/claims', headers: { authorization: `Bearer ${old}` } })).statusCode).toBe(
+        401,
+      );
     } finally {
       await app.close();
     }
@@ -77,7 +79,8 @@ describe('old token format', () => {
     const broken = await createTestContext({ AUTH_FAILURES_PER_MINUTE: String(FAILURES) });
     try {
       await broken.deps.db.close();
-      const call = (token: string) => broken.app.inject({ method: 'GET', url: '/api/v1/claims', headers: { authorization: `Bearer ${token}` } });
+      const call = (token: string) =>
+        broken.app.inject({ method: 'GET', url: '/api/v1/claims', headers: { authorization: `Bearer ${token}` } });
       // A well-formed token of the current format is looked up: the database is asked, and fails.
       const body = randomBytes(15).toString('hex');
       expect((await call(`csk_${body}${checksumOf(body)}`)).statusCode).toBeGreaterThanOrEqual(500);

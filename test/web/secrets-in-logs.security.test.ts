@@ -56,7 +56,12 @@ describe('log lines of a whole run', () => {
 
     // The admin resets another person's password; the person opens the link and sets a new one.
     const person = (
-      await ctx.deps.companies.createUser({ companyId: c.id, email: `reset-${c.id}@x.example`, password: 'First-Password-777000', role: 'member' })
+      await ctx.deps.companies.createUser({
+        companyId: c.id,
+        email: `reset-${c.id}@x.example`,
+        password: 'First-Password-777000',
+        role: 'member',
+      })
     ).user;
     secrets.firstPassword = 'First-Password-777000';
     const admin = new WebClient(ctx.app);
@@ -74,7 +79,11 @@ describe('log lines of a whole run', () => {
 
     // The admin makes a token; it is used for a claim, a read and an import.
     await admin.get('/settings/tokens');
-    const created = await admin.post('/settings/tokens', { name: 'log run', scopes: ['claims:read', 'claims:write', 'imports'], expires: '30' });
+    const created = await admin.post('/settings/tokens', {
+      name: 'log run',
+      scopes: ['claims:read', 'claims:write', 'imports'],
+      expires: '30',
+    });
     secrets.token = /id="token-value"[^>]*value="(csk_[^"]+)"/u.exec(created.body)![1]!;
     const auth = { authorization: `Bearer ${secrets.token}` };
     secrets.claimDocument = docNumber('LOGDOC');
@@ -99,7 +108,13 @@ describe('log lines of a whole run', () => {
     // The reset link's requests are logged, with its token redacted.
     expect(log).toContain('"url":"/reset/[redacted]"');
     for (const [name, secret] of Object.entries(secrets))
-      expect(log.includes(secret), `${name} in the log: ${sink.lines.filter((l) => l.includes(secret)).join('\n').slice(0, 2000)}`).toBe(false);
+      expect(
+        log.includes(secret),
+        `${name} in the log: ${sink.lines
+          .filter((l) => l.includes(secret))
+          .join('\n')
+          .slice(0, 2000)}`,
+      ).toBe(false);
     expect(log).not.toContain(secrets.token.slice(0, -1));
   }, 120_000);
 });

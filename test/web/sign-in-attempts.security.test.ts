@@ -162,7 +162,11 @@ describe('current password (Settings, Security)', () => {
     await web.signIn(c.member.email, PASSWORD, t);
     await web.get('/settings/security');
     const change = (current: string) =>
-      web.post('/settings/security/password', { current_password: current, new_password: 'a new password 1234', confirm_password: 'a new password 1234' });
+      web.post('/settings/security/password', {
+        current_password: current,
+        new_password: 'a new password 1234',
+        confirm_password: 'a new password 1234',
+      });
     for (let i = 0; i < 10; i++) expect((await change(`not my password ${i}`)).statusCode, `try ${i + 1}`).toBe(422);
     const eleventh = await change(PASSWORD);
     expect(eleventh.statusCode).toBe(429);
@@ -189,8 +193,9 @@ describe('equal time', () => {
         domains: sso.member.email.split('@')[1]!,
         ssoOnly: true,
       });
-      const reset = (await timed.deps.companies.createUser({ companyId: c.id, email: `reset-${c.id}@x.example`, password: PASSWORD, role: 'member' }))
-        .user;
+      const reset = (
+        await timed.deps.companies.createUser({ companyId: c.id, email: `reset-${c.id}@x.example`, password: PASSWORD, role: 'member' })
+      ).user;
       await timed.deps.signIn.createResetLink(c.id, reset.id);
       // A person who came by single sign-on: no password at all.
       const noPassword = (await timed.deps.repos.companies.insertUser({
