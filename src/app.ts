@@ -46,6 +46,9 @@ const LIBRARY_PAGE_HEADERS = {
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'; object-src 'none'",
 } as const;
 const LIBRARY_PAGES = /^\/(docs|admin\/queues)(\/|\?|$)/u;
+/** Every /api/v1 answer (errors, 401, 404 and 429 included): DECISIONS, "Answers are not kept". */
+const API_PATH = /^\/api\/v1(\/|\?|$)/u;
+const API_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' } as const;
 
 /**
  * What the routes (API, dashboard, Bull Board) are given: the services, never the repositories or
@@ -184,6 +187,8 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     // HSTS on every answer that came over TLS (directly, or as a trusted proxy says).
     if (request.protocol === 'https') reply.header('strict-transport-security', HSTS);
     if (LIBRARY_PAGES.test(request.url)) reply.headers(LIBRARY_PAGE_HEADERS);
+    // Claims carry names and dates of birth: no API answer is kept by a cache or read as another type.
+    if (API_PATH.test(request.url)) reply.headers(API_HEADERS);
     done();
   });
   await app.register(errorHandlerPlugin);

@@ -262,11 +262,11 @@ export async function createDeps(config: Config, options: DepsOptions) {
       now,
       passwordHashCost: config.passwordHashCost,
     });
-    // Failed sign-ins counted where every server process sees them: Redis, else the database.
+    // Sign-in attempts counted where every server process sees them: Redis, else the database.
     const failureCounter = config.redisUrl
       ? (await import('./workers/redis-failure-counter')).createRedisFailureCounter(config.redisUrl, config.queuePrefix)
       : undefined;
-    const signInThrottle = createSignInThrottle({ counter: failureCounter ?? createDatabaseFailureCounter(repos.signIn, now), now });
+    const signInThrottle = createSignInThrottle({ counter: failureCounter ?? createDatabaseFailureCounter(db, now), now });
     const metrics = createMetrics(
       {
         poolStats: () => db.poolStats(),

@@ -10,6 +10,15 @@ export function safeError(err: unknown): Record<string, unknown> {
   return { type: err.name, ...(typeof code === 'string' ? { code } : {}), message: err.message.slice(0, 300) };
 }
 
+/** Paths whose last part is a secret: a password reset link's token. */
+const SECRET_PATHS = /^(\/reset)\/[^/]+/u;
+
+/**
+ * A request's path as logged: no query string (a dashboard search puts a plate there), and no
+ * secret the path itself carries (`/reset/[redacted]`).
+ */
+export const loggedPath = (url: string): string => url.split('?')[0]!.replace(SECRET_PATHS, '$1/[redacted]');
+
 /** Secrets never reach a log line: tokens, cookies, passwords. `destination` defaults to stdout. */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   const options: pino.LoggerOptions = {
@@ -17,10 +26,9 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     serializers: {
       err: safeError,
       error: safeError,
-      // No query string: a dashboard search puts a plate there, and a log is no place for it.
       req: (req: { method?: string; url?: string; remoteAddress?: string }) => ({
         method: req.method,
-        url: req.url?.split('?')[0],
+        url: req.url === undefined ? undefined : loggedPath(req.url),
         remoteAddress: req.remoteAddress,
       }),
     },
@@ -29,6 +37,9 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         'req.headers.authorization',
         'req.headers.cookie',
         'req.headers["x-api-key"]',
+        // Any other object's headers (at trace level, @fastify/multipart logs the busboy options with the request's).
+        '*.headers.authorization',
+        '*.headers.cookie',
         'res.headers["set-cookie"]',
         '*.password',
         '*.token',

@@ -54,6 +54,8 @@ export async function createTestContext(
     beforeChunkWrite?: ChunkHooks['beforeChunkWrite'];
     /** The object store as the service uses it, given the configured one (a fault at this seam: a full disk). */
     storage?: (configured: ObjectStore) => ObjectStore;
+    /** log2 of scrypt's N for passwords; default TEST_PASSWORD_HASH_COST (a timing test wants scrypt to dominate). */
+    passwordHashCost?: number;
   } = {},
 ): Promise<TestContext> {
   const kind = dbKind();
@@ -85,7 +87,7 @@ export async function createTestContext(
     ...env,
   });
   // Below the configuration's floor (a variable cannot set it), so that sign-ins do not spend the suite's time in scrypt.
-  const config: Config = { ...loaded, passwordHashCost: TEST_PASSWORD_HASH_COST };
+  const config: Config = { ...loaded, passwordHashCost: options.passwordHashCost ?? TEST_PASSWORD_HASH_COST };
   const logger = options.logger ?? pino({ level: 'silent' });
   // As the main files do, but the embedded database in memory.
   const db = kind === 'postgres' ? await openDatabase(config) : await openDb({ kind: 'pglite', dataDir: undefined });

@@ -21,7 +21,7 @@ const SSO_SELECT = `SELECT s.company_id, s.issuer, s.client_id, s.client_secret_
     (SELECT array_agg(d.domain ORDER BY d.domain) FROM company_sso_domains d WHERE d.company_id = s.company_id) AS domains
   FROM company_sso s`;
 
-/** Second factors, company sign-in settings, password resets and failure counts (sign-in-service.ts). */
+/** Second factors, company sign-in settings, and password resets (sign-in-service.ts). */
 export function createSignInRepository(db: Queryable): SignInRepository {
   return {
     async secondFactor(userId: string): Promise<SecondFactorRow | undefined> {
@@ -167,28 +167,6 @@ export function createSignInRepository(db: Queryable): SignInRepository {
         [tokenHash, at],
       );
       return rows[0]?.user_id;
-    },
-
-    async addFailures(keys: string[], windowStart: number): Promise<number[]> {
-      const rows = await db.query<{ key: string; failures: number }>(
-        `INSERT INTO sign_in_failures (key, window_start, failures) SELECT k, $2, 1 FROM unnest($1::text[]) AS k
-         ON CONFLICT (key, window_start) DO UPDATE SET failures = sign_in_failures.failures + 1
-         RETURNING key, failures`,
-        [keys, windowStart],
-      );
-      const byKey = new Map(rows.map((r) => [r.key, Number(r.failures)]));
-      return keys.map((k) => byKey.get(k) ?? 0);
-    },
-    async failures(keys: string[], windowStart: number): Promise<number[]> {
-      const rows = await db.query<{ key: string; failures: number }>(
-        'SELECT key, failures FROM sign_in_failures WHERE key = ANY($1::text[]) AND window_start = $2',
-        [keys, windowStart],
-      );
-      const byKey = new Map(rows.map((r) => [r.key, Number(r.failures)]));
-      return keys.map((k) => byKey.get(k) ?? 0);
-    },
-    async deleteFailuresBefore(windowStart: number): Promise<void> {
-      await db.query('DELETE FROM sign_in_failures WHERE window_start < $1', [windowStart]);
     },
   };
 }

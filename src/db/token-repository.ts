@@ -44,6 +44,10 @@ export function createTokenRepository(db: Queryable): TokenRepositoryPort {
      * The live token with this hash, its company, scopes, expiry and whether the company is
      * suspended: one indexed read (last use is recorded in batches, see recordUses).
      */
+    async unrevokedHashes(): Promise<string[]> {
+      const rows = await db.query<{ token_hash: string }>('SELECT token_hash FROM api_tokens WHERE revoked_at IS NULL');
+      return rows.map((r) => r.token_hash);
+    },
     async authenticate(hash: string): Promise<TokenGrant | undefined> {
       const rows = await db.query<{
         id: string;

@@ -20,6 +20,9 @@ export async function hashPassword(password: string, cost: number): Promise<stri
   return ['scrypt', n, R, P, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
+/** Whether a stored value is a password hash (not a marker such as "no password": reset under way, SSO). */
+export const isPasswordHash = (stored: string): boolean => stored.startsWith('scrypt$') && stored.split('$').length === 6;
+
 /** Checks a password against a stored hash, with the cost the hash was made with. */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const [scheme, n, r, p, salt, hash] = stored.split('$');

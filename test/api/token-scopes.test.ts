@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { isScopeNeed } from '../../src/domain/access/access';
+import { buildApp } from '../../src/app';
 import { TOKEN_SCOPES, type TokenScope } from '../../src/domain/tokens/scopes';
 import { checksumOf } from '../../src/domain/tokens/token-format';
 import { createTestContext, type Company, type TestContext } from '../harness';
@@ -136,7 +138,11 @@ describe('token format', () => {
          ARRAY['claims:read', 'claims:write', 'search', 'imports', 'alerts:read', 'logs:read'])`,
       [company.id, createHash('sha256').update(old).digest('hex'), old.slice(0, 10)],
     );
-    const res = await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: { authorization: `Bearer ${old}` } });
+    // Old-format tokens are those the service knows when it starts (a restart: a new app on the same services).
+    const restarted = await buildApp(ctx.deps, { logger: pino({ level: 'silent' }) });
+    await restarted.ready();
+    const res = await restarted.inject({ method: 'GET', url: '/api/v1/claims', headers: { authorization: `Bearer ${old}` } });
+    await restarted.close();
     expect(res.statusCode).toBe(200);
     const listed = (await ctx.deps.tokens.list(company.id)).find((t) => t.name === 'old token')!;
     expect(listed).toMatchObject({ expires_at: null, scopes: [...TOKEN_SCOPES] });

@@ -7,10 +7,11 @@ import { answering, freePort, kill, removeQueueKeys, startScript, type Child } f
 import { companyWithPeople, httpApp, PASSWORD, WebClient } from '../web/web-client';
 
 /**
- * Failed sign-ins are counted where every server process sees them: two `npm start` processes
- * on one PostgreSQL, with Redis (REDIS_URL) and without it (the database counts). An attacker
- * who spreads attempts over both processes, and writes another X-Forwarded-For each time (no
- * TRUST_PROXY: not believed), still gets 10 tries per email.
+ * Sign-in attempts are counted, before they are checked, where every server process sees them:
+ * two `npm start` processes on one PostgreSQL, with Redis (REDIS_URL) and without it (the database
+ * counts). An attacker who spreads attempts over both processes, sends them at once, and writes
+ * another X-Forwarded-For each time (no TRUST_PROXY: not believed), still gets 10 tries per email
+ * from an address.
  */
 const redisUrl = process.env.TEST_REDIS_URL!;
 
@@ -72,5 +73,26 @@ for (const withRedis of [true, false]) {
       await web.get('/login');
       expect((await web.post('/login', { email: c.admin.email, password: PASSWORD })).statusCode).toBe(303);
     }, 60_000);
+
+    it('checks at most 10 of 30 wrong passwords sent at once to both processes; the rest 429 with Retry-After', async () => {
+      const c = await companyWithPeople(ctx);
+      const clients = await Promise.all(
+        servers.map(async (server) => {
+          const web = new WebClient(httpApp(server.base));
+          await web.get('/login');
+          return web;
+        }),
+      );
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_x, i) => clients[i % 2]!.post('/login', { email: c.member.email, password: `wrong password ${i}` })),
+      );
+      const checked = answers.filter((a) => a.statusCode === 401).length;
+      expect(checked).toBeLessThanOrEqual(10);
+      expect(checked).toBeGreaterThan(0);
+      for (const refused of answers.filter((a) => a.statusCode !== 401)) {
+        expect(refused.statusCode).toBe(429);
+        expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      }
+    }, 120_000);
   });
 }

@@ -44,6 +44,8 @@ function refused(refusal: Refusal, reply: FastifyReply): AppError {
 export const authPlugin = fp(
   async (app: FastifyInstance) => {
     app.decorateRequest('principal', null as unknown as Principal);
+    // The old-format tokens known before the first request (token-service.ts, loadOldFormat).
+    app.addHook('onReady', () => app.deps.tokens.loadOldFormat());
     app.decorate('requireToken', async (request: FastifyRequest, reply: FastifyReply) => {
       const token = bearer(request);
       // Abuse limits (rate-limits.ts): an address past its failures is refused before any read.

@@ -2,7 +2,7 @@ import { CLI_ACTOR, NO_ORIGIN, type AuditAction, type AuditActor, type AuditOrig
 import { isCompanyRole, type CompanyLimits, type CompanyRepository, type UserRecord, type UserRole } from './company-repository';
 import { isUuid } from '../ids';
 import { AppError, validationError } from '../errors';
-import { generatePassword, hashPassword, verifyPassword } from '../passwords';
+import { generatePassword, hashPassword, isPasswordHash, verifyPassword } from '../passwords';
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/u;
 export const PASSWORD_MIN_LENGTH = 12;
@@ -99,14 +99,17 @@ export function createCompanyService({ repos, passwordHashCost, onTokensChanged 
     return { user, password: input.password ? undefined : password };
   }
 
-  /** The person for these credentials, or undefined; takes the same time for unknown emails. */
+  /**
+   * The person for these credentials, or undefined. The same scrypt work whatever the account's
+   * state: an unknown email, or a person with no usable password (a reset under way, or one who
+   * signs in by SSO only), is checked against a hash made for nobody.
+   */
   async function signIn(email: string, password: string): Promise<UserRecord | undefined> {
     const found = await repos.companies.findUserByEmail(email.trim());
-    if (!found) {
-      await verifyPassword(password, await (dummyHash ??= hashPassword(generatePassword(), passwordHashCost)));
-      return undefined;
-    }
-    if (!(await verifyPassword(password, found.password_hash))) return undefined;
+    const usable = found !== undefined && isPasswordHash(found.password_hash);
+    const stored = usable ? found.password_hash : await (dummyHash ??= hashPassword(generatePassword(), passwordHashCost));
+    const matches = await verifyPassword(password.slice(0, 200), stored);
+    if (!usable || !matches) return undefined;
     const { password_hash: _p, ...user } = found;
     return user;
   }

@@ -49,9 +49,4 @@ export interface SignInRepository {
   useReset(tokenHash: string, at: string): Promise<string | undefined>;
   /** The person of an unused, unexpired link without using it (the form's page). */
   findReset(tokenHash: string, at: string): Promise<string | undefined>;
-
-  /** Adds one failure to each key's window; returns the counts now. */
-  addFailures(keys: string[], windowStart: number): Promise<number[]>;
-  failures(keys: string[], windowStart: number): Promise<number[]>;
-  deleteFailuresBefore(windowStart: number): Promise<void>;
 }

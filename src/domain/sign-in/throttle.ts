@@ -1,42 +1,90 @@
 import { createHash } from 'node:crypto';
 
 /**
- * Failed sign-ins and failed second-factor codes are counted per email and per client address,
- * in fixed windows, where every server process sees the same counts: Redis when REDIS_URL is set,
- * the database otherwise. Past a budget, sign-in is refused until the window ends (before the
- * password is even checked).
+ * Password, second-factor, recovery-code and current-password attempts are counted before they are
+ * checked (NIST SP 800-63B 5.2.2): one atomic step adds the attempt to every budget it belongs to,
+ * or to none when one is spent, so attempts sent in parallel cannot pass a budget. The counts live
+ * where every server process sees them: Redis when REDIS_URL is set, the database otherwise. A
+ * successful attempt gives its count back; a failed one stays counted until its window ends.
  */
 export const SIGN_IN_LIMITS = {
-  /** Failures of one email (any address) per window. */
-  perEmail: 10,
-  /** Failures from one address (any email) per window. */
-  perAddress: 30,
-  windowMs: 15 * 60 * 1000,
+  /** Attempts at one account from one client address. */
+  perAccountAndAddress: { max: 10, windowMs: 15 * 60 * 1000 },
+  /** Attempts at one account from all addresses together. */
+  perAccount: { max: 100, windowMs: 60 * 60 * 1000 },
+  /** Attempts from one address at any accounts (one address trying many accounts). */
+  perAddress: { max: 30, windowMs: 15 * 60 * 1000 },
 } as const;
+
+/** One budget an attempt counts against: its counter's key, its fixed window, its limit. */
+export type Slot = { key: string; windowStart: number; windowMs: number; max: number };
 
 /** Where the counts live. */
 export interface FailureCounter {
-  add(keys: string[], windowStart: number, windowMs: number): Promise<number[]>;
-  get(keys: string[], windowStart: number): Promise<number[]>;
+  /**
+   * Adds one to every slot, atomically and only when every count stays within its `max`; else adds
+   * nothing. The counts after (taken) or as found (refused).
+   */
+  take(slots: Slot[]): Promise<{ taken: boolean; counts: number[] }>;
+  /** Takes one back from every slot (never below 0). */
+  giveBack(slots: Slot[]): Promise<void>;
+  /** The counts, unchanged. */
+  get(slots: Slot[]): Promise<number[]>;
 }
+
+/** An attempt counted (check it now; `succeeded` gives the count back), or refused for `retryAfterSeconds`. */
+export type Attempt = { allowed: true; succeeded(): Promise<void> } | { allowed: false; retryAfterSeconds: number };
 
 const hashed = (kind: string, value: string) => `${kind}:${createHash('sha256').update(value, 'utf8').digest('hex').slice(0, 32)}`;
 
 export function createSignInThrottle({ counter, now }: { counter: FailureCounter; now: () => number }) {
-  const windowOf = (t: number) => t - (t % SIGN_IN_LIMITS.windowMs);
-  const keysOf = (email: string, address: string) => [hashed('email', email.trim().toLowerCase()), hashed('addr', address)];
+  const slotsOf = (account: string, address: string, t: number): Slot[] => {
+    const email = account.trim().toLowerCase();
+    const slot = (key: string, { max, windowMs }: { max: number; windowMs: number }): Slot => ({
+      key,
+      windowStart: t - (t % windowMs),
+      windowMs,
+      max,
+    });
+    return [
+      slot(hashed('pair', `${email}\n${address}`), SIGN_IN_LIMITS.perAccountAndAddress),
+      slot(hashed('email', email), SIGN_IN_LIMITS.perAccount),
+      slot(hashed('addr', address), SIGN_IN_LIMITS.perAddress),
+    ];
+  };
+  /** Seconds until every full slot's window has passed. */
+  const waitOf = (slots: Slot[], counts: number[], t: number) =>
+    Math.max(1, ...slots.map((s, i) => ((counts[i] ?? 0) >= s.max ? Math.ceil((s.windowStart + s.windowMs - t) / 1000) : 0)));
   return {
-    /** Seconds until sign-in may be tried again for this email from this address, or 0 when it may now. */
-    async blockedFor(email: string, address: string): Promise<number> {
+    /** Seconds until an attempt at this account from this address may be made, or 0 when it may now (counts nothing). */
+    async blockedFor(account: string, address: string): Promise<number> {
       const t = now();
-      const [byEmail = 0, byAddress = 0] = await counter.get(keysOf(email, address), windowOf(t));
-      if (byEmail < SIGN_IN_LIMITS.perEmail && byAddress < SIGN_IN_LIMITS.perAddress) return 0;
-      return Math.max(1, Math.ceil((windowOf(t) + SIGN_IN_LIMITS.windowMs - t) / 1000));
+      const slots = slotsOf(account, address, t);
+      const counts = await counter.get(slots);
+      return slots.some((s, i) => (counts[i] ?? 0) >= s.max) ? waitOf(slots, counts, t) : 0;
     },
-    /** Counts a failed password or code. */
-    async failed(email: string, address: string): Promise<void> {
+    /**
+     * Counts an attempt at this account from this address before it is checked. Refused when a
+     * budget is spent (nothing counted). Allowed, the attempt counts as failed unless `succeeded`.
+     */
+    async attempt(account: string, address: string): Promise<Attempt> {
       const t = now();
-      await counter.add(keysOf(email, address), windowOf(t), SIGN_IN_LIMITS.windowMs);
+      const slots = slotsOf(account, address, t);
+      const { taken, counts } = await counter.take(slots);
+      if (!taken) return { allowed: false, retryAfterSeconds: waitOf(slots, counts, t) };
+      let given = false;
+      return {
+        allowed: true,
+        async succeeded() {
+          if (given) return;
+          given = true;
+          await counter.giveBack(slots);
+        },
+      };
+    },
+    /** Counts a failure that was not an attempt checked here (an SSO sign-in the provider refused), within the budgets. */
+    async failed(account: string, address: string): Promise<void> {
+      await counter.take(slotsOf(account, address, now()));
     },
   };
 }

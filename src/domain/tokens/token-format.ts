@@ -50,5 +50,8 @@ export function isWellFormedToken(value: string): boolean {
   return LEGACY.test(value);
 }
 
+/** True for a string of the earlier format's shape (no checksum: only the database can tell whether it is a token). */
+export const isOldFormatToken = (value: string): boolean => LEGACY.test(value);
+
 /** For lists: the first characters, enough to recognise a token, far too few to use it. */
 export const displayPrefix = (value: string): string => value.slice(0, TOKEN_PREFIX.length + 6);

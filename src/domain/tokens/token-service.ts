@@ -8,7 +8,7 @@ import { AppError, validationError, type FieldErrors } from '../errors';
 import type { Principal } from '../principal';
 import { isTokenScope, TOKEN_SCOPES, type TokenScope } from './scopes';
 import { createTokenCache, type RevocationWatch } from './token-cache';
-import { displayPrefix, isWellFormedToken, newTokenValue, TOKEN_PREFIX } from './token-format';
+import { displayPrefix, isOldFormatToken, isWellFormedToken, newTokenValue, TOKEN_PREFIX } from './token-format';
 import { createUsageRecorder, type TokenUse } from './usage-recorder';
 
 export { TOKEN_PREFIX };
@@ -52,6 +52,8 @@ export interface TokenRepositoryPort {
     expiresAt: string | null;
     createdByUserId: string | null;
   }): Promise<TokenRecord>;
+  /** The hashes of every token not revoked (the old-format candidates, read when the service starts). */
+  unrevokedHashes(): Promise<string[]>;
   /** The live (not revoked) token with this hash and its company. A read only. */
   authenticate(hash: string): Promise<TokenGrant | undefined>;
   listByCompany(companyId: string): Promise<TokenRecord[]>;
@@ -253,11 +255,27 @@ export function createTokenService({
   const seenValid = new Set<string>();
   const SEEN_VALID_ENTRIES = 10_000;
 
+  /**
+   * The tokens that may be of the old format (DECISIONS, "Old token format"): the hashes of every
+   * token not revoked when the service started. No token of that format is made any more, so the
+   * set is complete from then on; a hash the database no longer knows is dropped from it. A string
+   * of the old shape that is not in it is refused as a checksum failure is, without a database
+   * read. Until it is loaded (loadOldFormat, at the server's start), such strings are looked up.
+   */
+  let oldFormat: Set<string> | undefined;
+  async function loadOldFormat(): Promise<void> {
+    oldFormat = new Set(await repos.tokens.unrevokedHashes());
+  }
+
   async function check(bearer: string | undefined): Promise<TokenCheck> {
     if (!bearer || !isWellFormedToken(bearer)) return { ok: false, reason: 'unauthenticated' };
     const hash = sha256(bearer);
+    if (oldFormat && !oldFormat.has(hash) && isOldFormatToken(bearer)) return { ok: false, reason: 'unauthenticated' };
     const grant = await cache.get(hash, () => repos.tokens.authenticate(hash));
-    if (!grant) return { ok: false, reason: 'unauthenticated' };
+    if (!grant) {
+      oldFormat?.delete(hash);
+      return { ok: false, reason: 'unauthenticated' };
+    }
     if (grant.expiresAt !== null && grant.expiresAt <= now()) return { ok: false, reason: 'token_expired' };
     usage.touch(grant.tokenId, grant.companyId);
     if (!seenValid.has(hash)) {
@@ -343,6 +361,7 @@ export function createTokenService({
     check,
     authenticate,
     seenValidBefore,
+    loadOldFormat,
     list,
     revoke,
     close,

@@ -17,20 +17,25 @@ const ENDED = {
 export async function authRoutes(app: FastifyInstance) {
   const { deps } = app;
 
-  /** Over the failure budget for this email or this address: a friendly 429 page with Retry-After. */
-  async function throttled(request: FastifyRequest, reply: FastifyReply, email: string, template: string, data: object) {
-    const wait = await deps.signInThrottle.blockedFor(email, request.ip);
-    if (wait === 0) return false;
+  /** A friendly 429 page with Retry-After: an account's attempts (or this address's at it) are spent. */
+  async function tooMany(request: FastifyRequest, reply: FastifyReply, wait: number, template: string, data: object) {
     reply.header('retry-after', String(wait));
     request.log.info('sign-in throttled');
     const minutes = Math.ceil(wait / 60);
-    await renderPage(
+    return renderPage(
       reply,
       template,
       { ...data, error: `Too many sign-in attempts. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again.` },
       429,
     );
-    return true;
+  }
+
+  /** Counts an attempt at `email` before it is checked (throttle.ts); undefined when refused (the 429 page is sent). */
+  async function attempt(request: FastifyRequest, reply: FastifyReply, email: string, template: string, data: object) {
+    const counted = await deps.signInThrottle.attempt(email, request.ip);
+    if (counted.allowed) return counted;
+    await tooMany(request, reply, counted.retryAfterSeconds, template, data);
+    return undefined;
   }
 
   app.get('/login', { config: { access: 'public' } }, async (request, reply) => {
@@ -65,14 +70,19 @@ export async function authRoutes(app: FastifyInstance) {
     const password = hasPassword ? String(body.password).slice(0, 200) : '';
     const page = { step: hasPassword ? 'password' : 'email', email, next };
     if (!email) return renderPage(reply, 'login', { ...page, step: 'email', error: 'Enter your email address.' }, 422);
-    if (await throttled(request, reply, email, 'login', page)) return reply;
-    const sso = await deps.signIn.ssoForEmail(email);
     if (!hasPassword) {
+      const wait = await deps.signInThrottle.blockedFor(email, request.ip);
+      if (wait > 0) return tooMany(request, reply, wait, 'login', page);
+      const sso = await deps.signIn.ssoForEmail(email);
       if (sso) return startSso(request, reply, sso, email, next);
       return renderPage(reply, 'login', { ...page, step: 'password', error: null });
     }
+    const counted = await attempt(request, reply, email, 'login', page);
+    if (!counted) return reply;
+    const sso = await deps.signIn.ssoForEmail(email);
+    // The password is checked whatever the account's state (the same scrypt work: the same time).
+    const user = await deps.companies.signIn(email, password);
     if (sso?.ssoOnly) {
-      await deps.signInThrottle.failed(email, request.ip);
       await recordSignInEvent(request, 'person.sign_in_failed', { email });
       return renderPage(
         reply,
@@ -81,12 +91,11 @@ export async function authRoutes(app: FastifyInstance) {
         403,
       );
     }
-    const user = password ? await deps.companies.signIn(email, password) : undefined;
     if (!user) {
-      await deps.signInThrottle.failed(email, request.ip);
       await recordSignInEvent(request, 'person.sign_in_failed', { email });
       return renderPage(reply, 'login', { ...page, error: 'The email or password is not right. Check them and try again.' }, 401);
     }
+    await counted.succeeded();
     return afterFirstFactor(request, reply, user, next, 'password');
   });
 
@@ -102,11 +111,11 @@ export async function authRoutes(app: FastifyInstance) {
     if (!pending || pending.step !== 'code') return reply.redirect('/login', 303);
     const user = await deps.companies.findUser(pending.userId);
     if (!user) return reply.redirect('/login', 303);
-    if (await throttled(request, reply, user.email, 'login-code', { title: 'Second factor' })) return reply;
+    const counted = await attempt(request, reply, user.email, 'login-code', { title: 'Second factor' });
+    if (!counted) return reply;
     const code = text(request.body as FormBody, 'code', 64);
     const used = code ? await deps.signIn.checkCode(user.id, code) : null;
     if (!used) {
-      await deps.signInThrottle.failed(user.email, request.ip);
       await recordSignInEvent(request, 'person.sign_in_failed', recordPerson(user));
       return renderPage(
         reply,
@@ -115,6 +124,7 @@ export async function authRoutes(app: FastifyInstance) {
         401,
       );
     }
+    await counted.succeeded();
     const target = completeSignIn(request, user, pending.next);
     await recordSignInEvent(request, 'person.signed_in', recordPerson(user));
     return reply.redirect(target, 303);

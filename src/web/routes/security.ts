@@ -61,7 +61,9 @@ export async function securityRoutes(app: FastifyInstance) {
     if (!pending || pending.step !== 'enrol') return reply.redirect('/login', 303);
     const user = await deps.companies.findUser(pending.userId);
     if (!user) return reply.redirect('/login', 303);
-    if (await deps.signInThrottle.blockedFor(user.email, request.ip)) {
+    const counted = await deps.signInThrottle.attempt(user.email, request.ip);
+    if (!counted.allowed) {
+      reply.header('retry-after', String(counted.retryAfterSeconds));
       return enrolPage(
         reply,
         user,
@@ -73,7 +75,6 @@ export async function securityRoutes(app: FastifyInstance) {
       personEvent(request, 'person.mfa_enabled', recordPerson(user)),
     ]);
     if (!codes) {
-      await deps.signInThrottle.failed(user.email, request.ip);
       await recordSignInEvent(request, 'person.sign_in_failed', recordPerson(user));
       return enrolPage(
         reply,
@@ -82,6 +83,7 @@ export async function securityRoutes(app: FastifyInstance) {
         422,
       );
     }
+    await counted.succeeded();
     const next = completeSignIn(request, user, pending.next);
     await recordSignInEvent(request, 'person.signed_in', recordPerson(user));
     return renderPage(reply, 'recovery-codes', { title: 'Recovery codes', codes, next: safeNext(next) });
@@ -156,16 +158,16 @@ export async function securityRoutes(app: FastifyInstance) {
     { config: { access: 'signed-in' }, preHandler: app.csrfProtection },
     async (request, reply) => {
       const user = request.webUser!;
-      if (await deps.signInThrottle.blockedFor(user.email, request.ip)) {
+      const counted = await deps.signInThrottle.attempt(user.email, request.ip);
+      if (!counted.allowed) {
+        reply.header('retry-after', String(counted.retryAfterSeconds));
         return securityPage(request, reply, { errors: { code: ['Too many failed attempts. Wait a few minutes, then try again.'] } }, 429);
       }
       const ok = await signIn.disable(user, text(request.body as FormBody, 'code', 64), [
         personEvent(request, 'person.mfa_disabled', webPerson(request)),
       ]);
-      if (!ok) {
-        await deps.signInThrottle.failed(user.email, request.ip);
-        return securityPage(request, reply, { errors: { code: ['That code is not right, or was used already.'] } }, 422);
-      }
+      if (!ok) return securityPage(request, reply, { errors: { code: ['That code is not right, or was used already.'] } }, 422);
+      await counted.succeeded();
       return reply.redirect('/settings/security?done=disabled', 303);
     },
   );
@@ -174,6 +176,13 @@ export async function securityRoutes(app: FastifyInstance) {
     const user = request.webUser!;
     const body = request.body as FormBody;
     const raw = (name: string) => (typeof body?.[name] === 'string' ? String(body[name]) : '');
+    // The current password is an attempt at the account, counted before it is checked.
+    const counted = await deps.signInThrottle.attempt(user.email, request.ip);
+    if (!counted.allowed) {
+      reply.header('retry-after', String(counted.retryAfterSeconds));
+      const wait = 'Too many failed attempts. Wait a few minutes, then try again.';
+      return securityPage(request, reply, { errors: { current_password: [wait] } }, 429);
+    }
     try {
       await signIn.changePassword(
         user.id,
@@ -183,11 +192,12 @@ export async function securityRoutes(app: FastifyInstance) {
       );
     } catch (err) {
       if (err instanceof AppError && err.code === 'VALIDATION_FAILED' && err.fields) {
-        if (err.fields.current_password) await deps.signInThrottle.failed(user.email, request.ip);
+        if (!err.fields.current_password) await counted.succeeded();
         return securityPage(request, reply, { errors: err.fields }, 422);
       }
       throw err;
     }
+    await counted.succeeded();
     return reply.redirect('/settings/security?done=password', 303);
   });
 
