@@ -75,6 +75,7 @@ export const PAGE_ROLES: Readonly<Record<string, PageAccess>> = {
   'GET /settings/webhooks': 'admin',
   'POST /settings/webhooks': 'admin',
   'POST /settings/webhooks/:id/test': 'admin',
+  'POST /settings/webhooks/:id/rotate-secret': 'admin',
   'GET /settings/webhooks/:id/delete': 'admin',
   'POST /settings/webhooks/:id/delete': 'admin',
   'POST /settings/people/:id/reset': 'admin',
