@@ -9,7 +9,9 @@ export function createSealedSecretsRepository(db: Queryable): SealedSecretsRepos
       const users = db.query<{ id: string; sealed: string }>(
         `SELECT id::text, totp_secret_sealed AS sealed FROM users WHERE totp_secret_sealed IS NOT NULL FOR UPDATE`,
       );
-      const sso = db.query<{ id: string; sealed: string }>(`SELECT company_id::text AS id, client_secret_sealed AS sealed FROM company_sso FOR UPDATE`);
+      const sso = db.query<{ id: string; sealed: string }>(
+        `SELECT company_id::text AS id, client_secret_sealed AS sealed FROM company_sso FOR UPDATE`,
+      );
       return [
         ...(await users).map((r): SealedValue => ({ kind: 'totp', id: r.id, sealed: r.sealed })),
         ...(await sso).map((r): SealedValue => ({ kind: 'sso', id: r.id, sealed: r.sealed })),
@@ -17,7 +19,11 @@ export function createSealedSecretsRepository(db: Queryable): SealedSecretsRepos
     },
     async replace(values) {
       const of = (kind: SealedValue['kind']) => values.filter((v) => v.kind === kind);
-      const params = (vs: typeof values) => [arrayLiteral(vs, (v) => v.id), arrayLiteral(vs, (v) => v.sealed), arrayLiteral(vs, (v) => v.resealed)];
+      const params = (vs: typeof values) => [
+        arrayLiteral(vs, (v) => v.id),
+        arrayLiteral(vs, (v) => v.sealed),
+        arrayLiteral(vs, (v) => v.resealed),
+      ];
       const [users, sso] = await Promise.all([
         db.query<{ n: number }>(
           `WITH done AS (

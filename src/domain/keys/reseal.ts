@@ -22,7 +22,10 @@ export type ResealDeps = {
  * transaction with its audit event; the older keys can then be removed. Values already sealed by
  * the first key are left as they are. Never reveals a secret: it counts them.
  */
-export async function resealSecrets(deps: ResealDeps, actor: AuditActor = CLI_ACTOR): Promise<{ totp: number; sso: number; total: number }> {
+export async function resealSecrets(
+  deps: ResealDeps,
+  actor: AuditActor = CLI_ACTOR,
+): Promise<{ totp: number; sso: number; total: number }> {
   const sealer = deps.sealer();
   return deps.transaction(async (tx) => {
     const all = await tx.sealedSecrets.lockAll();
