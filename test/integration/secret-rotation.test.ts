@@ -112,6 +112,7 @@ describe('ENCRYPTION_KEY rotation and admin reseal', () => {
       // The member sets up a second factor: the key is sealed with the old ENCRYPTION_KEY.
       const web = new WebClient(first.app);
       await web.signIn(c.member.email, PASSWORD, t);
+      await web.get('/settings/security');
       const setup = await web.post('/settings/security/second-factor');
       const key = /id="totp-key"[^>]*value="([A-Z2-7 ]+)"/u.exec(setup.body)![1]!.replaceAll(' ', '');
       expect((await web.post('/settings/security/second-factor/confirm', { code: totpCode(key, t) })).statusCode).toBe(200);
