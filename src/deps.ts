@@ -31,10 +31,11 @@ import { createTokenService } from './domain/tokens/token-service';
 import { createWebhookService } from './domain/webhooks/webhook-service';
 import { createLogger } from './logger';
 import { createMetrics } from './metrics';
-import { resolveEncryptionKey, resolveSessionSecret, StartupError } from './secrets';
+import { resolveEncryptionKeys, resolveSessionSecrets, StartupError } from './secrets';
 import { createDatabaseFailureCounter } from './db/failure-counter';
 import { createSealer, type Sealer } from './domain/sign-in/sealed';
 import { createSignInService } from './domain/sign-in/sign-in-service';
+import { resealSecrets } from './domain/keys/reseal';
 import { createSignInThrottle } from './domain/sign-in/throttle';
 import type { ObjectStore } from './storage/object-store';
 import { sweepFiles } from './domain/storage';
@@ -44,7 +45,7 @@ import { createInProcessBatchQueue, createInProcessImportQueue } from './workers
 import type { BullImportQueue } from './workers/queues';
 import { sendOnce, startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
 
-export { resolveSessionSecret, StartupError };
+export { resolveSessionSecrets, StartupError };
 
 /** The service's clock: today's date (YYYY-MM-DD) and the time (ms since the epoch). */
 export type Clock = { today: () => string; now: () => number };
@@ -256,9 +257,10 @@ export async function createDeps(config: Config, options: DepsOptions) {
       now,
     });
     let sealer: Sealer | undefined;
+    const sealerOf = () => (sealer ??= createSealer(resolveEncryptionKeys(config)));
     const signIn = createSignInService({
       repos,
-      sealer: () => (sealer ??= createSealer(resolveEncryptionKey(config))),
+      sealer: sealerOf,
       now,
       passwordHashCost: config.passwordHashCost,
     });
@@ -302,6 +304,7 @@ export async function createDeps(config: Config, options: DepsOptions) {
         timeoutMs: config.webhookTimeoutSeconds * 1000,
         metrics,
         log,
+        now,
       });
       return deliverer;
     };
@@ -333,7 +336,8 @@ export async function createDeps(config: Config, options: DepsOptions) {
         webhooks: repos.webhooks,
         transaction: (fn) => repos.transaction(fn),
         allowPrivate: config.webhookAllowPrivate,
-        sendOnce: (d) => sendOnce(d, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutSeconds * 1000 }),
+        sendOnce: (d) => sendOnce(d, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutSeconds * 1000, now }),
+        now,
       }),
       startJobRunners,
       startWebhookDelivery,
@@ -356,8 +360,11 @@ export async function createDeps(config: Config, options: DepsOptions) {
       sessions: createSessionService({ repos, now }),
       now,
       signIn,
+      /** `admin reseal`: TOTP keys and SSO client secrets sealed again with ENCRYPTION_KEY's first key. */
+      reseal: () => resealSecrets({ transaction: (fn) => repos.transaction(fn), sealer: sealerOf }),
       signInThrottle,
-      sessionSecret: () => resolveSessionSecret(config),
+      /** SESSION_SECRET's list, newest first: the first signs the session cookie, every one verifies it. */
+      sessionSecret: () => resolveSessionSecrets(config),
       /** Whether the database answers (/readyz). */
       ping: () => repos.ping(),
       async close() {

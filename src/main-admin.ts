@@ -31,6 +31,8 @@ Commands:
   audit:export --company ID [--since YYYY-MM-DD] --jsonl   (the company's audit events, one JSON object a line, newest first)
   webhook:create --company ID --url URL          (the signing secret is printed once)
   webhook:list --company ID                       (endpoints, and recent deliveries with their outcomes)
+  webhook:rotate-secret --webhook ID             (a new signing secret, printed once; the old one also signs for 24 hours)
+  reseal                                       (TOTP keys and SSO client secrets sealed again with ENCRYPTION_KEY's first key)
   purge                                        (retention: removes what has expired now)
   subject:export --date-of-birth YYYY-MM-DD --id-type TYPE --id-number NUMBER
   backup --out FILE                              (the embedded database, also while the server runs; gzipped tar)
@@ -55,6 +57,8 @@ const COMMANDS = [
   'token:revoke',
   'webhook:create',
   'webhook:list',
+  'webhook:rotate-secret',
+  'reseal',
   'purge',
   'subject:export',
   'backup',
@@ -81,6 +85,7 @@ type Options = {
   out?: string;
   from?: string;
   force?: boolean;
+  webhook?: string;
 };
 
 function need(value: string | undefined, flag: string): string {
@@ -274,6 +279,20 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
       ].join('\n');
       return { json: { endpoints, deliveries }, text };
     }
+    case 'webhook:rotate-secret': {
+      const w = await deps.webhooks.rotateSecret(null, need(o.webhook, 'webhook'));
+      return {
+        json: w,
+        text: `Rotated the signing secret of webhook ${w.url} (${w.id}). The new secret is shown once; store it now:\n${w.secret}\nUntil ${w.previous_valid_until} every delivery is signed with the old secret too.`,
+      };
+    }
+    case 'reseal': {
+      const r = await deps.reseal();
+      return {
+        json: { totp_keys_resealed: r.totp, sso_secrets_resealed: r.sso, sealed_values: r.total },
+        text: `Sealed again with the first key of ENCRYPTION_KEY: ${r.totp} TOTP keys and ${r.sso} SSO client secrets (of ${r.total} sealed values; the others already were).`,
+      };
+    }
     default:
       throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
   }
@@ -326,6 +345,7 @@ async function main(): Promise<number> {
         out: { type: 'string' },
         from: { type: 'string' },
         force: { type: 'boolean' },
+        webhook: { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },

@@ -31,16 +31,29 @@ export const resolveDocumentHashKey = (config: Config) =>
   resolveSecret(config, config.documentHashKey, 'DOCUMENT_HASH_KEY', 'document-hash.key', 'process');
 
 /**
- * The dashboard's cookie-signing secret (SESSION_SECRET). Resolved when the dashboard is
- * registered, so the worker and the admin CLI do not need it.
+ * A variable that may list several secrets, comma-separated, newest first (a rotation: the first
+ * signs or seals, every one verifies or opens). Each must be at least 32 characters.
  */
-export const resolveSessionSecret = (config: Config) =>
-  resolveSecret(config, config.sessionSecret, 'SESSION_SECRET', 'session-secret.key', 'server process');
+export function secretList(value: string, variable: string): string[] {
+  const list = value.split(',').map((s) => s.trim());
+  if (list.some((s) => s.length < 32)) {
+    throw new StartupError(`${variable} must be one secret, or several separated by commas, each at least 32 characters.`);
+  }
+  return list;
+}
 
 /**
- * The key that seals secrets kept in the database (ENCRYPTION_KEY): TOTP keys and SSO client
- * secrets. Resolved when a secret is first sealed or opened, so processes that never do (the
- * worker, most admin commands) do not need it.
+ * The dashboard's cookie-signing secrets (SESSION_SECRET, newest first: the first signs, every
+ * one verifies). Resolved when the dashboard is registered, so the worker and the admin CLI do
+ * not need it.
  */
-export const resolveEncryptionKey = (config: Config) =>
-  resolveSecret(config, config.encryptionKey, 'ENCRYPTION_KEY', 'encryption.key', 'server process');
+export const resolveSessionSecrets = (config: Config): string[] =>
+  secretList(resolveSecret(config, config.sessionSecret, 'SESSION_SECRET', 'session-secret.key', 'server process'), 'SESSION_SECRET');
+
+/**
+ * The keys that seal secrets kept in the database (ENCRYPTION_KEY, newest first: the first seals,
+ * every one opens): TOTP keys and SSO client secrets. Resolved when a secret is first sealed or
+ * opened, so processes that never do (the worker, most admin commands) do not need it.
+ */
+export const resolveEncryptionKeys = (config: Config): string[] =>
+  secretList(resolveSecret(config, config.encryptionKey, 'ENCRYPTION_KEY', 'encryption.key', 'server process'), 'ENCRYPTION_KEY');

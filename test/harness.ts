@@ -56,17 +56,26 @@ export async function createTestContext(
     storage?: (configured: ObjectStore) => ObjectStore;
     /** log2 of scrypt's N for passwords; default TEST_PASSWORD_HASH_COST (a timing test wants scrypt to dominate). */
     passwordHashCost?: number;
+    /**
+     * The service restarted on another context's database (with this call's `env`): prepared
+     * (checked) again at its start, as a process is. Closing this context leaves the database to
+     * the other one, which must be closed after it.
+     */
+    restartOf?: TestContext;
   } = {},
 ): Promise<TestContext> {
   const kind = dbKind();
   const url = process.env.TEST_DATABASE_URL;
   if (kind === 'postgres' && !url) throw new Error('TEST_DB_KIND=postgres needs TEST_DATABASE_URL');
-  const schema = `test_${randomBytes(6).toString('hex')}`;
+  const shared = options.restartOf;
+  const schema = shared
+    ? (shared.config.dbSearchPath ?? `test_${randomBytes(6).toString('hex')}`)
+    : `test_${randomBytes(6).toString('hex')}`;
   // Behind PgBouncer in transaction mode (TEST_DATABASE_POOLER=transaction, .ci/run) no session
   // keeps a search_path: each context gets a database of its own instead of a schema.
   const pooler = process.env.TEST_DATABASE_POOLER === 'transaction' ? ('transaction' as const) : undefined;
   const adminDb = () => openDb({ kind: 'postgres', url: url!, poolSize: 1, ...(pooler ? { pooler } : {}) });
-  if (kind === 'postgres') {
+  if (kind === 'postgres' && !shared) {
     const admin = await adminDb();
     await admin.exec(pooler ? `CREATE DATABASE ${schema}` : `CREATE SCHEMA ${schema}`);
     await admin.close();
@@ -89,8 +98,14 @@ export async function createTestContext(
   // Below the configuration's floor (a variable cannot set it), so that sign-ins do not spend the suite's time in scrypt.
   const config: Config = { ...loaded, passwordHashCost: options.passwordHashCost ?? TEST_PASSWORD_HASH_COST };
   const logger = options.logger ?? pino({ level: 'silent' });
-  // As the main files do, but the embedded database in memory.
-  const db = kind === 'postgres' ? await openDatabase(config) : await openDb({ kind: 'pglite', dataDir: undefined });
+  // As the main files do, but the embedded database in memory. A restart shares the first
+  // context's database (its close is the first context's).
+  const sharedDb = shared?.deps.db;
+  const db = sharedDb
+    ? { ...sharedDb, close: async () => {} }
+    : kind === 'postgres'
+      ? await openDatabase(config)
+      : await openDb({ kind: 'pglite', dataDir: undefined });
   await prepareDatabase(db, TEST_HASH_KEY).catch(async (err: unknown) => {
     await db.close();
     throw err;
@@ -126,7 +141,7 @@ export async function createTestContext(
     async close() {
       await app.close();
       await deps.close();
-      if (kind === 'postgres') {
+      if (kind === 'postgres' && !shared) {
         const admin = await adminDb();
         await admin.exec(pooler ? `DROP DATABASE ${schema} WITH (FORCE)` : `DROP SCHEMA ${schema} CASCADE`);
         await admin.close();

@@ -8,6 +8,7 @@ import { pgErrorCode, type Db, type Queryable } from './db';
 import { createIdentityCheckRepository } from './identity-check-repository';
 import { createImportLedgerRepository } from './import-ledger-repository';
 import { createIdempotencyRepository, createImportRepository } from './import-repository';
+import { createSealedSecretsRepository } from './sealed-secrets-repository';
 import { createSessionRepository } from './session-repository';
 import { createPendingUploadRepository } from './upload-repository';
 import { createSignInRepository } from './sign-in-repository';
@@ -34,6 +35,7 @@ function repositorySet(q: Queryable, { embedded = false, soleSession = false } =
     identityChecks: createIdentityCheckRepository(q),
     pendingUploads: createPendingUploadRepository(q),
     audit: createAuditRepository(q),
+    sealedSecrets: createSealedSecretsRepository(q),
     meta: {
       async get(key: string): Promise<string | undefined> {
         return (await q.query<{ value: string }>('SELECT value FROM app_meta WHERE key = $1', [key]))[0]?.value;

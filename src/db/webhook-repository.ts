@@ -57,8 +57,9 @@ export function createWebhookRepository(db: Queryable): WebhookRepository {
     },
 
     async endpointTarget(companyId, id) {
-      const rows = await db.query<{ url: string; secret: string }>(
-        'SELECT url, secret FROM webhook_endpoints WHERE company_id = $1 AND id = $2',
+      const rows = await db.query<{ url: string; secret: string; previousSecret: string | null; previousSecretUntil: string | null }>(
+        `SELECT url, secret, previous_secret AS "previousSecret", ${isoTime('previous_secret_until')} AS "previousSecretUntil"
+           FROM webhook_endpoints WHERE company_id = $1 AND id = $2`,
         [companyId, id],
       );
       return rows[0];
@@ -69,8 +70,26 @@ export function createWebhookRepository(db: Queryable): WebhookRepository {
      * deliverers claim side by side; the lease (locked_until) keeps a claimed one off the others
      * until it is settled, or until the lease runs out when its deliverer died mid-attempt.
      */
+    async rotateSecret(companyId, id, secret, previousUntil) {
+      const rows = await db.query<{ url: string; companyId: string }>(
+        `UPDATE webhook_endpoints SET previous_secret = secret, secret = $3, previous_secret_until = $4::timestamptz
+          WHERE ($1::uuid IS NULL OR company_id = $1::uuid) AND id = $2 RETURNING url, company_id AS "companyId"`,
+        [companyId, id, secret, previousUntil],
+      );
+      return rows[0];
+    },
+
     async claimDue(limit, leaseSeconds) {
-      const rows = await db.query<{ id: string; url: string; secret: string; body: string; event_type: string; attempts: number }>(
+      const rows = await db.query<{
+        id: string;
+        url: string;
+        secret: string;
+        previous_secret: string | null;
+        previous_secret_until: string | null;
+        body: string;
+        event_type: string;
+        attempts: number;
+      }>(
         `WITH due AS (
            SELECT id FROM webhook_deliveries
             WHERE status = 'pending' AND next_attempt_at <= now() AND (locked_until IS NULL OR locked_until < now())
@@ -82,13 +101,16 @@ export function createWebhookRepository(db: Queryable): WebhookRepository {
             SET locked_until = now() + make_interval(secs => $2::int), attempts = d.attempts + 1
            FROM due, webhook_endpoints e
           WHERE d.id = due.id AND e.id = d.endpoint_id AND e.company_id = d.company_id
-         RETURNING d.id, e.url, e.secret, d.body, d.event_type, d.attempts`,
+         RETURNING d.id, e.url, e.secret, e.previous_secret, ${isoTime('e.previous_secret_until')} AS previous_secret_until,
+                   d.body, d.event_type, d.attempts`,
         [limit, leaseSeconds],
       );
       return rows.map((r): ClaimedDelivery => ({
         id: r.id,
         url: r.url,
         secret: r.secret,
+        previousSecret: r.previous_secret,
+        previousSecretUntil: r.previous_secret_until,
         body: r.body,
         eventType: r.event_type,
         attempts: r.attempts,

@@ -10,7 +10,7 @@ type GuardDeps = Pick<AppDeps, 'sessions' | 'dashboard' | 'sessionSecret' | 'now
 
 /**
  * Who is signed in to the dashboard, for pages outside the dashboard's own plugin scope (Bull
- * Board): reads the session cookie, checks its signature with SESSION_SECRET, and loads the
+ * Board): reads the session cookie, checks its signature with SESSION_SECRET (any listed one), and loads the
  * session and the person from the database, as the dashboard does on every request.
  */
 /** The operator a request was let through for (by operatorSessionHook), for the audit trail. */
@@ -18,14 +18,15 @@ const operators = new WeakMap<FastifyRequest, { id: string; email: string }>();
 export const operatorOf = (request: FastifyRequest): { id: string; email: string } | undefined => operators.get(request);
 
 export function createOperatorSessionCheck(deps: GuardDeps) {
-  const secret = deps.sessionSecret();
+  // Every listed SESSION_SECRET verifies (a rotation), as the dashboard's session plugin does.
+  const signer = fastifyCookie.signerFactory(deps.sessionSecret(), 'sha256');
   /** 'operator', 'company' (a signed-in company person), or null when nobody is signed in. */
   return async function signedIn(request: FastifyRequest): Promise<'operator' | 'company' | null> {
     const raw = request.headers.cookie;
     if (!raw) return null;
     const signed = fastifyCookie.parse(sessionCookieHeader(raw, request.protocol === 'https'))[SESSION_COOKIE];
     if (!signed) return null;
-    const unsigned = fastifyCookie.unsign(signed, secret, 'sha256');
+    const unsigned = signer.unsign(signed);
     if (!unsigned.valid || !unsigned.value) return null;
     const session = await deps.sessions.get(unsigned.value);
     const userId = session?.userId;

@@ -6,7 +6,13 @@ import type { LookupFunction } from 'node:net';
 import type { Logger } from 'pino';
 
 import { isPrivateAddress, literalAddress } from '../domain/webhooks/addresses';
-import { nextRetryIn, signatureHeader, type ClaimedDelivery, type WebhookRepository } from '../domain/webhooks/webhook-service';
+import {
+  nextRetryIn,
+  signatureHeader,
+  signingSecrets,
+  type ClaimedDelivery,
+  type WebhookRepository,
+} from '../domain/webhooks/webhook-service';
 import type { WebhookMetrics } from '../metrics';
 
 export type WebhookDelivererOptions = {
@@ -21,6 +27,8 @@ export type WebhookDelivererOptions = {
   pollMs?: number;
   metrics?: WebhookMetrics;
   log: Logger;
+  /** The service's clock (ms): the signature's time, and whether a rotated secret still signs too. */
+  now: () => number;
 };
 
 class RefusedTarget extends Error {
@@ -50,7 +58,7 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
 type AttemptResult = { ok: true; statusCode: number } | { ok: false; statusCode: number | null; error: string; refused: boolean };
 
 /** One POST of the stored body, signed now, within the time limit. */
-function post(d: ClaimedDelivery, opts: Pick<WebhookDelivererOptions, 'allowPrivate' | 'timeoutMs'>): Promise<AttemptResult> {
+function post(d: ClaimedDelivery, opts: Pick<WebhookDelivererOptions, 'allowPrivate' | 'timeoutMs' | 'now'>): Promise<AttemptResult> {
   return new Promise((resolve) => {
     let url: URL;
     try {
@@ -67,7 +75,8 @@ function post(d: ClaimedDelivery, opts: Pick<WebhookDelivererOptions, 'allowPriv
     if (literal !== undefined && !opts.allowPrivate && isPrivateAddress(literal)) {
       return resolve({ ok: false, statusCode: null, error: new RefusedTarget().message, refused: true });
     }
-    const t = Math.floor(Date.now() / 1000);
+    const nowMs = opts.now();
+    const t = Math.floor(nowMs / 1000);
     const body = Buffer.from(d.body, 'utf8');
     const client = url.protocol === 'https:' ? https : http;
     const req = client.request(url, {
@@ -79,7 +88,7 @@ function post(d: ClaimedDelivery, opts: Pick<WebhookDelivererOptions, 'allowPriv
         'user-agent': 'claims-registry-webhooks/1',
         'claims-event': d.eventType,
         'claims-delivery': d.id,
-        'claims-signature': signatureHeader(d.secret, d.body, t),
+        'claims-signature': signatureHeader(signingSecrets(d, nowMs), d.body, t),
       },
       timeout: opts.timeoutMs,
     });
@@ -114,7 +123,7 @@ function post(d: ClaimedDelivery, opts: Pick<WebhookDelivererOptions, 'allowPriv
 }
 
 /** One attempt of a delivery, now (the dashboard's test event): the same checks, signature and time limit. */
-export async function sendOnce(d: ClaimedDelivery, opts: Pick<WebhookDelivererOptions, 'allowPrivate' | 'timeoutMs'>) {
+export async function sendOnce(d: ClaimedDelivery, opts: Pick<WebhookDelivererOptions, 'allowPrivate' | 'timeoutMs' | 'now'>) {
   const r = await post(d, opts);
   return r.ok ? { ok: true, statusCode: r.statusCode } : { ok: false, statusCode: r.statusCode, error: r.error };
 }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { loadConfig } from '../../src/config';
-import { resolveSessionSecret, StartupError } from '../../src/deps';
+import { resolveSessionSecrets, StartupError } from '../../src/deps';
 import { createTestContext, type TestContext } from '../harness';
 import { WebClient } from './web-client';
 
@@ -13,22 +13,31 @@ describe('SESSION_SECRET', () => {
   it('is generated once into DATA_DIR in embedded mode and reused', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'claims-secret-'));
     const config = loadConfig({ DATA_DIR: dir });
-    const first = resolveSessionSecret(config);
-    expect(first.length).toBeGreaterThanOrEqual(32);
-    expect(resolveSessionSecret(config)).toBe(first);
+    const [first, ...others] = resolveSessionSecrets(config);
+    expect(others).toEqual([]);
+    expect(first!.length).toBeGreaterThanOrEqual(32);
+    expect(resolveSessionSecrets(config)).toEqual([first]);
     expect(fs.readFileSync(path.join(dir, 'session-secret.key'), 'utf8').trim()).toBe(first);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('must be set when DATABASE_URL is set, with a clear startup error', () => {
     const config = loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test' });
-    expect(() => resolveSessionSecret(config)).toThrow(StartupError);
-    expect(() => resolveSessionSecret(config)).toThrow(/SESSION_SECRET must be set when DATABASE_URL is set/u);
+    expect(() => resolveSessionSecrets(config)).toThrow(StartupError);
+    expect(() => resolveSessionSecrets(config)).toThrow(/SESSION_SECRET must be set when DATABASE_URL is set/u);
   });
 
   it('is used as given when set', () => {
     const secret = 'a-session-secret-of-at-least-32-characters';
-    expect(resolveSessionSecret(loadConfig({ SESSION_SECRET: secret, DATABASE_URL: 'postgres://x@h/db' }))).toBe(secret);
+    expect(resolveSessionSecrets(loadConfig({ SESSION_SECRET: secret, DATABASE_URL: 'postgres://x@h/db' }))).toEqual([secret]);
+  });
+
+  it('may list several, newest first, each at least 32 characters', () => {
+    const [a, b] = ['a-new-session-secret-of-at-least-32-chars', 'an-old-session-secret-of-at-least-32-chars'];
+    expect(resolveSessionSecrets(loadConfig({ SESSION_SECRET: `${a}, ${b}`, DATABASE_URL: 'postgres://x@h/db' }))).toEqual([a, b]);
+    expect(() => resolveSessionSecrets(loadConfig({ SESSION_SECRET: `${a},short`, DATABASE_URL: 'postgres://x@h/db' }))).toThrow(
+      /SESSION_SECRET must be one secret, or several separated by commas, each at least 32 characters/u,
+    );
   });
 });
 

@@ -17,6 +17,8 @@ export const AUDIT_ACTIONS = [
   'webhook.created',
   'webhook.deleted',
   'webhook.secret_rotated',
+  // Key rotation (DECISIONS, Keys rotate without downtime): admin reseal.
+  'keys.resealed',
   'person.created',
   'person.removed',
   'person.role_changed',

@@ -29,7 +29,27 @@ export type WebhookDelivery = {
   import_id: string | null;
 };
 /** A delivery taken by a deliverer for one attempt (its lease keeps others off it meanwhile). */
-export type ClaimedDelivery = { id: string; url: string; secret: string; body: string; eventType: string; attempts: number };
+export type ClaimedDelivery = {
+  id: string;
+  url: string;
+  secret: string;
+  /** The secret a rotation replaced, and until when (ISO 8601) deliveries are signed with it too. */
+  previousSecret: string | null;
+  previousSecretUntil: string | null;
+  body: string;
+  eventType: string;
+  attempts: number;
+};
+
+/** After a secret's rotation, deliveries carry a signature with the old secret too for this long. */
+export const PREVIOUS_SECRET_MS = 24 * 3_600_000;
+
+/** The secrets a delivery is signed with at `nowMs`: the endpoint's, and the one it replaced while that is still honoured. */
+export function signingSecrets(d: Pick<ClaimedDelivery, 'secret' | 'previousSecret' | 'previousSecretUntil'>, nowMs: number): string[] {
+  return d.previousSecret !== null && d.previousSecretUntil !== null && nowMs < Date.parse(d.previousSecretUntil)
+    ? [d.secret, d.previousSecret]
+    : [d.secret];
+}
 
 /** The outbox half of the repository: what a status change's transaction writes. */
 export interface WebhookOutbox {
@@ -45,7 +65,21 @@ export interface WebhookRepository extends WebhookOutbox {
   deleteEndpoint(companyId: string, id: string): Promise<string | undefined>;
   listDeliveries(companyId: string, limit: number): Promise<WebhookDelivery[]>;
   /** The address and signing secret of one of the company's endpoints (for a test event). */
-  endpointTarget(companyId: string, id: string): Promise<{ url: string; secret: string } | undefined>;
+  endpointTarget(
+    companyId: string,
+    id: string,
+  ): Promise<{ url: string; secret: string; previousSecret: string | null; previousSecretUntil: string | null } | undefined>;
+  /**
+   * Replaces an endpoint's secret by `secret` (of the company's endpoints; null: any company's, the
+   * command line), keeping the one it replaces as the previous secret until `previousUntil` (ISO
+   * 8601); its url and company, or undefined when there is none.
+   */
+  rotateSecret(
+    companyId: string | null,
+    id: string,
+    secret: string,
+    previousUntil: string,
+  ): Promise<{ url: string; companyId: string } | undefined>;
   /** Takes up to `limit` due deliveries for `leaseSeconds`, counting the attempt. */
   claimDue(limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]>;
   /** Records an attempt's result: delivered, to be retried after `retryInSeconds`, or failed for good. */
@@ -83,10 +117,15 @@ export async function enqueueWebhookEvent(
   await tx.webhooks.insertEvent({ companyId: event.companyId, eventKey: event.key ?? eventId, eventId, eventType: event.type, body });
 }
 
-/** `Claims-Signature` of a body: `t=<unix seconds>,v1=<hex HMAC-SHA-256 of "<t>.<body>">`. */
-export function signatureHeader(secret: string, body: string, unixSeconds: number): string {
-  const mac = createHmac('sha256', secret).update(`${unixSeconds}.${body}`).digest('hex');
-  return `t=${unixSeconds},v1=${mac}`;
+/**
+ * `Claims-Signature` of a body: `t=<unix seconds>,v1=<hex HMAC-SHA-256 of "<t>.<body>">`, one
+ * `v1` per secret (during a rotation's 24 hours: the new secret's, then the old one's).
+ */
+export function signatureHeader(secrets: string | readonly string[], body: string, unixSeconds: number): string {
+  const macs = (typeof secrets === 'string' ? [secrets] : secrets).map(
+    (secret) => `v1=${createHmac('sha256', secret).update(`${unixSeconds}.${body}`).digest('hex')}`,
+  );
+  return `t=${unixSeconds},${macs.join(',')}`;
 }
 
 /**
@@ -124,18 +163,22 @@ export type SendOnce = (d: ClaimedDelivery) => Promise<{ ok: boolean; statusCode
 export type WebhookActBy = { actor?: AuditActor; origin?: AuditOrigin; userId?: string | null };
 type WebhookTx = { webhooks: WebhookRepository; audit: Pick<AuditRepository, 'record'> };
 
+const newSecret = () => `whsec_${randomBytes(32).toString('base64url')}`;
+
 export function createWebhookService(deps: {
   webhooks: WebhookRepository;
   /** Runs an act and its audit event in one transaction. */
   transaction: <T>(fn: (tx: WebhookTx) => Promise<T>) => Promise<T>;
   allowPrivate: boolean;
   sendOnce?: SendOnce;
+  /** The service's clock (ms): when a rotated secret stops being honoured. */
+  now: () => number;
 }) {
   const { webhooks, allowPrivate } = deps;
   const audit = (
     tx: WebhookTx,
     companyId: string,
-    action: 'webhook.created' | 'webhook.deleted',
+    action: 'webhook.created' | 'webhook.deleted' | 'webhook.secret_rotated',
     id: string,
     url: string,
     by: WebhookActBy,
@@ -154,7 +197,7 @@ export function createWebhookService(deps: {
     /** A new endpoint, with its audit event; its secret is returned here only. */
     async createEndpoint(companyId: string, rawUrl: unknown, by: WebhookActBy = {}): Promise<WebhookEndpoint & { secret: string }> {
       const url = checkWebhookUrl(rawUrl, allowPrivate);
-      const secret = `whsec_${randomBytes(32).toString('base64url')}`;
+      const secret = newSecret();
       const endpoint = await deps.transaction(async (tx) => {
         const e = await tx.webhooks.insertEndpoint({ companyId, url, secret, createdByUserId: by.userId ?? null });
         await audit(tx, companyId, 'webhook.created', e.id, e.url, by);
@@ -176,6 +219,29 @@ export function createWebhookService(deps: {
     listDeliveries: (companyId: string, limit = 50) => webhooks.listDeliveries(companyId, limit),
 
     /**
+     * A new signing secret for one of the company's endpoints, with its audit event; returned here
+     * only. For 24 hours (the service's clock) deliveries carry a signature with the old secret
+     * too, so that the receiver can switch without losing one.
+     */
+    async rotateSecret(
+      companyId: string | null,
+      id: string,
+      by: WebhookActBy = {},
+    ): Promise<{ id: string; company_id: string; url: string; secret: string; previous_valid_until: string }> {
+      const secret = newSecret();
+      const until = new Date(deps.now() + PREVIOUS_SECRET_MS).toISOString();
+      const rotated =
+        isUuid(id) &&
+        (await deps.transaction(async (tx) => {
+          const r = await tx.webhooks.rotateSecret(companyId, id, secret, until);
+          if (r !== undefined) await audit(tx, r.companyId, 'webhook.secret_rotated', id, r.url, by);
+          return r;
+        }));
+      if (!rotated) throw new AppError('NOT_FOUND', webhookMessages.notFound);
+      return { id, company_id: rotated.companyId, url: rotated.url, secret, previous_valid_until: until };
+    },
+
+    /**
      * Sends a signed `ping` event to one of the company's endpoints at once, signed and sent as
      * deliveries are, and returns the answer. Not stored and not retried: it tests the receiver.
      */
@@ -189,7 +255,7 @@ export function createWebhookService(deps: {
         created_at: answerTime(new Date()),
         data: { endpoint_id: id },
       });
-      return deps.sendOnce({ id: eventId, url: target.url, secret: target.secret, body, eventType: 'ping', attempts: 0 });
+      return deps.sendOnce({ id: eventId, body, eventType: 'ping', attempts: 0, ...target });
     },
   };
 }

@@ -9,6 +9,13 @@ import { text, type FormBody } from '../forms';
 import { webhookUrlMessage } from '../messages';
 import { renderPage } from '../render';
 
+declare module 'fastify' {
+  interface Session {
+    /** A webhook's new signing secret, shown once on the page the rotation redirects to (never in a URL). */
+    rotatedWebhookSecret?: { id: string; url: string; secret: string; previousValidUntil: string };
+  }
+}
+
 /**
  * Settings › Webhooks (admins): the company's endpoints, Create (the signing secret is shown once, on the
  * page that answers the form), Delete (after a confirmation page), and the recent deliveries with
@@ -24,6 +31,12 @@ export async function webhookRoutes(app: FastifyInstance) {
   }
 
   app.get('/settings/webhooks', { config: { access: 'admin' } }, async (request, reply) => {
+    const rotated = request.session.rotatedWebhookSecret;
+    if (rotated) {
+      // Shown once: gone from the session before the page is sent.
+      delete request.session.rotatedWebhookSecret;
+      return renderPage(reply, 'webhook-created', { title: 'Signing secret rotated', webhook: rotated, rotated: true });
+    }
     const deleted = text(request.query as FormBody, 'deleted') === '1';
     const notice = deleted ? 'The webhook was deleted. No more deliveries are sent to it.' : null;
     return renderPage(reply, 'webhooks', await listPage(companyUser(request).companyId, { notice }));
@@ -62,6 +75,21 @@ export async function webhookRoutes(app: FastifyInstance) {
     const testResult = { url: endpoint.url, ok: answer.ok, statusCode: answer.statusCode, error: answer.error ?? null };
     return renderPage(reply, 'webhooks', await listPage(user.companyId, { testResult }));
   });
+
+  // A new signing secret; the old one signs deliveries too for 24 hours. The new one travels to
+  // the page after the redirect in the session.
+  app.post(
+    '/settings/webhooks/:id/rotate-secret',
+    { config: { access: 'admin' }, preHandler: app.csrfProtection },
+    async (request, reply) => {
+      const user = companyUser(request);
+      const endpoint = await endpointOf(request);
+      const r = await webhooks.rotateSecret(user.companyId, endpoint.id, { actor: personActor(user), origin: auditOrigin(request) });
+      request.log.info({ webhookId: endpoint.id }, 'webhook secret rotated');
+      request.session.rotatedWebhookSecret = { id: r.id, url: r.url, secret: r.secret, previousValidUntil: r.previous_valid_until };
+      return reply.redirect('/settings/webhooks', 303);
+    },
+  );
 
   app.get('/settings/webhooks/:id/delete', { config: { access: 'admin' } }, async (request, reply) =>
     renderPage(reply, 'webhook-delete', { title: 'Delete webhook', webhook: await endpointOf(request) }),
