@@ -12,7 +12,7 @@ const COLUMNS = 12;
  */
 const insertOf = (n: number) => `INSERT INTO audit_events
   (id, company_id, action, actor_type, actor_id, actor_name, target_type, target_id, target_name, ip, request_id, data)
-  VALUES ${Array.from({ length: n }, (_, i) => `(${Array.from({ length: COLUMNS }, (_c, j) => `$${i * COLUMNS + j + 1}`).join(', ')})`).join(', ')}`;
+  VALUES ${Array.from({ length: n }, (_, i) => `(${Array.from({ length: COLUMNS }, (_c, j) => `$${i * COLUMNS + j + 1}${j === COLUMNS - 1 ? '::text::jsonb' : ''}`).join(', ')})`).join(', ')}`;
 const INSERT = insertOf(1);
 
 /**
