@@ -123,7 +123,8 @@ export function createAuditRepository(db: Queryable): AuditRepository {
     },
 
     async chainEvents(chain: string, afterSeq: string, limit: number): Promise<ChainEvent[]> {
-      // Every field as text, as the database's chain function reads it (created_at in UTC, microseconds).
+      // Every field as text, as the database's chain function reads it (created_at in UTC, microseconds);
+      // ordered by the column, not by its text alias.
       return db.query<ChainEvent>(
         `SELECT chain_seq::text AS chain_seq, id::text AS id, company_id::text AS company_id, action, actor_type, actor_id, actor_name,
                 target_type, target_id, target_name, ip, request_id, data::text AS data,
@@ -131,7 +132,7 @@ export function createAuditRepository(db: Queryable): AuditRepository {
            FROM audit_events
           WHERE ${chain === OPERATOR_CHAIN ? 'company_id IS NULL AND $1::text IS NOT NULL' : 'company_id = $1::uuid'}
             AND chain_seq > $2::bigint
-          ORDER BY chain_seq
+          ORDER BY audit_events.chain_seq
           LIMIT $3`,
         [chain, afterSeq, limit],
       );

@@ -36,7 +36,9 @@ describe('downloads of personal data', () => {
     };
 
     // An import with a failed row, and a completed batch look-up.
-    const imported = await postImport(ctx.app, c.auth, csv([validRow(), validRow({ first_name: '' })]));
+    const imported = await postImport(ctx.app, c.auth, csv([validRow(), validRow({ first_name: '' })]), {
+      headers: { prefer: 'respond-async' },
+    });
     expect(imported.statusCode, imported.body).toBeLessThan(300);
     const importId = imported.json().data.id as string;
     expect(await waitForImport(ctx.app, c.auth, importId)).toMatchObject({ status: 'completed' });
