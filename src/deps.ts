@@ -169,7 +169,7 @@ export async function createDeps(config: Config, options: DepsOptions) {
       now,
     });
     const registry = createRegistryService({
-      auditTrail: { purge: () => audit.purge(), record: (event) => repos.audit.record(event) },
+      auditTrail: { purge: (actor) => audit.purge(actor), record: (event) => repos.audit.record(event) },
       registry: registryRepository,
       // The daily purge also removes uploaded files whose import or batch has ended (or that have none).
       sweepFiles: () =>

@@ -29,6 +29,7 @@ Commands:
   token:list --company ID
   token:revoke ID
   audit:export --company ID [--since YYYY-MM-DD] --jsonl   (the company's audit events, one JSON object a line, newest first)
+  audit:verify [--company ID]                  (checks the audit trail's hash chains; exit 1 naming the first event that does not fit)
   webhook:create --company ID --url URL          (the signing secret is printed once)
   webhook:list --company ID                       (endpoints, and recent deliveries with their outcomes)
   webhook:rotate-secret --webhook ID             (a new signing secret, printed once; the old one also signs for 24 hours)
@@ -50,6 +51,7 @@ const COMMANDS = [
   'company:suspend',
   'company:resume',
   'audit:export',
+  'audit:verify',
   'user:create',
   'operator:create',
   'token:create',
@@ -94,7 +96,7 @@ function need(value: string | undefined, flag: string): string {
 }
 
 /** What a command prints; `streamed`: it wrote its output itself (audit:export), line by line. */
-type Output = { json: unknown; text: string; streamed?: number };
+type Output = { json: unknown; text: string; streamed?: number; failed?: boolean };
 
 async function run(deps: Deps, command: string, args: string[], o: Options): Promise<Output> {
   switch (command) {
@@ -207,6 +209,25 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
         n++;
       }
       return { json: undefined, text: '', streamed: n };
+    }
+    case 'audit:verify': {
+      if (o.company !== undefined) await requireCompany(deps, o.company);
+      const reports = await deps.audit.verify(o.company);
+      const broken = reports.flatMap((r) => (r.broken ? [r.broken] : []));
+      const events = reports.reduce((n, r) => n + r.events, 0);
+      const name = (companyId: string | null) => (companyId === null ? "the operator's chain" : `company ${companyId}`);
+      return {
+        json: { chains: reports.length, events, ok: broken.length === 0, broken },
+        text:
+          broken.length === 0
+            ? `The audit trail is intact: ${reports.length} chain${reports.length === 1 ? '' : 's'}, ${events} events checked.`
+            : broken
+                .map(
+                  (b) => `Event ${b.eventId ?? '(gone)'} of ${name(b.companyId)} (number ${b.seq} of its chain) does not fit: ${b.reason}.`,
+                )
+                .join('\n'),
+        failed: broken.length > 0,
+      };
     }
     case 'purge': {
       const r = await deps.registry.purge(CLI_ACTOR);
@@ -375,7 +396,7 @@ async function main(): Promise<number> {
     deps = await openDeps(config, { logger: createLogger(config.logLevel, pino.destination({ fd: 2, sync: true })) });
     const out = await run(deps, command, args, parsed.values);
     if (out.streamed === undefined) console.log(parsed.values.json ? JSON.stringify(out.json) : out.text);
-    return 0;
+    return out.failed ? 1 : 0;
   } catch (err) {
     if (err instanceof UsageError) console.error(`${err.message}\n\n${USAGE}`);
     else if (err instanceof AppError) {

@@ -21,15 +21,25 @@ const actorOf = (p: EventPerson): AuditActor =>
  * An audit event about a person: the company's (or the operator's), done by `by` (the signed-in
  * person acting) or else by the person themself. Never a password, a code or a key.
  */
-export function personEvent(request: FastifyRequest, action: AuditAction, person: EventPerson, by?: EventPerson): AuditEventInput {
+export function personEvent(
+  request: FastifyRequest,
+  action: AuditAction,
+  person: EventPerson,
+  by?: EventPerson,
+  data?: AuditEventInput['data'],
+): AuditEventInput {
   return {
     companyId: person.companyId,
     action,
     actor: actorOf(by ?? person),
     target: { type: 'person', id: person.id, name: person.email },
     ...auditOrigin(request),
+    ...(data ? { data } : {}),
   };
 }
+
+/** How a person signed in, as their `person.signed_in` event says (`data.method`). */
+export type SignInMethod = 'password' | 'sso' | 'authenticator code' | 'recovery code';
 
 /** The signed-in person (or operator) as the actor of an event. */
 export const webActor = (request: FastifyRequest): AuditActor => actorOf(webPerson(request));
@@ -53,11 +63,12 @@ export async function recordSignInEvent(
   request: FastifyRequest,
   action: 'person.signed_in' | 'person.sign_in_failed',
   person: EventPerson | { email: string },
+  method?: SignInMethod,
 ): Promise<void> {
   const { deps } = request.server;
   const known: EventPerson =
     'id' in person ? person : ((await deps.signIn.personByEmail(person.email)) ?? { id: null, email: person.email, companyId: null });
-  await deps.audit.record(personEvent(request, action, known));
+  await deps.audit.record(personEvent(request, action, known, undefined, method ? { method } : undefined));
   request.log.info({ event: action, userId: known.id }, action);
 }
 
@@ -122,6 +133,6 @@ export async function afterFirstFactor(
     return reply.redirect('/login/enrol', 303);
   }
   const target = completeSignIn(request, user, next);
-  await recordSignInEvent(request, 'person.signed_in', recordPerson(user));
+  await recordSignInEvent(request, 'person.signed_in', recordPerson(user), method);
   return reply.redirect(target, 303);
 }

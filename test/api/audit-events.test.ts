@@ -221,7 +221,10 @@ describe('the audit log pages', () => {
       .trim()
       .split('\n');
     expect(lines[0]).toBe('created_at,action,actor_type,actor_id,actor_name,target_type,target_id,target_name,ip,request_id');
-    expect(lines.length).toBe(5); // company.created, person.created, person.signed_in, token.created
+    // company.created, person.created, person.signed_in, token.created, and this download's own
+    // data.exported (recorded before the file's first byte), first: newest first.
+    expect(lines.length).toBe(6);
+    expect(lines[1]).toMatch(/^[^,]+,data\.exported,/u);
     expect(exported.body).toContain(`'=HYPERLINK`);
 
     const everyone = await operator.get('/operator/audit');

@@ -210,6 +210,13 @@ export async function importRoutes(fastify: FastifyInstance) {
     },
     async (request, reply) => {
       const file = await imports.failedRows(request.principal, request.params.id);
+      await fastify.deps.audit.recordDownload({
+        what: 'failed rows',
+        companyId: request.principal.companyId,
+        of: { type: 'import', id: file.run.id },
+        by: { principal: request.principal },
+        origin: auditOrigin(request),
+      });
       return reply
         .type('text/csv; charset=utf-8')
         .header('content-disposition', `attachment; filename="import-${file.run.id.slice(0, 8)}-errors.csv"`)

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 
+import { auditOrigin } from '../../audit-origin';
+
 import { bodyErrors, commonErrors, errorBody, locationHeader, uploadErrors } from '../schemas/common';
 import { lookupBatchBodyDoc, lookupBatchEnvelope, lookupBatchParams } from '../schemas/lookup-batches';
 import { receiveFilePart, registerUploadParser } from './upload-part';
@@ -114,6 +116,13 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
     },
     async (request, reply) => {
       const { batch, csv } = await lookupBatches.results(request.principal, (request.params as { id: string }).id);
+      await app.deps.audit.recordDownload({
+        what: 'batch results',
+        companyId: request.principal.companyId,
+        of: { type: 'lookup_batch', id: batch.id },
+        by: { principal: request.principal },
+        origin: auditOrigin(request),
+      });
       return reply
         .type('text/csv; charset=utf-8')
         .header('content-disposition', `attachment; filename="lookup-batch-${batch.id.slice(0, 8)}-results.csv"`)

@@ -1,4 +1,5 @@
 import type { Position } from '../paging';
+import type { ChainAnchor, ChainEvent, ChainHead } from './audit-chain';
 
 /**
  * The audit trail: every administrative act, recorded in the same transaction as the act, so an
@@ -38,6 +39,8 @@ export const AUDIT_ACTIONS = [
   // The embedded database copied (admin backup) or brought back (admin restore).
   'database.backed_up',
   'database.restored',
+  // A download of personal data (its `data.what`: claims CSV, audit CSV, failed rows, batch results, subject export).
+  'data.exported',
   // The operator's acts in Bull Board (src/web/bull-board.ts).
   'queue.job_retried',
   'queue.job_removed',
@@ -72,6 +75,11 @@ export type AuditEventInput = {
   target: AuditTarget | null;
   ip: string | null;
   requestId: string | null;
+  /**
+   * What the event says besides its actor and target (a sign-in's method, what was exported).
+   * Kept with the event and in its hash; not part of the API's answer. Never a secret.
+   */
+  data?: Record<string, string | number | boolean | null>;
 };
 
 /** An event as the API, the dashboard and the exports show it. */
@@ -84,6 +92,8 @@ export type AuditEvent = {
   ip: string | null;
   request_id: string | null;
   created_at: string;
+  /** What the event says besides (AuditEventInput's `data`); null when nothing. Not in the API's answer. */
+  data: Record<string, unknown> | null;
 };
 
 /** The actor of every act of the admin command line (DECISIONS): no ip, no request id. */
@@ -137,8 +147,18 @@ export interface AuditRepository {
     since?: string | undefined;
     limit: number;
   }): Promise<(AuditEvent & { position: AuditPosition })[]>;
-  /** Deletes the events created before `before` (ISO 8601), at most `limit`; the count deleted. */
-  purgeBefore(before: string, limit: number): Promise<number>;
+  /**
+   * Deletes the events created before `before` (ISO 8601), at most `limit`, oldest first, through
+   * the database's one purge function, which records itself (`data.purged` by `actor`, with each
+   * chain's anchor) when it removed any; the count deleted.
+   */
+  purgeBefore(before: string, limit: number, actor: AuditActor): Promise<number>;
+  /** Every chain's head (one company's with companyId; null: the operator's chain). */
+  chainHeads(companyId?: string | null): Promise<ChainHead[]>;
+  /** One chain's events after `afterSeq`, in order, at most `limit`. */
+  chainEvents(chain: string, afterSeq: string, limit: number): Promise<ChainEvent[]>;
+  /** The anchors the newest audit purge recorded (chain → the newest event it had removed); {} before any. */
+  purgeAnchors(): Promise<Record<string, ChainAnchor>>;
 }
 
 /**

@@ -61,7 +61,10 @@ export type RegistryServiceDeps = {
    * The audit trail: its own retention (AUDIT_RETENTION_DAYS) runs with the purge, which is then
    * recorded (`data.purged`), as is a subject access export (`subject.exported`).
    */
-  auditTrail?: { purge(): Promise<{ events: number; before: string }>; record(event: AuditEventInput): Promise<void> };
+  auditTrail?: {
+    purge(actor: AuditActor): Promise<{ events: number; before: string }>;
+    record(event: AuditEventInput | readonly AuditEventInput[]): Promise<void>;
+  };
   /**
    * A person search that finds a document with another date of birth (or documents of two
    * persons) is an identity check: recorded in the look-up log and counted against the company's
@@ -297,7 +300,7 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     }
     const uploads = (await deps.purgeAbandonedUploads?.(Date.parse(uploadsBefore))) ?? 0;
     const files = deps.sweepFiles ? await deps.sweepFiles() : 0;
-    const audit = deps.auditTrail ? await deps.auditTrail.purge() : { events: 0, before: null };
+    const audit = deps.auditTrail ? await deps.auditTrail.purge(actor) : { events: 0, before: null };
     await deps.auditTrail?.record({
       companyId: null,
       action: 'data.purged',
@@ -352,15 +355,21 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     }
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
     const found = await registry.subject(documents, value.dateOfBirth, logSince());
-    // Recorded by the person's id alone: never the document number or the date of birth.
-    await deps.auditTrail?.record({
-      companyId: null,
-      action: 'subject.exported',
-      actor,
-      target: { type: 'subject', id: found?.person?.id ?? null, name: null },
-      ip: null,
-      requestId: null,
-    });
+    // Recorded by the person's id alone: never the document number or the date of birth. The act,
+    // and (as every download of personal data) a `data.exported` naming what; one statement.
+    const subject = { type: 'subject', id: found?.person?.id ?? null };
+    await deps.auditTrail?.record([
+      { companyId: null, action: 'subject.exported', actor, target: { ...subject, name: null }, ip: null, requestId: null },
+      {
+        companyId: null,
+        action: 'data.exported',
+        actor,
+        target: { ...subject, name: 'subject export' },
+        ip: null,
+        requestId: null,
+        data: { what: 'subject export' },
+      },
+    ]);
     return found ?? { person: null, claims: [], lookups: [], deliveries: [] };
   }
 

@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 
 import { AUDIT_ACTIONS } from '../../domain/audit/audit';
+import { auditOrigin } from '../../audit-origin';
 import { auditCsv } from '../audit-export';
 import { companyUser } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
+import { webActor } from '../sign-in-flow';
 
 /** Settings › Audit log (admins): the company's audit events, newest first, and their CSV export. */
 export async function auditRoutes(app: FastifyInstance) {
@@ -32,7 +34,16 @@ export async function auditRoutes(app: FastifyInstance) {
 
   app.get('/settings/audit/export.csv', { config: { access: 'admin' } }, async (request, reply) => {
     const action = text(request.query as FormBody, 'action', 64);
-    const events = audit.exportEvents(companyUser(request).companyId, { action });
+    const { companyId } = companyUser(request);
+    const events = audit.exportEvents(companyId, { action });
+    await audit.recordDownload({
+      what: 'audit CSV',
+      companyId,
+      of: { type: 'audit_events', id: null },
+      by: { actor: webActor(request) },
+      origin: auditOrigin(request),
+      details: { action: action || null },
+    });
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="audit-${app.deps.today()}.csv"`)

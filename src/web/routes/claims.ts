@@ -6,10 +6,12 @@ import { CLAIM_LIST_PAGE_SIZE } from '../../domain/dashboard/dashboard-service';
 import { validateInput } from '../../domain/validation';
 import { AppError, validationError } from '../../domain/errors';
 import { exportHref, filterParams, pageLinks, parseClaimListQuery } from '../claim-list';
+import { auditOrigin } from '../../audit-origin';
 import { claimsCsv } from '../claims-export';
 import { companyUser, fromAnotherSite, principalOf } from '../context';
 import { claimBodyFromForm, emptyClaimForm, errorSummary, text, type FormBody } from '../forms';
 import { renderPage } from '../render';
+import { webActor } from '../sign-in-flow';
 import { claimPageRegistry } from './lookups';
 
 // The inputs' maxlength attributes come from the schema's limits, not written again in the views.
@@ -50,6 +52,15 @@ export async function claimRoutes(app: FastifyInstance) {
     const q = parseClaimListQuery(request.query as FormBody);
     const day = app.deps.today();
     request.log.info({ filtered: Object.keys(filterParams(q)) }, 'claims exported');
+    const filters = filterParams(q);
+    await app.deps.audit.recordDownload({
+      what: 'claims CSV',
+      companyId: user.companyId,
+      of: { type: 'claims', id: null },
+      by: { actor: webActor(request) },
+      origin: auditOrigin(request),
+      details: { filters: Object.keys(filters).length ? new URLSearchParams(filters).toString() : null },
+    });
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="claims-${day}.csv"`)

@@ -10,6 +10,7 @@ import { companyUser, principalOf, wantsJson } from '../context';
 import { text, type FormBody } from '../forms';
 import { errorGroups, errorLines, failedRowsFile } from '../import-csv';
 import { renderPage } from '../render';
+import { webActor } from '../sign-in-flow';
 import { fileFieldError, readUploadForm, registerUploadForms, type UploadForm } from '../upload-form';
 
 /** Row errors on a page of the results (the groups above them count them all; the CSV download has them all). */
@@ -178,7 +179,15 @@ export async function importRoutes(app: FastifyInstance) {
   app.get('/imports/:id/failed-rows.csv', { config: { access: 'viewer' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     // The same file as GET /api/v1/imports/{id}/errors.csv.
-    const file = await imports.failedRows(principalOf(companyUser(request)), id);
+    const user = companyUser(request);
+    const file = await imports.failedRows(principalOf(user), id);
+    await request.server.deps.audit.recordDownload({
+      what: 'failed rows',
+      companyId: user.companyId,
+      of: { type: 'import', id: file.run.id },
+      by: { actor: webActor(request) },
+      origin: auditOrigin(request),
+    });
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="import-${file.run.id.slice(0, 8)}-failed-rows.csv"`)

@@ -4,7 +4,9 @@ import { MAX_BATCH_ROWS, type LookupBatch } from '../../domain/lookups/lookup-ba
 import { monthBarChart } from '../chart';
 import { companyUser, principalOf } from '../context';
 import { text, type FormBody } from '../forms';
+import { auditOrigin } from '../../audit-origin';
 import { renderPage } from '../render';
+import { webActor } from '../sign-in-flow';
 import { fileFieldError, readUploadForm, registerUploadForms } from '../upload-form';
 
 const PAGE_SIZE = 25;
@@ -69,7 +71,15 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
 
   app.get('/lookups/batch/:id/results.csv', { config: { access: 'viewer' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    const { batch, csv } = await lookupBatches.results(principalOf(companyUser(request)), id);
+    const user = companyUser(request);
+    const { batch, csv } = await lookupBatches.results(principalOf(user), id);
+    await app.deps.audit.recordDownload({
+      what: 'batch results',
+      companyId: user.companyId,
+      of: { type: 'lookup_batch', id: batch.id },
+      by: { actor: webActor(request) },
+      origin: auditOrigin(request),
+    });
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="lookup-batch-${batch.id.slice(0, 8)}-results.csv"`)
