@@ -43,6 +43,7 @@ import { startImportThread } from './workers/import-thread';
 import { createInProcessBatchQueue, createInProcessImportQueue } from './workers/in-process-runner';
 import type { BullImportQueue } from './workers/queues';
 import { sendOnce, startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
+import { discoverProvider } from './oidc';
 
 export { resolveSessionSecret, StartupError };
 
@@ -258,6 +259,8 @@ export async function createDeps(config: Config, options: DepsOptions) {
       sealer: () => (sealer ??= createSealer(resolveEncryptionKey(config))),
       now,
       passwordHashCost: config.passwordHashCost,
+      discoverProvider: (issuer) => discoverProvider(issuer, config.oidcAllowPrivate),
+      allowPrivateProviders: config.oidcAllowPrivate,
     });
     // Failed sign-ins counted where every server process sees them: Redis, else the database.
     const failureCounter = config.redisUrl

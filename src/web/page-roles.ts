@@ -98,6 +98,8 @@ export const PAGE_ROLES: Readonly<Record<string, PageAccess>> = {
   'POST /operator/companies/:id/sign-in/second-factor': 'operator',
   'POST /operator/companies/:id/sign-in/sso': 'operator',
   'POST /operator/companies/:id/sign-in/sso/remove': 'operator',
+  'POST /operator/companies/:id/sso-domains/approve': 'operator',
+  'POST /operator/companies/:id/sso-domains/remove': 'operator',
   'GET /operator/audit': 'operator',
   'GET /operator/quality': 'operator',
 };

@@ -115,7 +115,7 @@ export async function authRoutes(app: FastifyInstance) {
         401,
       );
     }
-    const target = completeSignIn(request, user, pending.next);
+    const target = await completeSignIn(request, user, pending.next);
     await recordSignInEvent(request, 'person.signed_in', recordPerson(user));
     return reply.redirect(target, 303);
   });
