@@ -248,7 +248,10 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
       const by = { actor: CLI_ACTOR, origin: NO_ORIGIN };
       if (command === 'sso:domain-remove') {
         const { domain } = await deps.signIn.removeDomain(companyId, need(o.domain, 'domain'), by);
-        return { json: { company_id: companyId, domain, status: 'removed' }, text: `Removed ${domain} from the single sign-on of ${companyId}.` };
+        return {
+          json: { company_id: companyId, domain, status: 'removed' },
+          text: `Removed ${domain} from the single sign-on of ${companyId}.`,
+        };
       }
       const r = await deps.signIn.approveDomain(companyId, need(o.domain, 'domain'), by);
       return {

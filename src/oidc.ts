@@ -60,9 +60,14 @@ export function guardedFetch(allowPrivate: boolean): oidc.CustomFetch {
       try {
         checkTarget(target, allowPrivate);
       } catch (err) {
-        return reject(err as Error);
+        return reject(err instanceof Error ? err : new Error(String(err)));
       }
-      const body = options.body === undefined || options.body === null ? undefined : String(options.body as string | URLSearchParams);
+      const raw: unknown = options.body;
+      // openid-client sends forms (token, userinfo): a string or URLSearchParams, or nothing.
+      if (raw != null && typeof raw !== 'string' && !(raw instanceof URLSearchParams)) {
+        return reject(new TypeError('unexpected request body'));
+      }
+      const body = raw == null ? undefined : String(raw);
       const client = target.protocol === 'https:' ? https : http;
       const req = client.request(target, {
         method: options.method,

@@ -169,7 +169,11 @@ describe('the session id at each step up', () => {
   const sid = (web: WebClient) => web.cookies.get('claims_session')!;
   /** The cookie of an earlier step, sent alone: it must sign nobody in and hold no sign-in under way. */
   const worthless = async (cookie: string) => {
-    const res = await ctx.app.inject({ method: 'GET', url: '/claims', headers: { cookie: `claims_session=${cookie}`, accept: 'text/html' } });
+    const res = await ctx.app.inject({
+      method: 'GET',
+      url: '/claims',
+      headers: { cookie: `claims_session=${cookie}`, accept: 'text/html' },
+    });
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toMatch(/^\/login/u);
   };

@@ -14,7 +14,11 @@ let idp: Awaited<ReturnType<typeof startTestProvider>>;
 const SECRET = 'the-client-secret-of-the-provider-1234567890';
 beforeAll(async () => {
   ctx = await createTestContext();
-  idp = await startTestProvider({ clientId: 'claims-registry', clientSecret: SECRET, redirectUri: 'http://localhost:80/login/sso/callback' });
+  idp = await startTestProvider({
+    clientId: 'claims-registry',
+    clientSecret: SECRET,
+    redirectUri: 'http://localhost:80/login/sso/callback',
+  });
 }, 180_000);
 afterAll(async () => {
   await idp?.close();
@@ -213,7 +217,7 @@ describe('single sign-on domains', () => {
     ]);
   });
 
-  it("are not approved while someone outside the company uses them (422 naming the domain)", async () => {
+  it('are not approved while someone outside the company uses them (422 naming the domain)', async () => {
     const a = await companyWithPeople(ctx);
     const b = await companyWithPeople(ctx);
     const domain = `later-${tag()}.example`;

@@ -30,7 +30,12 @@ async function companyWithSso(idp: Awaited<ReturnType<typeof startTestProvider>>
   const c = await companyWithPeople(ctx);
   const admin = await signedIn(ctx, c.admin.email);
   await admin.get('/settings/sign-in');
-  const saved = await admin.post('/settings/sign-in/sso', { issuer: idp.issuer, client_id: CLIENT_ID, client_secret: SECRET, domains: domain });
+  const saved = await admin.post('/settings/sign-in/sso', {
+    issuer: idp.issuer,
+    client_id: CLIENT_ID,
+    client_secret: SECRET,
+    domains: domain,
+  });
   expect(saved.statusCode, saved.body).toBe(303);
   const operator = `operator-${tag()}@registry-${tag()}.example`;
   await ctx.deps.companies.createUser({ companyId: null, email: operator, password: PASSWORD, role: 'operator' });

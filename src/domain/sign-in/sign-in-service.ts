@@ -309,7 +309,13 @@ export function createSignInService({ repos, sealer, now, passwordHashCost, disc
         throw validationError({ domains: taken.map((d) => `${d}: another company has asked for this domain or holds it.`) });
       }
       await recordAll(tx, [
-        { companyId, action: 'company.settings_changed', actor: by.actor, target: { type: 'company', id: companyId, name: 'single sign-on' }, ...by.origin },
+        {
+          companyId,
+          action: 'company.settings_changed',
+          actor: by.actor,
+          target: { type: 'company', id: companyId, name: 'single sign-on' },
+          ...by.origin,
+        },
         ...saved.added.map((d) => domainEvent(companyId, 'company.sso_domain_requested', d, by)),
         ...saved.removed.map((d) => domainEvent(companyId, 'company.sso_domain_removed', d, by)),
       ]);
@@ -321,7 +327,11 @@ export function createSignInService({ repos, sealer, now, passwordHashCost, disc
    * The operator approves a domain the company asked for; from then on it covers sign-ins. Refused
    * when emails of people outside the company use it (they would be sent to this company's provider).
    */
-  async function approveDomain(companyId: string, rawDomain: string, by: ActBy): Promise<{ domain: string; approved: 'approved' | 'already' }> {
+  async function approveDomain(
+    companyId: string,
+    rawDomain: string,
+    by: ActBy,
+  ): Promise<{ domain: string; approved: 'approved' | 'already' }> {
     const domain = normalizeDomain(rawDomain);
     if (!domain) throw validationError({ domain: [`Not an email domain: ${rawDomain.slice(0, 100)}.`] });
     const problems = await domainProblems(companyId, [domain]);

@@ -85,7 +85,7 @@ export async function operatorRoutes(app: FastifyInstance) {
               : text(q, 'resumed') === '1'
                 ? 'The company is resumed: its tokens and people work again.'
                 : text(q, 'domain') === 'approved'
-                  ? 'The domain is approved: its people now sign in through the company\'s single sign-on.'
+                  ? "The domain is approved: its people now sign in through the company's single sign-on."
                   : text(q, 'domain') === 'removed'
                     ? 'The domain is removed: its people sign in with their passwords.'
                     : null;
@@ -104,21 +104,25 @@ export async function operatorRoutes(app: FastifyInstance) {
   // Single sign-on domains: one the company asked for covers its sign-ins once approved here (or
   // by `admin sso:domain-approve`); removing one withdraws it.
   for (const act of ['approve', 'remove'] as const) {
-    app.post(`/operator/companies/:id/sso-domains/${act}`, { preHandler: [requireOperator, app.csrfProtection] }, async (request, reply) => {
-      const { id } = request.params as { id: string };
-      const company = await companies.getCompany(id);
-      const domain = text(request.body as FormBody, 'domain', 300);
-      try {
-        if (act === 'approve') await app.deps.signIn.approveDomain(company.id, domain, by(request));
-        else await app.deps.signIn.removeDomain(company.id, domain, by(request));
-      } catch (err) {
-        if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
-        const domainError = Object.values(err.fields ?? {}).flat()[0] ?? err.message;
-        return renderPage(reply, 'operator-company', await companyPage(company.id, { domainError }), 422);
-      }
-      request.log.info({ companyId: company.id }, act === 'approve' ? 'SSO domain approved' : 'SSO domain removed');
-      return reply.redirect(`/operator/companies/${company.id}?domain=${act === 'approve' ? 'approved' : 'removed'}`, 303);
-    });
+    app.post(
+      `/operator/companies/:id/sso-domains/${act}`,
+      { preHandler: [requireOperator, app.csrfProtection] },
+      async (request, reply) => {
+        const { id } = request.params as { id: string };
+        const company = await companies.getCompany(id);
+        const domain = text(request.body as FormBody, 'domain', 300);
+        try {
+          if (act === 'approve') await app.deps.signIn.approveDomain(company.id, domain, by(request));
+          else await app.deps.signIn.removeDomain(company.id, domain, by(request));
+        } catch (err) {
+          if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
+          const domainError = Object.values(err.fields ?? {}).flat()[0] ?? err.message;
+          return renderPage(reply, 'operator-company', await companyPage(company.id, { domainError }), 422);
+        }
+        request.log.info({ companyId: company.id }, act === 'approve' ? 'SSO domain approved' : 'SSO domain removed');
+        return reply.redirect(`/operator/companies/${company.id}?domain=${act === 'approve' ? 'approved' : 'removed'}`, 303);
+      },
+    );
   }
 
   /** Every company's audit events (and the operator's own), newest first; `company` and `action` filter. */
