@@ -126,7 +126,7 @@ export function createSignInRepository(db: Queryable): SignInRepository {
       const rows = await db.query<{ domain: string; change: 'added' | 'removed' }>(
         `WITH saved AS (
            INSERT INTO company_sso (company_id, issuer, client_id, client_secret_sealed, sso_only, metadata)
-           VALUES ($1, $2, $3, COALESCE($4, ''), $5, $7::jsonb)
+           VALUES ($1, $2, $3, COALESCE($4, ''), $5, $7::text::jsonb)
            ON CONFLICT (company_id) DO UPDATE SET issuer = EXCLUDED.issuer, client_id = EXCLUDED.client_id,
              client_secret_sealed = COALESCE($4, company_sso.client_secret_sealed), sso_only = EXCLUDED.sso_only,
              metadata = EXCLUDED.metadata, updated_at = now()
