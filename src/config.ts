@@ -77,6 +77,8 @@ const envSchema = {
     WORKER_METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     PROCESS_NAME: { type: 'string', pattern: '^[A-Za-z0-9_.:@/-]{1,100}$' },
     WEBHOOK_ALLOW_PRIVATE: { type: 'boolean', default: false },
+    // Single sign-on providers over http and on loopback or private addresses (tests, closed networks).
+    OIDC_ALLOW_PRIVATE: { type: 'boolean', default: false },
     WEBHOOK_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 60, default: 10 },
     WEBHOOK_RETRY_SCHEDULE: { type: 'string', pattern: '^\\d{1,6}(,\\d{1,6}){0,19}$', default: '60,300,1800,7200,43200' },
     ALERTS_ENABLED: { type: 'boolean', default: true },
@@ -166,6 +168,8 @@ export type Config = Readonly<{
   processName: string | undefined;
   /** Webhook targets may be http and resolve to loopback, private or link-local addresses (tests, private networks). */
   webhookAllowPrivate: boolean;
+  /** An SSO issuer may use http and a loopback or private address (OIDC_ALLOW_PRIVATE). */
+  oidcAllowPrivate: boolean;
   /** Time limit of one webhook delivery attempt. */
   webhookTimeoutSeconds: number;
   /** Seconds to wait after each failed delivery attempt; after the last one the delivery fails. */
@@ -288,6 +292,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerMetricsPort: v.WORKER_METRICS_PORT,
     processName: v.PROCESS_NAME,
     webhookAllowPrivate: v.WEBHOOK_ALLOW_PRIVATE,
+    oidcAllowPrivate: v.OIDC_ALLOW_PRIVATE,
     webhookTimeoutSeconds: v.WEBHOOK_TIMEOUT_SECONDS,
     webhookRetrySchedule: Object.freeze(String(v.WEBHOOK_RETRY_SCHEDULE).split(',').map(Number)),
     alertsEnabled: v.ALERTS_ENABLED,

@@ -44,6 +44,7 @@ import { startImportThread } from './workers/import-thread';
 import { createInProcessBatchQueue, createInProcessImportQueue } from './workers/in-process-runner';
 import type { BullImportQueue } from './workers/queues';
 import { sendOnce, startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
+import { discoverProvider } from './oidc';
 
 export { resolveSessionSecrets, StartupError };
 
@@ -263,6 +264,8 @@ export async function createDeps(config: Config, options: DepsOptions) {
       sealer: sealerOf,
       now,
       passwordHashCost: config.passwordHashCost,
+      discoverProvider: (issuer) => discoverProvider(issuer, config.oidcAllowPrivate),
+      allowPrivateProviders: config.oidcAllowPrivate,
     });
     // Sign-in attempts counted where every server process sees them: Redis, else the database.
     const failureCounter = config.redisUrl

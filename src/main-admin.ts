@@ -7,7 +7,7 @@ import { backupCommand, isBackupCommandError, restoreCommand } from './admin-bac
 import { ConfigError, loadConfig, type Config } from './config';
 import { DatabaseLockedError } from './db/db';
 import { StartupError, type Deps } from './deps';
-import { CLI_ACTOR } from './domain/audit/audit';
+import { CLI_ACTOR, NO_ORIGIN } from './domain/audit/audit';
 import { isCompanyRole } from './domain/companies/company-repository';
 import { AppError } from './domain/errors';
 import { createLogger } from './logger';
@@ -30,6 +30,8 @@ Commands:
   token:revoke ID
   audit:export --company ID [--since YYYY-MM-DD] --jsonl   (the company's audit events, one JSON object a line, newest first)
   audit:verify [--company ID]                  (checks the audit trail's hash chains; exit 1 naming the first event that does not fit)
+  sso:domain-approve --company ID --domain DOMAIN   (the domain the company asked for covers its sign-ins from now on)
+  sso:domain-remove --company ID --domain DOMAIN    (withdraws it: its people sign in with their passwords again)
   webhook:create --company ID --url URL          (the signing secret is printed once)
   webhook:list --company ID                       (endpoints, and recent deliveries with their outcomes)
   webhook:rotate-secret --webhook ID             (a new signing secret, printed once; the old one also signs for 24 hours)
@@ -57,6 +59,8 @@ const COMMANDS = [
   'token:create',
   'token:list',
   'token:revoke',
+  'sso:domain-approve',
+  'sso:domain-remove',
   'webhook:create',
   'webhook:list',
   'webhook:rotate-secret',
@@ -74,6 +78,7 @@ type Options = {
   password?: string;
   role?: string;
   url?: string;
+  domain?: string;
   'per-minute'?: string;
   'company-per-minute'?: string;
   json?: boolean;
@@ -274,6 +279,27 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
           : 'No person on record matches this date of birth and document.',
       };
     }
+    case 'sso:domain-approve':
+    case 'sso:domain-remove': {
+      const companyId = need(o.company, 'company');
+      await requireCompany(deps, companyId);
+      const by = { actor: CLI_ACTOR, origin: NO_ORIGIN };
+      if (command === 'sso:domain-remove') {
+        const { domain } = await deps.signIn.removeDomain(companyId, need(o.domain, 'domain'), by);
+        return {
+          json: { company_id: companyId, domain, status: 'removed' },
+          text: `Removed ${domain} from the single sign-on of ${companyId}.`,
+        };
+      }
+      const r = await deps.signIn.approveDomain(companyId, need(o.domain, 'domain'), by);
+      return {
+        json: { company_id: companyId, domain: r.domain, status: 'approved' },
+        text:
+          r.approved === 'already'
+            ? `${r.domain} was approved already for ${companyId}.`
+            : `Approved ${r.domain}: its people now sign in through the single sign-on of ${companyId}.`,
+      };
+    }
     case 'webhook:create': {
       const companyId = need(o.company, 'company');
       await requireCompany(deps, companyId);
@@ -354,6 +380,7 @@ async function main(): Promise<number> {
         password: { type: 'string' },
         role: { type: 'string' },
         url: { type: 'string' },
+        domain: { type: 'string' },
         'per-minute': { type: 'string' },
         'company-per-minute': { type: 'string' },
         scopes: { type: 'string' },

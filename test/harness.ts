@@ -93,6 +93,8 @@ export async function createTestContext(
     // The abuse limits stay on, set so high that tests about other things never reach them; the
     // tests of the limits set their own.
     ...TEST_LIMITS,
+    // The tests' OpenID provider (test/support/oidc-provider.ts) listens on a loopback address over http.
+    OIDC_ALLOW_PRIVATE: 'true',
     ...env,
   });
   // Below the configuration's floor (a variable cannot set it), so that sign-ins do not spend the suite's time in scrypt.

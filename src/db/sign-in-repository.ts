@@ -8,6 +8,8 @@ type SsoRow = {
   client_secret_sealed: string;
   sso_only: boolean;
   domains: string[] | null;
+  approved: string[] | null;
+  metadata: Record<string, unknown> | string | null;
 };
 const ssoOf = (r: SsoRow): SsoSettingsRow => ({
   companyId: r.company_id,
@@ -16,9 +18,13 @@ const ssoOf = (r: SsoRow): SsoSettingsRow => ({
   clientSecretSealed: r.client_secret_sealed,
   ssoOnly: r.sso_only,
   domains: (r.domains ?? []).slice().sort(),
+  approvedDomains: (r.approved ?? []).slice().sort(),
+  metadata: typeof r.metadata === 'string' ? (JSON.parse(r.metadata) as Record<string, unknown>) : r.metadata,
 });
-const SSO_SELECT = `SELECT s.company_id, s.issuer, s.client_id, s.client_secret_sealed, s.sso_only,
-    (SELECT array_agg(d.domain ORDER BY d.domain) FROM company_sso_domains d WHERE d.company_id = s.company_id) AS domains
+const SSO_SELECT = `SELECT s.company_id, s.issuer, s.client_id, s.client_secret_sealed, s.sso_only, s.metadata,
+    (SELECT array_agg(d.domain ORDER BY d.domain) FROM company_sso_domains d WHERE d.company_id = s.company_id) AS domains,
+    (SELECT array_agg(d.domain ORDER BY d.domain) FROM company_sso_domains d
+      WHERE d.company_id = s.company_id AND d.approved_at IS NOT NULL) AS approved
   FROM company_sso s`;
 
 /** Second factors, company sign-in settings, and password resets (sign-in-service.ts). */
@@ -100,33 +106,66 @@ export function createSignInRepository(db: Queryable): SignInRepository {
     },
     async ssoForDomain(domain: string): Promise<SsoSettingsRow | undefined> {
       const rows = await db.query<SsoRow>(
-        `${SSO_SELECT} WHERE s.company_id = (SELECT company_id FROM company_sso_domains WHERE domain = lower($1))`,
+        `${SSO_SELECT} WHERE s.company_id = (SELECT company_id FROM company_sso_domains WHERE domain = lower($1) AND approved_at IS NOT NULL)`,
         [domain],
       );
       return rows[0] && ssoOf(rows[0]);
     },
-    async domainsOfOthers(companyId: string, domains: string[]): Promise<string[]> {
-      const rows = await db.query<{ domain: string }>(
-        'SELECT domain FROM company_sso_domains WHERE domain = ANY($2::text[]) AND company_id <> $1 ORDER BY domain',
+    async domainConflicts(companyId: string, domains: string[]) {
+      const rows = await db.query<{ domain: string; held: boolean; used: boolean }>(
+        `SELECT dom AS domain,
+                EXISTS (SELECT 1 FROM company_sso_domains d WHERE d.domain = dom AND d.company_id <> $1) AS held,
+                EXISTS (SELECT 1 FROM users u WHERE lower(split_part(u.email, '@', 2)) = dom
+                          AND (u.company_id IS NULL OR u.company_id <> $1)) AS used
+           FROM unnest($2::text[]) AS dom ORDER BY dom`,
         [companyId, domains],
       );
-      return rows.map((r) => r.domain);
+      return { held: rows.filter((r) => r.held).map((r) => r.domain), usedByOthers: rows.filter((r) => r.used).map((r) => r.domain) };
     },
-    async saveSso(s): Promise<void> {
-      await db.query(
+    async saveSso(s) {
+      const rows = await db.query<{ domain: string; change: 'added' | 'removed' }>(
         `WITH saved AS (
-           INSERT INTO company_sso (company_id, issuer, client_id, client_secret_sealed, sso_only)
-           VALUES ($1, $2, $3, COALESCE($4, ''), $5)
+           INSERT INTO company_sso (company_id, issuer, client_id, client_secret_sealed, sso_only, metadata)
+           VALUES ($1, $2, $3, COALESCE($4, ''), $5, $7::text::jsonb)
            ON CONFLICT (company_id) DO UPDATE SET issuer = EXCLUDED.issuer, client_id = EXCLUDED.client_id,
-             client_secret_sealed = COALESCE($4, company_sso.client_secret_sealed), sso_only = EXCLUDED.sso_only, updated_at = now()
+             client_secret_sealed = COALESCE($4, company_sso.client_secret_sealed), sso_only = EXCLUDED.sso_only,
+             metadata = EXCLUDED.metadata, updated_at = now()
            RETURNING company_id
          ), gone AS (
            DELETE FROM company_sso_domains d USING saved WHERE d.company_id = saved.company_id AND NOT (d.domain = ANY($6::text[]))
+           RETURNING d.domain
+         ), added AS (
+           INSERT INTO company_sso_domains (domain, company_id)
+           SELECT dom, saved.company_id FROM saved, unnest($6::text[]) AS dom
+            WHERE NOT EXISTS (SELECT 1 FROM company_sso_domains d WHERE d.domain = dom AND d.company_id = saved.company_id)
+           ON CONFLICT (domain) DO NOTHING
+           RETURNING domain
          )
-         INSERT INTO company_sso_domains (domain, company_id) SELECT dom, saved.company_id FROM saved, unnest($6::text[]) AS dom
-         ON CONFLICT (domain) DO NOTHING`,
-        [s.companyId, s.issuer, s.clientId, s.clientSecretSealed, s.ssoOnly, s.domains],
+         SELECT domain, 'added' AS change FROM added UNION ALL SELECT domain, 'removed' FROM gone ORDER BY 1`,
+        [s.companyId, s.issuer, s.clientId, s.clientSecretSealed, s.ssoOnly, s.domains, JSON.stringify(s.metadata)],
       );
+      return {
+        added: rows.filter((r) => r.change === 'added').map((r) => r.domain),
+        removed: rows.filter((r) => r.change === 'removed').map((r) => r.domain),
+      };
+    },
+    async approveDomain(companyId: string, domain: string, at: string) {
+      const rows = await db.query<{ before: string | null }>(
+        `UPDATE company_sso_domains d SET approved_at = COALESCE(d.approved_at, $3)
+           FROM company_sso_domains old
+          WHERE d.company_id = $1 AND d.domain = $2 AND old.domain = d.domain
+          RETURNING old.approved_at::text AS before`,
+        [companyId, domain, at],
+      );
+      if (!rows[0]) return undefined;
+      return rows[0].before === null ? 'approved' : 'already';
+    },
+    async removeDomain(companyId: string, domain: string): Promise<boolean> {
+      const rows = await db.query('DELETE FROM company_sso_domains WHERE company_id = $1 AND domain = $2 RETURNING domain', [
+        companyId,
+        domain,
+      ]);
+      return rows.length > 0;
     },
     async deleteSso(companyId: string): Promise<void> {
       await db.query('DELETE FROM company_sso WHERE company_id = $1', [companyId]);

@@ -85,8 +85,18 @@ export function pendingSignIn(request: FastifyRequest) {
 
 const landing = (role: string, next: string) => (role === 'operator' && next === '/' ? '/operator' : next);
 
-/** Signs the session in as the person (the last step of every way in). */
-export function completeSignIn(request: FastifyRequest, user: { id: string; role: string }, next: string): string {
+/**
+ * Signs the session in as the person (the last step of every way in), under a new session id
+ * (DECISIONS: a new id at every step up): the id that held the half-done sign-in is worth nothing
+ * afterwards. `rotated`: the caller gave the session a new id just now (after the first factor).
+ */
+export async function completeSignIn(
+  request: FastifyRequest,
+  user: { id: string; role: string },
+  next: string,
+  rotated = false,
+): Promise<string> {
+  if (!rotated) await request.session.regenerate();
   const now = request.server.deps.now();
   const session = request.session;
   delete session.pending;
@@ -132,7 +142,7 @@ export async function afterFirstFactor(
     request.session.pending = { userId: user.id, step: 'enrol', at, next, method };
     return reply.redirect('/login/enrol', 303);
   }
-  const target = completeSignIn(request, user, next);
+  const target = await completeSignIn(request, user, next, true);
   await recordSignInEvent(request, 'person.signed_in', recordPerson(user), method);
   return reply.redirect(target, 303);
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { CLI_ACTOR, NO_ORIGIN } from '../../src/domain/audit/audit';
 import { createTestContext, type TestContext } from '../harness';
 import { startTestProvider } from '../support/oidc-provider';
 import { PASSWORD } from '../web/web-client';
@@ -19,6 +20,8 @@ let company: { id: string };
 const CLIENT_ID = 'claims-registry';
 const CLIENT_SECRET = 'a-client-secret-from-the-provider-0123456789';
 const DOMAIN = 'staff-a.example';
+/** The settings saved and the domains approved as the command line would (the pages are tested in test/web). */
+const BY = { actor: CLI_ACTOR, origin: NO_ORIGIN };
 
 beforeAll(async () => {
   ctx = await createTestContext();
@@ -26,13 +29,12 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`;
   idp = await startTestProvider({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUri: `${base}/login/sso/callback` });
   company = await ctx.newCompany('SSO Alpha');
-  await ctx.deps.signIn.saveSso(company.id, {
-    issuer: idp.issuer,
-    clientId: CLIENT_ID,
-    clientSecret: CLIENT_SECRET,
-    domains: DOMAIN,
-    ssoOnly: false,
-  });
+  await ctx.deps.signIn.saveSso(
+    company.id,
+    { issuer: idp.issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, domains: DOMAIN, ssoOnly: false },
+    BY,
+  );
+  await ctx.deps.signIn.approveDomain(company.id, DOMAIN, BY);
   browser = await launchChromium();
 }, 120_000);
 afterAll(async () => {
@@ -220,18 +222,21 @@ describe('single sign-on by OpenID Connect', () => {
       if (location) await page.waitForURL(new URL(location, base).href);
       else await page.waitForLoadState('load');
     };
-    await ctx.deps.signIn.saveSso(other.id, {
-      issuer: idp.issuer,
-      clientId: CLIENT_ID,
-      clientSecret: CLIENT_SECRET,
-      domains: domain,
-      ssoOnly: false,
-    });
+    await ctx.deps.signIn.saveSso(
+      other.id,
+      { issuer: idp.issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, domains: domain, ssoOnly: false },
+      BY,
+    );
+    await ctx.deps.signIn.approveDomain(other.id, domain, BY);
     let page = await freshPage();
     await signInWithPassword(page);
     expect(new URL(page.url()).pathname).toBe('/');
     await page.close();
-    await ctx.deps.signIn.saveSso(other.id, { issuer: idp.issuer, clientId: CLIENT_ID, clientSecret: '', domains: domain, ssoOnly: true });
+    await ctx.deps.signIn.saveSso(
+      other.id,
+      { issuer: idp.issuer, clientId: CLIENT_ID, clientSecret: '', domains: domain, ssoOnly: true },
+      BY,
+    );
     page = await freshPage();
     await signInWithPassword(page);
     expect(new URL(page.url()).pathname).toBe('/login');

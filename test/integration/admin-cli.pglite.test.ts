@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { openDb } from '../../src/db/db';
+import { createSignInRepository } from '../../src/db/sign-in-repository';
 import { runAdmin } from '../processes';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -224,5 +225,59 @@ describe('admin CLI (embedded database)', () => {
       }
     },
     SPAWN_TIMEOUT,
+  );
+  it(
+    'sso:domain-approve makes a domain the company asked for cover its sign-ins; sso:domain-remove withdraws it; both on record',
+    async () => {
+      const domain = `cli-${randomBytes(3).toString('hex')}.example`;
+      const pgdata = path.join(dataDir, 'pgdata');
+      // The company's admin asked for the domain (as the settings page stores it).
+      let db = await openDb({ kind: 'pglite', dataDir: pgdata });
+      try {
+        await db.query(
+          `INSERT INTO company_sso (company_id, issuer, client_id, client_secret_sealed, metadata)
+           VALUES ($1, 'https://login.example.com', 'registry', 'v1.sealed', '{"issuer":"https://login.example.com"}')`,
+          [company().id],
+        );
+        await db.query('INSERT INTO company_sso_domains (domain, company_id) VALUES ($1, $2)', [domain, company().id]);
+        expect(await createSignInRepository(db).ssoForDomain(domain)).toBeUndefined();
+      } finally {
+        await db.close();
+      }
+      const unknown = await admin(dataDir, 'sso:domain-approve', '--company', company().id, '--domain', `other-${domain}`);
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toContain(`The company has not asked for the domain other-${domain}.`);
+      const approved = await admin(dataDir, 'sso:domain-approve', '--company', company().id, '--domain', domain.toUpperCase(), '--json');
+      expect(approved.code, approved.stderr).toBe(0);
+      expect(JSON.parse(approved.stdout)).toEqual({ company_id: company().id, domain, status: 'approved' });
+      db = await openDb({ kind: 'pglite', dataDir: pgdata });
+      try {
+        expect((await createSignInRepository(db).ssoForDomain(domain))?.companyId).toBe(company().id);
+      } finally {
+        await db.close();
+      }
+      const removed = await admin(dataDir, 'sso:domain-remove', '--company', company().id, '--domain', domain);
+      expect(removed.code, removed.stderr).toBe(0);
+      expect(removed.stdout).toContain(`Removed ${domain}`);
+      const missing = await admin(dataDir, 'sso:domain-remove', '--company', company().id);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain('Missing --domain.');
+      db = await openDb({ kind: 'pglite', dataDir: pgdata });
+      try {
+        expect(await createSignInRepository(db).ssoForDomain(domain)).toBeUndefined();
+        expect(
+          await db.query(
+            "SELECT action, actor_name, target_name FROM audit_events WHERE company_id = $1 AND action LIKE 'company.sso_domain_%' ORDER BY created_at",
+            [company().id],
+          ),
+        ).toEqual([
+          { action: 'company.sso_domain_approved', actor_name: 'command line', target_name: domain },
+          { action: 'company.sso_domain_removed', actor_name: 'command line', target_name: domain },
+        ]);
+      } finally {
+        await db.close();
+      }
+    },
+    5 * SPAWN_TIMEOUT,
   );
 });

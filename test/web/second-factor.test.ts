@@ -164,3 +164,57 @@ describe('TOTP second factor', () => {
     expect((await web.get('/operator')).statusCode).toBe(200);
   });
 });
+
+describe('the session id at each step up', () => {
+  const sid = (web: WebClient) => web.cookies.get('claims_session')!;
+  /** The cookie of an earlier step, sent alone: it must sign nobody in and hold no sign-in under way. */
+  const worthless = async (cookie: string) => {
+    const res = await ctx.app.inject({
+      method: 'GET',
+      url: '/claims',
+      headers: { cookie: `claims_session=${cookie}`, accept: 'text/html' },
+    });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toMatch(/^\/login/u);
+  };
+
+  it('is new after the second factor: the id that held the half-done sign-in signs nobody in', async () => {
+    const { c, key } = await enrolled();
+    t += 5 * 60_000;
+    const web = await toCodeStep(c.member.email);
+    const atCode = sid(web);
+    const done = await web.post('/login/code', { code: totpCode(key, t) });
+    expect(done.statusCode).toBe(303);
+    expect(sid(web)).not.toBe(atCode);
+    expect((await web.get('/claims')).statusCode).toBe(200);
+    await worthless(atCode);
+  });
+
+  it('is new after the second factor is set up during sign-in', async () => {
+    const c = await companyWithPeople(ctx);
+    await ctx.deps.signIn.setRequireSecondFactor(c.id, true);
+    const web = new WebClient(ctx.app);
+    await web.get('/login');
+    expect((await web.post('/login', { email: c.member.email, password: PASSWORD })).headers.location).toBe('/login/enrol');
+    const key = keyOf((await web.get('/login/enrol')).body)!;
+    const atEnrol = sid(web);
+    const done = await web.post('/login/enrol', { code: totpCode(key, t) });
+    expect(done.statusCode).toBe(200);
+    expect(sid(web)).not.toBe(atEnrol);
+    expect((await web.get('/claims')).statusCode).toBe(200);
+    await worthless(atEnrol);
+  });
+
+  it('is new after the second factor is set up from Settings, Security; the person stays signed in', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = new WebClient(ctx.app);
+    await web.signIn(c.member.email, PASSWORD, t);
+    await web.get('/settings/security');
+    const key = keyOf((await web.post('/settings/security/second-factor')).body)!;
+    const before = sid(web);
+    expect((await web.post('/settings/security/second-factor/confirm', { code: totpCode(key, t) })).statusCode).toBe(200);
+    expect(sid(web)).not.toBe(before);
+    expect((await web.get('/settings/security')).body).toContain('Recovery codes left: 10 of 10');
+    await worthless(before);
+  });
+});

@@ -32,6 +32,10 @@ export const AUDIT_ACTIONS = [
   'company.suspended',
   'company.resumed',
   'company.settings_changed',
+  // An admin asked for an email domain for single sign-on; the operator approved or removed one (target: the domain).
+  'company.sso_domain_requested',
+  'company.sso_domain_approved',
+  'company.sso_domain_removed',
   'company.identity_checks_limited',
   'import.cancelled',
   'data.purged',

@@ -6,7 +6,12 @@ export type SsoSettingsRow = {
   clientId: string;
   clientSecretSealed: string;
   ssoOnly: boolean;
+  /** Every domain the company asked for, approved or not. */
   domains: string[];
+  /** Those the operator approved: only these cover sign-ins. */
+  approvedDomains: string[];
+  /** The provider's discovery document as fetched when the settings were saved; null if saved before it was kept. */
+  metadata: Record<string, unknown> | null;
 };
 
 export interface SignInRepository {
@@ -25,9 +30,17 @@ export interface SignInRepository {
   setRequireSecondFactor(companyId: string, required: boolean): Promise<void>;
 
   ssoSettings(companyId: string): Promise<SsoSettingsRow | undefined>;
+  /** The provider of the company that holds this domain, approved; undefined when none does. */
   ssoForDomain(domain: string): Promise<SsoSettingsRow | undefined>;
-  /** The given domains that another company's provider covers. */
-  domainsOfOthers(companyId: string, domains: string[]): Promise<string[]>;
+  /**
+   * Of the given domains: those another company asked for or holds, and those used by the email
+   * of a person of another company or of an operator.
+   */
+  domainConflicts(companyId: string, domains: string[]): Promise<{ held: string[]; usedByOthers: string[] }>;
+  /**
+   * Saves the settings; the domains not yet asked for are asked for (not approved), those left
+   * out are removed. Returns the domains added and removed; `added` lacks any another company took meanwhile.
+   */
   saveSso(s: {
     companyId: string;
     issuer: string;
@@ -35,7 +48,12 @@ export interface SignInRepository {
     clientSecretSealed: string | null;
     ssoOnly: boolean;
     domains: string[];
-  }): Promise<void>;
+    metadata: Record<string, unknown>;
+  }): Promise<{ added: string[]; removed: string[] }>;
+  /** Approves a domain the company asked for: 'approved', 'already' (approved before), or undefined (not asked for). */
+  approveDomain(companyId: string, domain: string, at: string): Promise<'approved' | 'already' | undefined>;
+  /** Removes a domain of the company, asked for or approved; false when it has no such domain. */
+  removeDomain(companyId: string, domain: string): Promise<boolean>;
   deleteSso(companyId: string): Promise<void>;
 
   passwordHash(userId: string): Promise<string | undefined>;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 
 import { secondFactorNeeded } from '../access/access';
-import { recordAudit, type AuditEventInput, type AuditRepository } from '../audit/audit';
+import { recordAudit, type AuditActor, type AuditEventInput, type AuditOrigin, type AuditRepository } from '../audit/audit';
 import type { CompanyRepository, UserRecord } from '../companies/company-repository';
 import { PASSWORD_MIN_LENGTH } from '../companies/company-service';
 import { AppError, validationError, type FieldErrors } from '../errors';
@@ -19,16 +19,12 @@ export const NO_PASSWORD = '!no-password';
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 const DOMAIN = /^(?=.{3,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/u;
 
-/** Whether an issuer's host is a loopback address (127.0.0.0/8, ::1), where plain http is accepted. */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/gu, '');
-  if (host === '::1' || host === '0:0:0:0:0:0:0:1') return true;
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/u.exec(host);
-  return Boolean(m && Number(m[1]) === 127 && m.slice(2).every((p) => Number(p) <= 255));
-}
-
-/** An issuer URL as the settings accept it: https, or http on a loopback address; no query or fragment. */
-export function checkIssuer(raw: string): string | { error: string } {
+/**
+ * An issuer URL as the settings accept it: https (and http with `allowPrivate`, OIDC_ALLOW_PRIVATE);
+ * no query, fragment or credentials. Whether its host is a public address is checked where it is
+ * fetched (src/oidc.ts), on the address connected to.
+ */
+export function checkIssuer(raw: string, allowPrivate: boolean): string | { error: string } {
   let url: URL;
   try {
     url = new URL(raw);
@@ -36,10 +32,18 @@ export function checkIssuer(raw: string): string | { error: string } {
     return { error: 'The issuer must be a URL, for example https://login.example.com/realms/staff.' };
   }
   if (url.search || url.hash || url.username || url.password) return { error: 'The issuer must have no query, fragment or credentials.' };
-  if (url.protocol === 'https:') return raw.replace(/\/+$/u, '');
-  if (url.protocol === 'http:' && isLoopbackHost(url.hostname)) return raw.replace(/\/+$/u, '');
-  return { error: 'The issuer must use https (plain http only on a loopback address such as 127.0.0.1).' };
+  if (url.protocol === 'https:' || (allowPrivate && url.protocol === 'http:')) return raw.replace(/\/+$/u, '');
+  return { error: 'The issuer must use https.' };
 }
+
+/** Normalizes a domain as typed (case, a leading @), or null when it is no email domain. */
+export function normalizeDomain(raw: string): string | null {
+  const d = raw.trim().toLowerCase().replace(/^@/u, '');
+  return DOMAIN.test(d) ? d : null;
+}
+
+/** Who did an act, and where the request came from (null for the command line). */
+export type ActBy = { actor: AuditActor; origin: AuditOrigin };
 
 export type SsoSettingsInput = { issuer: string; clientId: string; clientSecret: string; domains: string; ssoOnly: boolean };
 
@@ -55,6 +59,10 @@ export type SignInServiceDeps = {
   sealer: () => Sealer;
   now: () => number;
   passwordHashCost: number;
+  /** Fetches an issuer's discovery document (src/oidc.ts); a failure is a VALIDATION_FAILED naming the issuer. */
+  discoverProvider: (issuer: string) => Promise<Record<string, unknown>>;
+  /** OIDC_ALLOW_PRIVATE: http issuers, and private or loopback addresses, are allowed. */
+  allowPrivateProviders: boolean;
 };
 
 /**
@@ -63,7 +71,7 @@ export type SignInServiceDeps = {
  */
 type Events = AuditEventInput[];
 
-export function createSignInService({ repos, sealer, now, passwordHashCost }: SignInServiceDeps) {
+export function createSignInService({ repos, sealer, now, passwordHashCost, discoverProvider, allowPrivateProviders }: SignInServiceDeps) {
   const iso = (t = now()) => new Date(t).toISOString();
   const recordAll = async (tx: { audit: Pick<AuditRepository, 'record'> }, events: Events) => {
     for (const event of events) await recordAudit(tx, event);
@@ -225,46 +233,133 @@ export function createSignInService({ repos, sealer, now, passwordHashCost }: Si
     ]);
     return {
       requireSecondFactor,
-      sso: sso ? { issuer: sso.issuer, clientId: sso.clientId, ssoOnly: sso.ssoOnly, domains: sso.domains } : null,
+      sso: sso
+        ? { issuer: sso.issuer, clientId: sso.clientId, ssoOnly: sso.ssoOnly, domains: sso.domains, approvedDomains: sso.approvedDomains }
+        : null,
     };
   }
 
-  /** Saves the company's single sign-on; a blank secret keeps the stored one. Field errors name the field. */
-  async function saveSso(companyId: string, input: SsoSettingsInput, events: Events = []) {
+  /** An event about one of the company's SSO domains, naming it. */
+  const domainEvent = (
+    companyId: string,
+    action: 'company.sso_domain_requested' | 'company.sso_domain_approved' | 'company.sso_domain_removed',
+    domain: string,
+    by: ActBy,
+  ): AuditEventInput => ({
+    companyId,
+    action,
+    actor: by.actor,
+    target: { type: 'sso_domain', id: null, name: domain },
+    ...by.origin,
+  });
+
+  /** The domains another company holds or asked for, or whose emails are someone's outside the company: field errors, or undefined. */
+  async function domainProblems(companyId: string, domains: string[]): Promise<string[] | undefined> {
+    if (domains.length === 0) return undefined;
+    const { held, usedByOthers } = await repos.signIn.domainConflicts(companyId, domains);
+    const problems = [
+      ...held.map((d) => `${d}: another company has asked for this domain or holds it.`),
+      ...usedByOthers.filter((d) => !held.includes(d)).map((d) => `${d}: people outside your company have email addresses of this domain.`),
+    ];
+    return problems.length > 0 ? problems : undefined;
+  }
+
+  /**
+   * Saves the company's single sign-on; a blank secret keeps the stored one. Field errors name the
+   * field. The domains not asked for before are asked for: they cover nobody until the operator
+   * approves them. The provider's discovery document is fetched now and kept (a sign-in never
+   * fetches it).
+   */
+  async function saveSso(companyId: string, input: SsoSettingsInput, by: ActBy) {
     const errors: FieldErrors = {};
-    const issuer = checkIssuer(input.issuer.trim());
+    const issuer = checkIssuer(input.issuer.trim(), allowPrivateProviders);
     if (typeof issuer !== 'string') errors.issuer = [issuer.error];
     const clientId = input.clientId.trim();
     if (!clientId || clientId.length > 255) errors.client_id = ['The client id is required (at most 255 characters).'];
-    const domains = [
-      ...new Set(
-        input.domains
-          .split(/[\s,;]+/u)
-          .map((d) => d.trim().toLowerCase().replace(/^@/u, ''))
-          .filter(Boolean),
-      ),
-    ];
-    const bad = domains.filter((d) => !DOMAIN.test(d));
-    if (domains.length === 0) errors.domains = ['Name at least one email domain, for example example.com.'];
+    const typed = [...new Set(input.domains.split(/[\s,;]+/u).filter((d) => d.trim()))];
+    const domains = [...new Set(typed.map(normalizeDomain).filter((d): d is string => d !== null))];
+    const bad = typed.filter((d) => normalizeDomain(d) === null);
+    if (typed.length === 0) errors.domains = ['Name at least one email domain, for example example.com.'];
     else if (bad.length > 0) errors.domains = [`Not an email domain: ${bad.slice(0, 3).join(', ')}.`];
     else if (domains.length > 50) errors.domains = ['At most 50 domains.'];
     const existing = await repos.signIn.ssoSettings(companyId);
     const secret = input.clientSecret.trim();
     if (!secret && !existing) errors.client_secret = ['The client secret is required.'];
     if (secret.length > 1000) errors.client_secret = ['The client secret is at most 1000 characters.'];
+    const asked = domains.filter((d) => !existing?.domains.includes(d));
     if (!errors.domains) {
-      const taken = await repos.signIn.domainsOfOthers(companyId, domains);
-      if (taken.length > 0) errors.domains = [`Another company's sign-in covers ${taken.join(', ')}.`];
+      const problems = await domainProblems(companyId, asked);
+      if (problems) errors.domains = problems;
     }
     if (Object.keys(errors).length > 0) throw validationError(errors);
+    // Fetched outside the transaction (no network inside one); a failure is a 422 on the issuer.
+    const metadata = await discoverProvider(issuer as string);
     const clientSecretSealed = secret ? sealer().seal(secret) : null;
     await repos.transaction(async (tx) => {
-      await tx.signIn.saveSso({ companyId, issuer: issuer as string, clientId, clientSecretSealed, ssoOnly: input.ssoOnly, domains });
-      await recordAll(tx, events);
+      const saved = await tx.signIn.saveSso({
+        companyId,
+        issuer: issuer as string,
+        clientId,
+        clientSecretSealed,
+        ssoOnly: input.ssoOnly,
+        domains,
+        metadata,
+      });
+      const taken = asked.filter((d) => !saved.added.includes(d));
+      if (taken.length > 0) {
+        throw validationError({ domains: taken.map((d) => `${d}: another company has asked for this domain or holds it.`) });
+      }
+      await recordAll(tx, [
+        {
+          companyId,
+          action: 'company.settings_changed',
+          actor: by.actor,
+          target: { type: 'company', id: companyId, name: 'single sign-on' },
+          ...by.origin,
+        },
+        ...saved.added.map((d) => domainEvent(companyId, 'company.sso_domain_requested', d, by)),
+        ...saved.removed.map((d) => domainEvent(companyId, 'company.sso_domain_removed', d, by)),
+      ]);
     });
+    return { asked };
   }
 
-  /** The provider covering this email's domain, with its client secret opened, or undefined. */
+  /**
+   * The operator approves a domain the company asked for; from then on it covers sign-ins. Refused
+   * when emails of people outside the company use it (they would be sent to this company's provider).
+   */
+  async function approveDomain(
+    companyId: string,
+    rawDomain: string,
+    by: ActBy,
+  ): Promise<{ domain: string; approved: 'approved' | 'already' }> {
+    const domain = normalizeDomain(rawDomain);
+    if (!domain) throw validationError({ domain: [`Not an email domain: ${rawDomain.slice(0, 100)}.`] });
+    const problems = await domainProblems(companyId, [domain]);
+    if (problems) throw validationError({ domain: problems });
+    const approved = await repos.transaction(async (tx) => {
+      const done = await tx.signIn.approveDomain(companyId, domain, iso());
+      if (done === 'approved') await recordAudit(tx, domainEvent(companyId, 'company.sso_domain_approved', domain, by));
+      return done;
+    });
+    if (!approved) throw new AppError('NOT_FOUND', `The company has not asked for the domain ${domain}.`);
+    return { domain, approved };
+  }
+
+  /** Withdraws a domain (asked for or approved): its people sign in with their passwords again. */
+  async function removeDomain(companyId: string, rawDomain: string, by: ActBy): Promise<{ domain: string }> {
+    const domain = normalizeDomain(rawDomain);
+    if (!domain) throw validationError({ domain: [`Not an email domain: ${rawDomain.slice(0, 100)}.`] });
+    const removed = await repos.transaction(async (tx) => {
+      if (!(await tx.signIn.removeDomain(companyId, domain))) return false;
+      await recordAudit(tx, domainEvent(companyId, 'company.sso_domain_removed', domain, by));
+      return true;
+    });
+    if (!removed) throw new AppError('NOT_FOUND', `The company has no single sign-on domain ${domain}.`);
+    return { domain };
+  }
+
+  /** The provider covering this email's domain (approved by the operator), with its client secret opened, or undefined. */
   async function ssoForEmail(email: string) {
     const domain = email.trim().toLowerCase().split('@')[1];
     if (!domain) return undefined;
@@ -328,6 +423,8 @@ export function createSignInService({ repos, sealer, now, passwordHashCost }: Si
         await recordAll(tx, events);
       }),
     saveSso,
+    approveDomain,
+    removeDomain,
     deleteSso: (companyId: string, events: Events = []) =>
       repos.transaction(async (tx) => {
         await tx.signIn.deleteSso(companyId);

@@ -125,7 +125,7 @@ export async function authRoutes(app: FastifyInstance) {
       );
     }
     await counted.succeeded();
-    const target = completeSignIn(request, user, pending.next);
+    const target = await completeSignIn(request, user, pending.next);
     await recordSignInEvent(request, 'person.signed_in', recordPerson(user), used === 'recovery' ? 'recovery code' : 'authenticator code');
     return reply.redirect(target, 303);
   });

@@ -43,6 +43,8 @@ export async function operatorRoutes(app: FastifyInstance) {
       title: company.name,
       company,
       people: await companies.listUsers(company.id),
+      sso: (await app.deps.signIn.companySettings(company.id)).sso,
+      domainError: null,
       form: { email: '', role: 'admin' },
       errors: {},
       notice: null,
@@ -82,7 +84,11 @@ export async function operatorRoutes(app: FastifyInstance) {
               ? 'The company is suspended: its tokens get 403 company_suspended and its people cannot sign in. Its claims stay.'
               : text(q, 'resumed') === '1'
                 ? 'The company is resumed: its tokens and people work again.'
-                : null;
+                : text(q, 'domain') === 'approved'
+                  ? "The domain is approved: its people now sign in through the company's single sign-on."
+                  : text(q, 'domain') === 'removed'
+                    ? 'The domain is removed: its people sign in with their passwords.'
+                    : null;
     return renderPage(reply, 'operator-company', await companyPage(id, { notice }));
   });
 
@@ -95,6 +101,30 @@ export async function operatorRoutes(app: FastifyInstance) {
         const company = act === 'suspend' ? await companies.suspend(id, by(request)) : await companies.resume(id, by(request));
         request.log.info({ companyId: company.id }, act === 'suspend' ? 'company suspended' : 'company resumed');
         return reply.redirect(`/operator/companies/${company.id}?${act === 'suspend' ? 'suspended' : 'resumed'}=1`, 303);
+      },
+    );
+  }
+
+  // Single sign-on domains: one the company asked for covers its sign-ins once approved here (or
+  // by `admin sso:domain-approve`); removing one withdraws it.
+  for (const act of ['approve', 'remove'] as const) {
+    app.post(
+      `/operator/companies/:id/sso-domains/${act}`,
+      { config: { access: 'operator' }, preHandler: app.csrfProtection },
+      async (request, reply) => {
+        const { id } = request.params as { id: string };
+        const company = await companies.getCompany(id);
+        const domain = text(request.body as FormBody, 'domain', 300);
+        try {
+          if (act === 'approve') await app.deps.signIn.approveDomain(company.id, domain, by(request));
+          else await app.deps.signIn.removeDomain(company.id, domain, by(request));
+        } catch (err) {
+          if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
+          const domainError = Object.values(err.fields ?? {}).flat()[0] ?? err.message;
+          return renderPage(reply, 'operator-company', await companyPage(company.id, { domainError }), 422);
+        }
+        request.log.info({ companyId: company.id }, act === 'approve' ? 'SSO domain approved' : 'SSO domain removed');
+        return reply.redirect(`/operator/companies/${company.id}?domain=${act === 'approve' ? 'approved' : 'removed'}`, 303);
       },
     );
   }

@@ -84,7 +84,7 @@ export async function securityRoutes(app: FastifyInstance) {
       );
     }
     await counted.succeeded();
-    const next = completeSignIn(request, user, pending.next);
+    const next = await completeSignIn(request, user, pending.next);
     await recordSignInEvent(request, 'person.signed_in', recordPerson(user));
     return renderPage(reply, 'recovery-codes', { title: 'Recovery codes', codes, next: safeNext(next) });
   });
@@ -149,6 +149,8 @@ export async function securityRoutes(app: FastifyInstance) {
           422,
         );
       }
+      // A step up: the session goes on (the same sign-in) under a new id.
+      await request.session.regenerate(['userId', 'signedInAt', 'lastSeen']);
       return renderPage(reply, 'recovery-codes', { title: 'Recovery codes', codes, next: '/settings/security' });
     },
   );
@@ -266,7 +268,7 @@ export async function securityRoutes(app: FastifyInstance) {
           domains: form.domains,
           ssoOnly: form.sso_only,
         },
-        [settingsEvent(request, companyId, 'single sign-on')],
+        { actor: webActor(request), origin: auditOrigin(request) },
       );
     } catch (err) {
       if (err instanceof AppError && err.code === 'VALIDATION_FAILED' && err.fields) {

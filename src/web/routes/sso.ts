@@ -1,39 +1,29 @@
-import { createHash } from 'node:crypto';
-
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as oidc from 'openid-client';
 
+import { providerConfiguration, type ProviderMetadata } from '../../oidc';
 import { renderPage } from '../render';
 import { SYSTEM_ACTOR } from '../../domain/audit/audit';
 import { afterFirstFactor, personEvent, recordPerson, recordSignInEvent } from '../sign-in-flow';
 
 /** An SSO sign-in must come back from the provider within this time. */
 const SSO_ROUND_TRIP_MS = 10 * 60 * 1000;
-/** A provider's discovered configuration is reused this long. */
-const DISCOVERY_TTL_MS = 5 * 60 * 1000;
 
-type Provider = { companyId: string; issuer: string; clientId: string; clientSecretSealed: string; clientSecret: () => string };
-
-const discovered = new Map<string, { at: number; config: Promise<oidc.Configuration> }>();
+type Provider = {
+  companyId: string;
+  issuer: string;
+  clientId: string;
+  clientSecret: () => string;
+  metadata: Record<string, unknown> | null;
+};
 
 /**
- * The provider's configuration (openid-client's discovery: the issuer in its document must be
- * the one configured). Plain http is allowed only where the settings allowed it: loopback issuers.
+ * The provider's client, from the discovery document kept when the settings were saved (src/oidc.ts):
+ * a sign-in never fetches a provider's address. undefined for settings saved before it was kept.
  */
-function configurationOf(p: Provider, now: number): Promise<oidc.Configuration> {
-  const key = createHash('sha256').update(`${p.issuer}\0${p.clientId}\0${p.clientSecretSealed}`).digest('hex');
-  const hit = discovered.get(key);
-  if (hit && now - hit.at < DISCOVERY_TTL_MS) return hit.config;
-  const config = oidc.discovery(
-    new URL(p.issuer),
-    p.clientId,
-    undefined,
-    oidc.ClientSecretBasic(p.clientSecret()),
-    new URL(p.issuer).protocol === 'http:' ? { execute: [oidc.allowInsecureRequests], timeout: 10 } : { timeout: 10 },
-  );
-  discovered.set(key, { at: now, config });
-  config.catch(() => discovered.delete(key));
-  return config;
+function configurationOf(p: Provider, allowPrivate: boolean): oidc.Configuration | undefined {
+  if (!p.metadata) return undefined;
+  return providerConfiguration({ ...p, metadata: p.metadata as unknown as ProviderMetadata }, allowPrivate);
 }
 
 /** The address the provider sends people back to; the settings page shows it for registering at the provider. */
@@ -48,17 +38,22 @@ async function failed(request: FastifyRequest, reply: FastifyReply, status: numb
 
 /** Sends the person to their company's provider: authorization code with PKCE (S256), state and nonce kept in the session. */
 export async function startSso(request: FastifyRequest, reply: FastifyReply, provider: Provider, email: string, next: string) {
-  const now = request.server.deps.now();
-  let config: oidc.Configuration;
-  try {
-    config = await configurationOf(provider, now);
-  } catch (err) {
-    request.log.warn({ err, issuer: provider.issuer }, 'SSO provider discovery failed');
+  const { deps } = request.server;
+  const now = deps.now();
+  const config = configurationOf(provider, deps.config.oidcAllowPrivate);
+  if (!config) {
+    request.log.warn({ companyId: provider.companyId }, 'SSO settings without a stored discovery document');
     return renderPage(
       reply,
       'login',
-      { step: 'email', email, next, error: "Your company's sign-in page cannot be reached just now. Try again in a minute.", notice: null },
-      502,
+      {
+        step: 'email',
+        email,
+        next,
+        error: "Your company's single sign-on must be saved again by its admin before it can be used. Ask your admin.",
+        notice: null,
+      },
+      503,
     );
   }
   const verifier = oidc.randomPKCECodeVerifier();
@@ -103,7 +98,8 @@ export async function ssoRoutes(app: FastifyInstance) {
     if (!provider) return failed(request, reply, 400, 'Single sign-on is no longer set up for your company.', 'sso_not_configured');
     let email: string;
     try {
-      const config = await configurationOf(provider, deps.now());
+      const config = configurationOf(provider, deps.config.oidcAllowPrivate);
+      if (!config) throw new Error('no stored discovery document');
       const current = new URL(request.url, redirectUriOf(request));
       const tokens = await oidc.authorizationCodeGrant(config, current, {
         pkceCodeVerifier: pending.verifier,
@@ -119,13 +115,15 @@ export async function ssoRoutes(app: FastifyInstance) {
         email?: unknown;
         email_verified?: unknown;
       };
-      if (typeof claims.email !== 'string' || claims.email_verified === false) {
+      // Only an address the provider itself confirmed signs anyone in (or creates anyone):
+      // `email_verified` missing is refused as false is.
+      if (typeof claims.email !== 'string' || claims.email_verified !== true) {
         return failed(
           request,
           reply,
           403,
-          'Your provider did not give a verified email address, so you cannot be signed in.',
-          'sso_no_email',
+          'Your provider did not confirm your email address, so you cannot be signed in. Ask your admin.',
+          'sso_email_not_verified',
         );
       }
       email = claims.email.toLowerCase();
