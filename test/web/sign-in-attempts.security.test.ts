@@ -3,7 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { NO_PASSWORD } from '../../src/domain/sign-in/sign-in-service';
+import { CLI_ACTOR, NO_ORIGIN } from '../../src/domain/audit/audit';
 import { createTestContext, type TestContext } from '../harness';
+import { startTestProvider } from '../support/oidc-provider';
 import { companyWithPeople, PASSWORD, totpCode, WebClient } from './web-client';
 
 /**
@@ -183,16 +185,20 @@ describe('equal time', () => {
   it('a sign-in takes the same time whatever the account (unknown, SSO only, reset pending, no password, wrong password)', async () => {
     // scrypt at a cost where it, not the rest of the request, takes the time (as in production).
     const timed = await createTestContext({ TRUST_PROXY: '1' }, { now: () => t, passwordHashCost: 12 });
+    let idp: Awaited<ReturnType<typeof startTestProvider>> | undefined;
     try {
       const c = await companyWithPeople(timed);
       const sso = await companyWithPeople(timed);
-      await timed.deps.signIn.saveSso(sso.id, {
-        issuer: 'https://idp.invalid',
-        clientId: 'x',
-        clientSecret: 's',
-        domains: sso.member.email.split('@')[1]!,
-        ssoOnly: true,
-      });
+      // SSO only applies to a domain the operator approved, at a provider discovered when saved.
+      idp = await startTestProvider({ clientId: 'x', clientSecret: 's', redirectUri: 'http://sso.test:8080/login/sso/callback' });
+      const domain = sso.member.email.split('@')[1]!;
+      const cli = { actor: CLI_ACTOR, origin: NO_ORIGIN };
+      await timed.deps.signIn.saveSso(
+        sso.id,
+        { issuer: idp.issuer, clientId: 'x', clientSecret: 's', domains: domain, ssoOnly: true },
+        cli,
+      );
+      await timed.deps.signIn.approveDomain(sso.id, domain, cli);
       const reset = (
         await timed.deps.companies.createUser({ companyId: c.id, email: `reset-${c.id}@x.example`, password: PASSWORD, role: 'member' })
       ).user;
@@ -240,6 +246,7 @@ describe('equal time', () => {
       const spread = (Math.max(...values) - Math.min(...values)) / Math.min(...values);
       expect(spread, JSON.stringify(medians)).toBeLessThan(0.2);
     } finally {
+      await idp?.close();
       await timed.close();
     }
   }, 180_000);
