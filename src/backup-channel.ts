@@ -8,8 +8,7 @@ import type { Logger } from 'pino';
 
 import type { Db } from './db/db';
 import { packBackup } from './db/embedded-backup';
-import type { Repositories } from './db/repositories';
-import { CLI_ACTOR } from './domain/audit/audit';
+import { CLI_ACTOR, type AuditEventInput } from './domain/audit/audit';
 
 // How `admin backup` reaches a server that holds the embedded database (only one process may open
 // its folder): a Unix domain socket in DATA_DIR, in a folder only the service's user may enter
@@ -66,7 +65,7 @@ export type BackupChannel = { close(): Promise<void> };
  * as the audit event `database.backed_up` once sent.
  */
 export async function startBackupChannel(
-  deps: { db: Db; repos: Pick<Repositories, 'audit'> },
+  deps: { db: Db; audit: { record(event: AuditEventInput): Promise<void> } },
   dataDir: string,
   logger: Logger,
 ): Promise<BackupChannel> {
@@ -95,7 +94,7 @@ export async function startBackupChannel(
       pack.on('data', (chunk: Buffer) => (bytes += chunk.length));
       await pipeline(pack, socket);
     });
-    await deps.repos.audit.record({
+    await deps.audit.record({
       companyId: null,
       action: 'database.backed_up',
       actor: CLI_ACTOR,
