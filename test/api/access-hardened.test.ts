@@ -184,6 +184,33 @@ describe('a person search is an identity check', () => {
   });
 });
 
+describe('parallel person searches', () => {
+  it('tell no more mismatches than the budget, however many are sent at once', async () => {
+    const [owner, searcher] = [await fresh('Parallel owner'), await fresh('Parallel searcher')];
+    const number = docNumber();
+    const submitted = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/claims',
+      headers: owner.auth,
+      payload: claimBody({}, { date_of_birth: '1970-01-15', id_documents: [{ type: 'passport', number }] }),
+    });
+    expect(submitted.statusCode).toBe(201);
+    const guesses = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        ctx.app.inject({
+          method: 'POST',
+          url: '/api/v1/claims/search-by-person',
+          headers: searcher.auth,
+          payload: { date_of_birth: `1971-02-${String(i + 10)}`, id_documents: [{ type: 'passport', number }] },
+        }),
+      ),
+    );
+    expect(guesses.filter((g) => g.statusCode === 200)).toHaveLength(MISMATCHES);
+    expect(guesses.filter((g) => g.statusCode === 429)).toHaveLength(8 - MISMATCHES);
+    expect((await lookupsOf(searcher)).filter((l) => l.kind === 'identity_check')).toHaveLength(MISMATCHES);
+  });
+});
+
 describe('a claim page opened from another site', () => {
   it('writes no look-up and offers a button that loads the panels by a POST with the CSRF token', async () => {
     const company = await companyWithPeople(ctx, 'Cross-site');

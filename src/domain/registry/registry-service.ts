@@ -239,6 +239,20 @@ export function createRegistryService(deps: RegistryServiceDeps) {
    * the operator's audit event) before the search is answered.
    */
   async function recordMismatch(principal: Principal, at: number, clientIds: string[]): Promise<void> {
+    // One company's mismatches are decided one at a time in this process: parallel guesses
+    // cannot each read the same count and together pass the budget.
+    const before = mismatchTurns.get(principal.companyId) ?? Promise.resolve();
+    const turn = before.then(() => admitMismatch(principal, at, clientIds));
+    const settled = turn.catch(() => {});
+    mismatchTurns.set(principal.companyId, settled);
+    void settled.then(() => {
+      if (mismatchTurns.get(principal.companyId) === settled) mismatchTurns.delete(principal.companyId);
+    });
+    return turn;
+  }
+  const mismatchTurns = new Map<string, Promise<void>>();
+
+  async function admitMismatch(principal: Principal, at: number, clientIds: string[]): Promise<void> {
     const { log, policy } = deps.identityChecks!;
     const used = (await checkCounts!.used([principal.companyId], at, { fresh: true })).get(principal.companyId) ?? 0;
     if (policy.perHour > 0 && used >= policy.perHour) throw identityChecksLimited();
