@@ -22,6 +22,8 @@ export const TEST_PASSWORD_HASH_COST = 10;
 /** The abuse limits of every test context unless a test sets its own: on, and out of reach. */
 export const TEST_LIMITS = {
   RATE_LIMIT_PER_MINUTE: '1000000',
+  COMPANY_RATE_LIMIT_PER_MINUTE: '1000000',
+  SESSION_RATE_LIMIT_PER_MINUTE: '1000000',
   AUTH_FAILURES_PER_MINUTE: '1000000',
   IDENTITY_MISMATCHES_PER_HOUR: '1000000',
 } as const;

@@ -52,7 +52,13 @@ describe('admin CLI (embedded database)', () => {
     async () => {
       const set = await admin(dataDir, 'company:limits', '--company', company().id, '--per-minute', '120', '--json');
       expect(set.code, set.stderr).toBe(0);
-      expect(JSON.parse(set.stdout)).toEqual({ company_id: company().id, per_minute: 120, effective_per_minute: 120 });
+      expect(JSON.parse(set.stdout)).toEqual({
+        company_id: company().id,
+        per_minute: 120,
+        effective_per_minute: 120,
+        company_per_minute: null,
+        effective_company_per_minute: 30_000,
+      });
       const db = await openDb({ kind: 'pglite', dataDir: path.join(dataDir, 'pgdata') });
       try {
         expect(await db.query('SELECT per_minute FROM company_rate_limits WHERE company_id = $1', [company().id])).toEqual([
@@ -63,12 +69,24 @@ describe('admin CLI (embedded database)', () => {
           await db.query("SELECT actor_name, target_name FROM audit_events WHERE company_id = $1 AND action = 'company.settings_changed'", [
             company().id,
           ]),
-        ).toEqual([{ actor_name: 'command line', target_name: 'rate limit: 120 a minute' }]);
+        ).toEqual([{ actor_name: 'command line', target_name: 'rate limits: per token: 120 a minute' }]);
       } finally {
         await db.close();
       }
       const reset = await admin(dataDir, 'company:limits', '--company', company().id, '--per-minute', 'default', '--json');
-      expect(JSON.parse(reset.stdout)).toEqual({ company_id: company().id, per_minute: null, effective_per_minute: 6000 });
+      expect(JSON.parse(reset.stdout)).toEqual({
+        company_id: company().id,
+        per_minute: null,
+        effective_per_minute: 6000,
+        company_per_minute: null,
+        effective_company_per_minute: 30_000,
+      });
+      // The company's budget for all its tokens together, beside each token's.
+      const together = await admin(dataDir, 'company:limits', '--company', company().id, '--company-per-minute', '500', '--json');
+      expect(JSON.parse(together.stdout)).toMatchObject({ per_minute: null, company_per_minute: 500, effective_company_per_minute: 500 });
+      const neither = await admin(dataDir, 'company:limits', '--company', company().id);
+      expect(neither.code).toBe(2);
+      expect(neither.stderr).toContain('Give --per-minute, --company-per-minute or both.');
       const bad = await admin(dataDir, 'company:limits', '--company', company().id, '--per-minute', 'many');
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain('--per-minute must be a whole number');
