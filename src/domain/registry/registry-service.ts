@@ -33,7 +33,7 @@ import {
   type RegistryRepository,
   type SearchRepository,
 } from './registry';
-import type { LookupJournal } from './lookup-journal';
+import { lookupLogUnavailable, type LookupJournal } from './lookup-journal';
 
 export type RegistryServiceDeps = {
   registry: RegistryRepository;
@@ -212,13 +212,18 @@ export function createRegistryService(deps: RegistryServiceDeps) {
     const checks = deps.identityChecks;
     const at = checks?.policy.now() ?? Date.now();
     const perHour = checks?.policy.perHour ?? 0;
-    // Past the company's budget a person search is refused as its submissions are.
-    if (checks && perHour > 0 && ((await checkCounts!.used([principal.companyId], at)).get(principal.companyId) ?? 0) >= perHour) {
+    // Past the company's budget a person search is refused as its submissions are. The checks
+    // are entries of the look-up log: when it cannot be read, no look-up is answered.
+    if (
+      checks &&
+      perHour > 0 &&
+      ((await onTheLog(() => checkCounts!.used([principal.companyId], at))).get(principal.companyId) ?? 0) >= perHour
+    ) {
       throw identityChecksLimited();
     }
     const documents = value.documents.map((d) => ({ type: d.type, hash: hashDocument(d.number) }));
     const { personId, claims, mismatch } = await searches.searchByPerson(documents, value.dateOfBirth, windowStart());
-    if (checks && mismatch.length > 0) await recordMismatch(principal, at, mismatch);
+    if (checks && mismatch.length > 0) await onTheLog(() => recordMismatch(principal, at, mismatch));
     await deps.journal.record(
       lookupOf(
         principal,
@@ -232,6 +237,16 @@ export function createRegistryService(deps: RegistryServiceDeps) {
   }
 
   const checkCounts = deps.identityChecks && createCheckCounts(deps.identityChecks.log);
+
+  /** Work on the look-up log: an error of the log (not a refusal) answers as the journal's does, 503. */
+  async function onTheLog<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      throw lookupLogUnavailable();
+    }
+  }
 
   /**
    * A person search's mismatch: decided on counts read now, refused (429) when the company has
