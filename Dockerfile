@@ -6,8 +6,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # patches/: fixes to dependencies that npm ci applies (postinstall: patch-package).
 COPY patches ./patches
-# tsx (a dependency) runs the API's TypeScript sources directly; the worker is built into one
-# JavaScript file (`npm run build`, esbuild), which needs less memory than under the loader.
+# Every entry point is built into JavaScript (`npm run build`, esbuild: dist/), as `npm start`
+# and `npm run worker` run it.
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY tsconfig.json ./
 COPY src ./src
@@ -18,5 +18,5 @@ USER node
 ENV DATA_DIR=/app/data PORT=3000
 EXPOSE 3000
 # node itself, not npm: SIGTERM (docker stop) must reach the process that shuts down gracefully.
-# The same command as `npm start`; the worker's is `npm run worker:built`'s (see docker-compose.yml).
-CMD ["node", "--import", "tsx", "src/main-api.ts"]
+# The same command as `npm start`; the worker's is `npm run worker`'s (see docker-compose.yml).
+CMD ["node", "dist/main-api.mjs"]

@@ -38,7 +38,8 @@ if (postgres && !replica) {
 }
 if (postgres && !redis) missing('the *.redis.test.ts and *.pg-restart.test.ts files', 'TEST_REDIS_URL is not set');
 
-const shared = { include: ['test/**/*.test.ts'], testTimeout: 30_000, hookTimeout: 60_000 };
+// dist/ built before the tests, as `npm start` and `npm run worker` build it (test/build-once.ts).
+const shared = { include: ['test/**/*.test.ts'], testTimeout: 30_000, hookTimeout: 60_000, globalSetup: ['test/build-once.ts'] };
 const browser = chromium ? [] : ['test/browser/**'];
 
 export default defineConfig({

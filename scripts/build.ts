@@ -1,7 +1,13 @@
 /**
- * `npm run build`: the import worker as one JavaScript file, `dist/main-worker.mjs` (its packages
- * stay in node_modules), with the database migrations beside it. `npm run worker:built` runs it:
- * without the TypeScript loader the worker needs less memory (the figures: docs/performance.md).
+ * `npm run build`: every entry point as JavaScript in `dist/` (the server, the import worker, the
+ * command line, the migrations' runner and the import thread), bundled by esbuild with the code
+ * they share in chunks beside them (the packages stay in node_modules), and beside them what the
+ * code reads from its own folder at run time: the migrations, the dashboard's views and assets,
+ * and the embedded database's thread. `npm start`, `npm run worker`, `npm run admin` and
+ * `npm run migrate` build first and run the result; `npm run dev` runs the sources under tsx.
+ *
+ * A file whose content is unchanged is not written again, so that a build started while the
+ * service runs (`npm run admin` beside `npm start`) leaves the running code's files as they are.
  *
  *   npm run build [-- --outdir dir]   (a folder inside the project, so that node_modules is found)
  */
@@ -14,31 +20,86 @@ import { build } from 'esbuild';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-/** Builds the worker into `outdir`; the path of its entry file. */
-export async function buildWorker(outdir = path.join(ROOT, 'dist')): Promise<string> {
-  const outfile = path.join(outdir, 'main-worker.mjs');
-  await build({
-    entryPoints: [path.join(ROOT, 'src/main-worker.ts')],
-    outfile,
+/** The entry points: each becomes `dist/<name>.mjs`. */
+const ENTRIES = ['main-api', 'main-worker', 'main-admin', 'main-migrate', 'workers/import-thread-main'];
+
+/** Folders and files the code finds next to its own file (`import.meta.url`), copied beside the bundle. */
+const BESIDE: Array<[from: string, to: string]> = [
+  ['src/db/migrations', 'migrations'],
+  ['src/web/views', 'views'],
+  ['src/web/public', 'public'],
+  ['src/db/pglite-thread.mjs', 'pglite-thread.mjs'],
+];
+
+/**
+ * The import thread's entry under built code: src/workers/import-thread-entry.mjs registers tsx
+ * and loads the TypeScript body; built, the body is JavaScript already.
+ */
+const BUILT_THREAD_ENTRY = "// Written by scripts/build.ts: the import thread's built body.\nimport './import-thread-main.mjs';\n";
+
+/** Writes `content` to `file` unless the file holds it already. */
+function writeIfChanged(file: string, content: Uint8Array | string): void {
+  const bytes = typeof content === 'string' ? Buffer.from(content) : Buffer.from(content);
+  try {
+    if (fs.readFileSync(file).equals(bytes)) return;
+  } catch {
+    // not there yet
+  }
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, bytes);
+}
+
+/** Copies a file or a folder's files into `to`, writing only what changed; removes files `from` no longer has. */
+function copyBeside(from: string, to: string): void {
+  if (fs.statSync(from).isFile()) return writeIfChanged(to, fs.readFileSync(from));
+  const wanted = new Set<string>();
+  for (const entry of fs.readdirSync(from, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const rel = path.relative(from, path.join(entry.parentPath, entry.name));
+    wanted.add(rel);
+    writeIfChanged(path.join(to, rel), fs.readFileSync(path.join(from, rel)));
+  }
+  for (const rel of fs.readdirSync(to, { recursive: true }) as string[]) {
+    const file = path.join(to, rel);
+    if (fs.statSync(file).isFile() && !wanted.has(rel)) fs.rmSync(file);
+  }
+}
+
+/** Builds every entry point into `outdir`; the path of the server's entry file. */
+export async function buildAll(outdir = path.join(ROOT, 'dist')): Promise<string> {
+  const result = await build({
+    entryPoints: Object.fromEntries(ENTRIES.map((entry) => [path.basename(entry), path.join(ROOT, 'src', `${entry}.ts`)])),
+    outdir,
+    outExtension: { '.js': '.mjs' },
     bundle: true,
+    splitting: true,
+    // In the entries' own folder: the code in a chunk finds its neighbours through `import.meta.url` too.
+    chunkNames: '[name]-[hash]',
     platform: 'node',
     format: 'esm',
     target: 'node20',
     packages: 'external',
     logLevel: 'warning',
+    write: false,
   });
-  // Found beside the code that reads them (src/db/migrate.ts: next to its own file).
-  fs.rmSync(path.join(outdir, 'migrations'), { recursive: true, force: true });
-  fs.cpSync(path.join(ROOT, 'src/db/migrations'), path.join(outdir, 'migrations'), { recursive: true });
-  return outfile;
+  const written = new Set<string>();
+  for (const file of result.outputFiles) {
+    writeIfChanged(file.path, file.contents);
+    written.add(path.relative(outdir, file.path));
+  }
+  // Chunks of earlier builds that no entry imports any more.
+  for (const name of fs.readdirSync(outdir)) {
+    if (/^chunk-.*\.mjs$/u.test(name) && !written.has(name)) fs.rmSync(path.join(outdir, name));
+  }
+  for (const [from, to] of BESIDE) copyBeside(path.join(ROOT, from), path.join(outdir, to));
+  writeIfChanged(path.join(outdir, 'import-thread-entry.mjs'), BUILT_THREAD_ENTRY);
+  return path.join(outdir, 'main-api.mjs');
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({ options: { outdir: { type: 'string' } } });
-  buildWorker(values.outdir && path.resolve(values.outdir))
-    .then((file) => console.error(`built ${path.relative(process.cwd(), file)}`))
-    .catch((err: unknown) => {
-      console.error(err instanceof Error ? err.message : err);
-      process.exit(1);
-    });
+  buildAll(values.outdir && path.resolve(values.outdir)).catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
 }

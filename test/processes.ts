@@ -23,20 +23,23 @@ export type Child = ChildProcess & {
 const children = new Set<ChildProcess>();
 
 /**
- * Starts `npm start` ('start'), `npm run worker` ('worker') or `npm run worker:built` as node itself runs them (no npm in
- * between: one process to signal). The environment is built from scratch (PATH and HOME, then
+ * Starts `npm start` ('start') or `npm run worker` ('worker') as node itself runs them (no npm in
+ * between: one process to signal): the built code in dist/, which test/build-once.ts builds before
+ * the tests run. The environment is built from scratch (PATH and HOME, then
  * `env`), so a variable of the developer's shell cannot leak in. `entry` replaces the script's
  * file (the same node flags), for a test's own entry file (test/crash-worker.ts). With `logFile`
  * the output is appended there instead of being kept in memory.
  */
 export function startScript(
-  script: 'start' | 'worker' | 'worker:built',
+  script: 'start' | 'worker',
   env: Record<string, string>,
   opts: { entry?: string; entryArgs?: string[]; logFile?: string } = {},
 ): Child {
   const [cmd, ...args] = scripts[script]!.replace(/^exec\s+/u, '').split(/\s+/u);
   if (cmd !== 'node') throw new Error(`npm run ${script} no longer starts node directly: ${scripts[script]}`);
   if (opts.entry) args[args.length - 1] = opts.entry;
+  // A test's own entry in TypeScript runs under tsx, with the script's node flags.
+  if (opts.entry?.endsWith('.ts')) args.splice(args.length - 1, 0, '--import', 'tsx');
   args.push(...(opts.entryArgs ?? []));
   let log: number | undefined;
   if (opts.logFile) {

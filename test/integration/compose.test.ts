@@ -51,7 +51,7 @@ describe('docker-compose.yml', () => {
     expect(argv('start')[0]).toBe('node');
     expect(argv('worker')[0]).toBe('node');
     expect(compose.services.api!.command).toEqual(argv('start'));
-    expect(compose.services.worker!.command).toEqual(argv('worker:built'));
+    expect(compose.services.worker!.command).toEqual(argv('worker'));
     const dockerfile = fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8');
     const cmd = /^CMD\s+(\[.*\])\s*$/mu.exec(dockerfile)?.[1];
     expect(cmd && JSON.parse(cmd)).toEqual(argv('start'));

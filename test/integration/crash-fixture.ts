@@ -59,15 +59,13 @@ export function crashFixture(opts: { repeat?: number; attempts?: number } = {}) 
    * A worker process as `npm run worker` runs it; with `killAfterChunk` (and `holdChunk`: that chunk
    * kept open before its write until the kill), test/crash-worker.ts instead. `writers`:
    * IMPORT_WRITERS, by default 1 when only `killAfterChunk` is given (the chunks before it are
-   * then exactly the committed ones), else the default. `built`: the worker built by `npm run
-   * build` (scripts/build.ts) into that file, as `npm run worker:built` runs it.
+   * then exactly the committed ones), else the default.
    */
-  function startWorker(opts: { killAfterChunk?: number; holdChunk?: number; writers?: number; built?: string } = {}): Child {
+  function startWorker(opts: { killAfterChunk?: number; holdChunk?: number; writers?: number } = {}): Child {
     const writers = opts.writers ?? (opts.killAfterChunk !== undefined && opts.holdChunk === undefined ? 1 : undefined);
     const crashArgs = [String(opts.killAfterChunk), ...(opts.holdChunk === undefined ? [] : [String(opts.holdChunk)])];
-    if (opts.built && opts.killAfterChunk !== undefined) throw new Error('the built worker has no crash points');
     return startScript(
-      opts.built ? 'worker:built' : 'worker',
+      'worker',
       {
         DATABASE_URL: process.env.TEST_DATABASE_URL!,
         DB_SEARCH_PATH: state.schema,
@@ -85,7 +83,6 @@ export function crashFixture(opts: { repeat?: number; attempts?: number } = {}) 
       {
         logFile,
         ...(opts.killAfterChunk === undefined ? {} : { entry: CRASH_WORKER, entryArgs: crashArgs }),
-        ...(opts.built ? { entry: opts.built } : {}),
       },
     );
   }

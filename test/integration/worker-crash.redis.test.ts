@@ -6,12 +6,11 @@ import { describe, expect, it } from 'vitest';
 
 import { submitClaim } from '../harness';
 import { postImport } from '../import-helpers';
-import { buildWorker } from '../../scripts/build';
-import { exitOf, kill, ROOT, until } from '../processes';
+import { exitOf, kill, until } from '../processes';
 import { CHUNK, crashFixture, ROWS } from './crash-fixture';
 
 /**
- * Crash safety with real processes: a worker (`src/main-worker.ts`, as `npm run worker` starts it)
+ * Crash safety with real processes: a worker (`dist/main-worker.mjs`, as `npm run worker` starts it)
  * is SIGKILLed at several points of a file (in the middle of a chunk, right after a chunk's commit
  * and before its progress report, after the last chunk and before completion); another one takes
  * the job over once the lock expires and goes on after the last committed chunk. The end state must
@@ -62,25 +61,6 @@ describe('a worker killed in the middle of an import', () => {
     // Graceful stop of an idle worker.
     await kill(second, 'SIGTERM');
     expect(second.exitCode).toBe(0);
-  }, 180_000);
-
-  it('is imported as exactly by the worker built into JavaScript (npm run build), which takes over after a kill too', async () => {
-    const outdir = path.join(ROOT, 'test-results', `built-worker-${process.pid}`);
-    try {
-      const built = await buildWorker(outdir);
-      const company = await f.ctx.newCompany('Built');
-      const first = f.startWorker({ built });
-      const res = await postImport(f.ctx.app, company.auth, fs.readFileSync(f.file), { headers: { prefer: 'respond-async' } });
-      const { id } = res.json().data;
-      await f.midway(id, 1);
-      await kill(first, 'SIGKILL');
-      const second = f.startWorker({ built });
-      await f.expectExactlyOnce(id, 2);
-      await kill(second, 'SIGTERM');
-      expect(second.exitCode).toBe(0);
-    } finally {
-      fs.rmSync(outdir, { recursive: true, force: true });
-    }
   }, 180_000);
 
   it('is taken over after a kill between a chunk commit and its progress report, and after the last chunk before completion', async () => {
