@@ -87,12 +87,16 @@ export async function buildAll(outdir = path.join(ROOT, 'dist')): Promise<string
     writeIfChanged(file.path, file.contents);
     written.add(path.relative(outdir, file.path));
   }
+  for (const [from, to] of BESIDE) {
+    copyBeside(path.join(ROOT, from), path.join(outdir, to));
+    written.add(to);
+  }
+  writeIfChanged(path.join(outdir, 'import-thread-entry.mjs'), BUILT_THREAD_ENTRY);
+  written.add('import-thread-entry.mjs');
   // Chunks of earlier builds that no entry imports any more.
   for (const name of fs.readdirSync(outdir)) {
-    if (/^chunk-.*\.mjs$/u.test(name) && !written.has(name)) fs.rmSync(path.join(outdir, name));
+    if (name.endsWith('.mjs') && !written.has(name)) fs.rmSync(path.join(outdir, name));
   }
-  for (const [from, to] of BESIDE) copyBeside(path.join(ROOT, from), path.join(outdir, to));
-  writeIfChanged(path.join(outdir, 'import-thread-entry.mjs'), BUILT_THREAD_ENTRY);
   return path.join(outdir, 'main-api.mjs');
 }
 
