@@ -98,3 +98,24 @@ describe('old token format', () => {
     }
   }, 120_000);
 });
+
+describe('the failure budget against parallel guesses', () => {
+  it('answers at most its budget of 401s to one address guessing in parallel, and 429 to the rest', async () => {
+    const from = { 'x-forwarded-for': address() };
+    // Well-formed tokens of the current format: each one is looked up in the database.
+    const guess = () => {
+      const body = randomBytes(15).toString('hex');
+      return `csk_${body}${checksumOf(body)}`;
+    };
+    const answers = await Promise.all(
+      Array.from({ length: FAILURES * 3 }, () =>
+        ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: { ...from, authorization: `Bearer ${guess()}` } }),
+      ),
+    );
+    const counts = answers.reduce<Record<number, number>>((acc, r) => ({ ...acc, [r.statusCode]: (acc[r.statusCode] ?? 0) + 1 }), {});
+    expect(counts).toEqual({ 401: FAILURES, 429: FAILURES * 2 });
+    // Another address is not held up by this one's guesses.
+    const other = await ctx.app.inject({ method: 'GET', url: '/api/v1/claims', headers: { 'x-forwarded-for': address() } });
+    expect(other.statusCode).toBe(401);
+  });
+});

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 
 import { decide, type Refusal } from '../../domain/access/access';
 import { AppError } from '../../domain/errors';
+import { createTurns } from '../../domain/turns';
 import type { Principal } from '../../domain/principal';
 
 declare module 'fastify' {
@@ -46,18 +47,30 @@ export const authPlugin = fp(
     app.decorateRequest('principal', null as unknown as Principal);
     // The old-format tokens known before the first request (token-service.ts, loadOldFormat).
     app.addHook('onReady', () => app.deps.tokens.loadOldFormat());
+    // An address's checks of tokens this process has not seen valid, one at a time: parallel
+    // guesses cannot each find the failure budget unspent and together pass it.
+    const addressTurns = createTurns();
+    /** The token checked, and a failure counted against the address's budget (an expired token's is not). */
+    const checkCounted = async (request: FastifyRequest, reply: FastifyReply, token: string | undefined) => {
+      const checked = await app.deps.tokens.check(token);
+      if (!checked.ok && checked.reason !== 'token_expired') await app.rateLimits.countFailure(request, reply);
+      return checked;
+    };
     app.decorate('requireToken', async (request: FastifyRequest, reply: FastifyReply) => {
       const token = bearer(request);
       // Abuse limits (rate-limits.ts): an address past its failures is refused before any read.
-      if (!app.deps.tokens.seenValidBefore(token)) await app.rateLimits.refuseFailingAddress(request, reply);
-      const checked = await app.deps.tokens.check(token);
+      const checked = app.deps.tokens.seenValidBefore(token)
+        ? await checkCounted(request, reply, token)
+        : await addressTurns(request.ip, async () => {
+            await app.rateLimits.refuseFailingAddress(request, reply);
+            return checkCounted(request, reply, token);
+          });
       if (!checked.ok) {
         if (checked.reason === 'token_expired') {
           await app.rateLimits.failureHeaders(request, reply);
           reply.header('www-authenticate', 'Bearer error="invalid_token"');
           throw new AppError('UNAUTHORIZED', 'The token has expired.', undefined, 'token_expired');
         }
-        await app.rateLimits.countFailure(request, reply);
         throw new AppError('UNAUTHORIZED', 'Unauthenticated.');
       }
       request.principal = checked.principal;

@@ -14,6 +14,7 @@ import { minusYears } from '../dates';
 import { AppError, validationError, type FieldErrors } from '../errors';
 import { isUuid, newId } from '../ids';
 import type { Principal } from '../principal';
+import { createTurns } from '../turns';
 import {
   indicatorsOf,
   logSince as logSinceAt,
@@ -256,16 +257,9 @@ export function createRegistryService(deps: RegistryServiceDeps) {
   async function recordMismatch(principal: Principal, at: number, clientIds: string[]): Promise<void> {
     // One company's mismatches are decided one at a time in this process: parallel guesses
     // cannot each read the same count and together pass the budget.
-    const before = mismatchTurns.get(principal.companyId) ?? Promise.resolve();
-    const turn = before.then(() => admitMismatch(principal, at, clientIds));
-    const settled = turn.catch(() => {});
-    mismatchTurns.set(principal.companyId, settled);
-    void settled.then(() => {
-      if (mismatchTurns.get(principal.companyId) === settled) mismatchTurns.delete(principal.companyId);
-    });
-    return turn;
+    return mismatchTurns(principal.companyId, () => admitMismatch(principal, at, clientIds));
   }
-  const mismatchTurns = new Map<string, Promise<void>>();
+  const mismatchTurns = createTurns();
 
   async function admitMismatch(principal: Principal, at: number, clientIds: string[]): Promise<void> {
     const { log, policy } = deps.identityChecks!;
