@@ -45,12 +45,16 @@ export async function checkAccess(request: FastifyRequest, reply: FastifyReply) 
   // The app refuses to start with a route that states no need (http-access.ts): this is a guard.
   if (need === undefined) throw new RoleError('Not allowed', 'This page is not open to anyone yet.');
   const refusal = decide(actorOfRequest(request.webUser), need);
-  if (!refusal) {
-    const user = request.webUser;
-    if (user?.companyId && request.routeOptions.config.companyBudget) {
-      await request.server.rateLimits.countCompany(request, reply, user.companyId);
-    }
-    return;
-  }
+  if (!refusal) return;
   return refusePage(request, reply, refusal);
+}
+
+/**
+ * The last preHandler of a dashboard search (`config.companyBudget`), after the route's own (its
+ * CSRF check): counted against the company's budget as the API's searches are; 429 past it. A
+ * post whose CSRF token is wrong is refused before it counts.
+ */
+export async function countCompanyBudget(request: FastifyRequest, reply: FastifyReply) {
+  const companyId = request.webUser?.companyId;
+  if (companyId) await request.server.rateLimits.countCompany(request, reply, companyId);
 }

@@ -31,7 +31,7 @@ import { tokenRoutes } from './routes/tokens';
 import { webhookRoutes } from './routes/webhooks';
 import { createSessionStore } from './session-store';
 import { renderPage } from './render';
-import { checkAccess } from './access';
+import { checkAccess, countCompanyBudget } from './access';
 import { decide } from '../domain/access/access';
 import { routesNeed } from '../http-access';
 
@@ -186,6 +186,12 @@ export async function dashboardPlugin(app: FastifyInstance) {
     });
     // Who may open what: each route's need, decided by access.ts, before the route's own work.
     pages.addHook('preHandler', checkAccess);
+    // A search's count against its company's budget comes after the route's own preHandlers.
+    pages.addHook('onRoute', (route) => {
+      if (!route.config?.companyBudget) return;
+      const own = route.preHandler === undefined ? [] : Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler];
+      route.preHandler = [...own, countCompanyBudget];
+    });
     pages.setErrorHandler(webErrorHandler);
 
     await pages.register(authRoutes);

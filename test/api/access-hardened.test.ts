@@ -131,6 +131,10 @@ describe('limits everywhere', () => {
     await ctx.app.rateLimits.refreshCompanyLimits();
     const admin = await signedIn(ctx, company.admin.email);
     await admin.get('/search');
+    // Posts without the form's CSRF token are refused before they count.
+    for (let i = 0; i < 3; i++) {
+      expect((await admin.post('/search', { vehicle_registration: 'ABC123', purpose: '' }, { csrf: null })).statusCode).toBe(403);
+    }
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await admin.post('/search', { vehicle_registration: 'ABC123', purpose: '' })).statusCode);
     expect(statuses.slice(0, 3).every((s) => s !== 429)).toBe(true);
