@@ -181,6 +181,29 @@ describe('current password (Settings, Security)', () => {
   });
 });
 
+describe('a second factor set up from Settings, Security', () => {
+  it('refuses the 11th code, even the right one, and leaves the person without a second factor', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = from(newAddress());
+    await web.signIn(c.member.email, PASSWORD, t);
+    await web.get('/settings/security');
+    const page = await web.post('/settings/security/second-factor', {});
+    const key = /id="totp-key"[^>]*value="([A-Z2-7 ]+)"/u.exec(page.body)?.[1]?.replaceAll(' ', '');
+    expect(key).toBeDefined();
+    const right = totpCode(key!, t);
+    const wrong = (i: number) => String((Number(right) + 1 + i) % 1_000_000).padStart(6, '0');
+    for (let i = 0; i < 10; i++) {
+      expect((await web.post('/settings/security/second-factor/confirm', { code: wrong(i) })).statusCode, `try ${i + 1}`).toBe(422);
+    }
+    const eleventh = await web.post('/settings/security/second-factor/confirm', { code: right });
+    expect(eleventh.statusCode).toBe(429);
+    expect(Number(eleventh.headers['retry-after'])).toBeGreaterThan(0);
+    expect(eleventh.body).toContain('Too many failed attempts');
+    expect((await ctx.deps.dashboard.currentUser(c.member.id))?.secondFactor).toBeFalsy();
+    t += 2 * HOUR;
+  });
+});
+
 describe('equal time', () => {
   it('a sign-in takes the same time whatever the account (unknown, SSO only, reset pending, no password, wrong password)', async () => {
     // scrypt at a cost where it, not the rest of the request, takes the time (as in production).

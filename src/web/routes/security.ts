@@ -134,6 +134,21 @@ export async function securityRoutes(app: FastifyInstance) {
     async (request, reply) => {
       const user = request.webUser!;
       if (user.secondFactor) return reply.redirect('/settings/security', 303);
+      // Codes are guessed against the same throttle as every other code of this person's.
+      const counted = await deps.signInThrottle.attempt(user.email, request.ip);
+      if (!counted.allowed) {
+        reply.header('retry-after', String(counted.retryAfterSeconds));
+        return enrolPage(
+          reply,
+          user,
+          {
+            action: '/settings/security/second-factor/confirm',
+            duringSignIn: false,
+            error: 'Too many failed attempts. Wait a few minutes, then try again.',
+          },
+          429,
+        );
+      }
       const codes = await signIn.confirmEnrolment(user.id, text(request.body as FormBody, 'code', 20), [
         personEvent(request, 'person.mfa_enabled', webPerson(request)),
       ]);
@@ -149,6 +164,7 @@ export async function securityRoutes(app: FastifyInstance) {
           422,
         );
       }
+      await counted.succeeded();
       // A step up: the session goes on (the same sign-in) under a new id.
       await request.session.regenerate(['userId', 'signedInAt', 'lastSeen']);
       return renderPage(reply, 'recovery-codes', { title: 'Recovery codes', codes, next: '/settings/security' });
