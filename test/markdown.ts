@@ -74,7 +74,7 @@ export function brokenLinks(file: string, text: string = readDoc(file)): string[
     const [rawPath = '', anchor] = target.split('#', 2);
     const resolved = rawPath === '' ? file : path.posix.normalize(path.posix.join(path.posix.dirname(file), decodeURIComponent(rawPath)));
     const absolute = path.join(ROOT, resolved);
-    if (resolved.startsWith('..') || !fs.existsSync(absolute)) {
+    if (rawPath !== '' && (resolved.startsWith('..') || !fs.existsSync(absolute))) {
       broken.push(`${target}: ${resolved} does not exist`);
       continue;
     }

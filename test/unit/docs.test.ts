@@ -69,6 +69,8 @@ describe('relative links in README.md and docs/*.md', () => {
   it('make anchors as GitHub does', () => {
     expect(slug('Quick start: from clone to a 201')).toBe('quick-start-from-clone-to-a-201');
     expect(slug('Chunks side by side (`IMPORT_WRITERS`)')).toBe('chunks-side-by-side-import_writers');
-    expect(slug('A lost database connection: requests that waited for ever')).toBe('a-lost-database-connection-requests-that-waited-for-ever');
+    expect(slug('A lost database connection: requests that waited for ever')).toBe(
+      'a-lost-database-connection-requests-that-waited-for-ever',
+    );
   });
 });
