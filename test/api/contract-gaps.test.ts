@@ -1,4 +1,4 @@
-// Rules of the API contract (README: API, Errors, CSV import) that were implemented but not pinned by a test.
+// Rules of the API contract (docs/api.md: Requests, Rules, Errors, CSV import) that were implemented but not pinned by a test.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { minusYears } from '../../src/domain/dates';
@@ -19,7 +19,7 @@ const search = async (c: TestContext, company: Company, vehicle_registration: st
     await c.app.inject({ method: 'POST', url: '/api/v1/claims/search-by-plate', headers: company.auth, payload: { vehicle_registration } })
   ).json();
 
-describe('CSV import header (README: CSV import)', () => {
+describe('CSV import header (docs/api.md: CSV import)', () => {
   it('rejects a header without vehicle_registration with a 422 that names it (a required column here)', async () => {
     const company = await ctx.newCompany();
     const columns = ['first_name', 'last_name', 'date_of_birth', 'id_type', 'id_number', 'claim_date'];
@@ -53,7 +53,7 @@ describe('CSV import header (README: CSV import)', () => {
   });
 });
 
-describe('CSV import status column (README: CSV import, initial status)', () => {
+describe('CSV import status column (docs/api.md: CSV import, initial status)', () => {
   it('uses a given status, and reports an unknown status as a row error on status', async () => {
     const company = await ctx.newCompany();
     const settled = validRow({ status: 'settled' });
@@ -76,7 +76,7 @@ describe('CSV import status column (README: CSV import, initial status)', () => 
   });
 });
 
-describe('status changes record when (README: every status change is recorded with who, when, from and to)', () => {
+describe('status changes record when (docs/api.md: every status change is recorded with who, when, from and to)', () => {
   it('stamps every recorded change with the time it was made', async () => {
     const company = await ctx.newCompany();
     const created = await ctx.app.inject({ method: 'POST', url: '/api/v1/claims', headers: company.auth, payload: claimBody() });

@@ -51,7 +51,7 @@ export async function startReceiver(answer: (n: number) => number | 'hang' = () 
   };
 }
 
-/** What a receiver does with the README's recipe: recompute the HMAC of "<t>.<body>" and compare. */
+/** What a receiver does with the recipe of docs/operations.md: recompute the HMAC of "<t>.<body>" and compare. */
 export function verifySignature(secret: string, header: string | undefined, body: string): boolean {
   const m = /^t=(\d+),v1=([0-9a-f]{64})$/u.exec(header ?? '');
   if (!m) return false;
