@@ -1,5 +1,5 @@
 /**
- * Screenshots of the dashboard's main pages for the README: `npm run screenshots`.
+ * Screenshots of the dashboard's main pages for docs/dashboard.md: `npm run screenshots`.
  * Starts the server on an in-memory database with demo data, drives Debian's Chromium
  * (/usr/bin/chromium) and writes docs/screenshots/*.png at 1366 × 900 and the same pages at 390 × 844
  * (docs/screenshots/mobile-*.png). SCREENSHOTS_ONLY=claims,search takes only those pages.

@@ -19,7 +19,7 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
  * The stable `code` of every error body: programs branch on it, people read `message`. A case
  * with a code of its own (claim_not_found, import_finished, ...) names it as its AppError's
  * `reason`; any other gets the code of its kind. The closed list: the OpenAPI document and the
- * README name these and no others.
+ * API contract (docs/api.md) name these and no others.
  */
 export const ERROR_CODES = [
   'unauthenticated',

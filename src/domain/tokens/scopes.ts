@@ -7,7 +7,7 @@ export type TokenScope = (typeof TOKEN_SCOPES)[number];
 
 export const isTokenScope = (v: unknown): v is TokenScope => typeof v === 'string' && (TOKEN_SCOPES as readonly string[]).includes(v);
 
-/** What each scope lets a token do, for the dashboard's form and the README. */
+/** What each scope lets a token do, for the dashboard's form and docs/api.md. */
 export const SCOPE_DESCRIPTIONS: Record<TokenScope, string> = {
   'claims:read': 'Read your own claims: list, get, a claim’s look-ups',
   'claims:write': 'Submit claims and change their status (includes claims:read)',
