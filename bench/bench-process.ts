@@ -86,6 +86,7 @@ export async function createBenchToken(db: Queryable, companyId: string, name: s
     name,
     hash: createHash('sha256').update(token).digest('hex'),
     prefix: token.slice(0, TOKEN_PREFIX.length + 6),
+    last4: token.slice(-4),
     scopes: [...TOKEN_SCOPES],
     expiresAt: null,
     createdByUserId: null,

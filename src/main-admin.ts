@@ -181,7 +181,7 @@ async function run(deps: Deps, command: string, args: string[], o: Options): Pro
           ? list
               .map(
                 (t) =>
-                  `${t.id}  ${t.token_prefix}…  ${t.name}  [${t.scopes.join(',')}]  created ${t.created_at}  expires ${t.expires_at ?? 'never'}  last used ${t.last_used_at ?? 'never'}${t.revoked_at ? '  REVOKED' : ''}`,
+                  `${t.id}  ${t.token_prefix}…${t.token_last4 ?? ''}  ${t.name}  [${t.scopes.join(',')}]  created ${t.created_at}  expires ${t.expires_at ?? 'never'}  last used ${t.last_used_at ?? 'never'}${t.revoked_at ? '  REVOKED' : ''}`,
               )
               .join('\n')
           : 'No tokens.',

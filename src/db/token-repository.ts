@@ -18,7 +18,7 @@ export const bumpRevocationVersion = (source: string, param: string) =>
   `INSERT INTO app_meta (key, value) SELECT ${param}, '1' WHERE EXISTS (SELECT 1 FROM ${source})
    ON CONFLICT (key) DO UPDATE SET value = (app_meta.value::bigint + 1)::text`;
 
-const TOKEN_COLUMNS = `id, company_id, name, token_prefix, scopes, ${isoTime('created_at')} AS created_at,
+const TOKEN_COLUMNS = `id, company_id, name, token_prefix, token_last4, scopes, ${isoTime('created_at')} AS created_at,
   ${isoTime('expires_at')} AS expires_at, ${isoTime('last_used_at')} AS last_used_at, ${isoTime('revoked_at')} AS revoked_at, created_by_user_id`;
 
 export function createTokenRepository(db: Queryable): TokenRepositoryPort {
@@ -28,14 +28,15 @@ export function createTokenRepository(db: Queryable): TokenRepositoryPort {
       name: string;
       hash: string;
       prefix: string;
+      last4: string;
       scopes: TokenScope[];
       expiresAt: string | null;
       createdByUserId: string | null;
     }): Promise<TokenRecord> {
       const rows = await db.query<TokenRecord>(
-        `INSERT INTO api_tokens (id, company_id, name, token_hash, token_prefix, scopes, expires_at, created_by_user_id)
-         VALUES ($1, $2, $3, $4, $5, $6::text[], $7::timestamptz, $8) RETURNING ${TOKEN_COLUMNS}`,
-        [newId(), t.companyId, t.name, t.hash, t.prefix, t.scopes, t.expiresAt, t.createdByUserId],
+        `INSERT INTO api_tokens (id, company_id, name, token_hash, token_prefix, token_last4, scopes, expires_at, created_by_user_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7::text[], $8::timestamptz, $9) RETURNING ${TOKEN_COLUMNS}`,
+        [newId(), t.companyId, t.name, t.hash, t.prefix, t.last4, t.scopes, t.expiresAt, t.createdByUserId],
       );
       return rows[0]!;
     },

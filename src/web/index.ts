@@ -30,6 +30,7 @@ import { peopleRoutes } from './routes/people';
 import { tokenRoutes } from './routes/tokens';
 import { webhookRoutes } from './routes/webhooks';
 import { createSessionStore } from './session-store';
+import { registerOneTime } from './one-time';
 import { renderPage } from './render';
 import { checkAccess, countCompanyBudget } from './access';
 import { decide } from '../domain/access/access';
@@ -110,6 +111,7 @@ export async function dashboardPlugin(app: FastifyInstance) {
       },
     });
     await pages.register(fastifyFormbody, { bodyLimit: 64 * 1024 });
+    registerOneTime(pages, secret);
     await pages.register(fastifyView, {
       engine: { eta: new Eta({ autoEscape: true, cache: true }) },
       templates: path.join(HERE, 'views'),

@@ -11,8 +11,14 @@ export function sessionEnded(session: { signedInAt?: number | undefined; lastSee
 /** HSTS on every answer that came over TLS: a year, this host. */
 export const HSTS = 'max-age=31536000';
 
-/** Forgets who was signed in (the session itself stays, for the sign-in form's CSRF secret). */
-export function signOutOf(session: { userId?: string | undefined; signedInAt?: number | undefined; lastSeen?: number | undefined }) {
+/** Forgets who was signed in, and what was waiting to be shown to them once (the session itself stays, for the sign-in form's CSRF secret). */
+export function signOutOf(session: {
+  userId?: string | undefined;
+  signedInAt?: number | undefined;
+  lastSeen?: number | undefined;
+  oneTime?: Record<string, string> | undefined;
+}) {
+  delete session.oneTime;
   delete session.userId;
   delete session.signedInAt;
   delete session.lastSeen;

@@ -180,7 +180,7 @@ describe('Webhook secret rotation', () => {
         const c = await companyWithPeople(ctx);
         const web = await signedIn(ctx, c.admin.email);
         await web.get('/settings/webhooks');
-        const created = await web.post('/settings/webhooks', { url: receiver.url });
+        const created = await web.submit('/settings/webhooks', { url: receiver.url });
         const oldSecret = /id="webhook-secret"[^>]*value="(whsec_[A-Za-z0-9_-]+)"/u.exec(created.body)![1]!;
         const [endpoint] = await ctx.deps.webhooks.listEndpoints(c.id);
         const list = await web.get('/settings/webhooks');

@@ -229,10 +229,10 @@ describe('logs', () => {
       });
       expect(added.statusCode).toBe(303);
       await web.get('/settings/people');
-      const generated = await web.post('/settings/people', { email: 'gen-person@x.example', role: 'member', password: '' });
+      const generated = await web.submit('/settings/people', { email: 'gen-person@x.example', role: 'member', password: '' });
       const shown = /id="first-password"[^>]*value="([^"]+)"/u.exec(generated.body)![1]!;
       await web.get('/settings/tokens');
-      const created = await web.post('/settings/tokens', { name: 'log check', scopes: ['claims:read'], expires: '30' });
+      const created = await web.submit('/settings/tokens', { name: 'log check', scopes: ['claims:read'], expires: '30' });
       const token = /id="token-value"[^>]*value="(csk_[^"]+)"/u.exec(created.body)![1]!;
       const sid = decodeURIComponent(web.cookies.get('claims_session')!).split('.')[0]!;
       const all = lines.join('\n');

@@ -33,8 +33,10 @@ describe('company admin and member', () => {
     const c = await companyWithPeople(ctx);
     const admin = await signedIn(ctx, c.admin.email);
     await admin.get('/settings/people');
-    const res = await admin.post('/settings/people', { email: 'New.Person@Example.com', role: 'member', password: '' });
-    expect(res.statusCode).toBe(201);
+    const added = await admin.post('/settings/people', { email: 'New.Person@Example.com', role: 'member', password: '' });
+    expect(added.statusCode).toBe(303);
+    const res = await admin.get(added.headers.location as string);
+    expect(res.statusCode).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.body).toContain('It will not be shown again');
     const password = firstPassword(res.body)!;
@@ -108,8 +110,8 @@ describe('operator', () => {
     const page = await op.get(created.headers.location!);
     expect(page.body).toContain('Add the first admin');
     const added = await op.post(`${companyUrl}/people`, { email: 'first.admin@gamma.example', role: 'admin', password: '' });
-    expect(added.statusCode).toBe(201);
-    const password = firstPassword(added.body)!;
+    expect(added.statusCode).toBe(303);
+    const password = firstPassword((await op.get(added.headers.location!)).body)!;
     const admin = new WebClient(ctx.app);
     await admin.signIn('first.admin@gamma.example', password);
     const people = await admin.get('/settings/people');

@@ -67,7 +67,7 @@ describe('log lines of a whole run', () => {
     const admin = new WebClient(ctx.app);
     await admin.signIn(c.admin.email, PASSWORD, t);
     await admin.get('/settings/people');
-    const made = await admin.post(`/settings/people/${person.id}/reset`);
+    const made = await admin.submit(`/settings/people/${person.id}/reset`);
     const link = /id="reset-link"[^>]*value="http:\/\/[^/]+(\/reset\/([A-Za-z0-9_-]+))"/u.exec(made.body)!;
     secrets.resetToken = link[2]!;
     const resetting = new WebClient(ctx.app);
@@ -79,7 +79,7 @@ describe('log lines of a whole run', () => {
 
     // The admin makes a token; it is used for a claim, a read and an import.
     await admin.get('/settings/tokens');
-    const created = await admin.post('/settings/tokens', {
+    const created = await admin.submit('/settings/tokens', {
       name: 'log run',
       scopes: ['claims:read', 'claims:write', 'imports'],
       expires: '30',

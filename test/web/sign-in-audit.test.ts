@@ -68,7 +68,7 @@ describe('sign-in audit events', () => {
     const admin = new WebClient(ctx.app);
     await admin.signIn(c.admin.email, PASSWORD, t);
     await admin.get('/settings/people');
-    const res = await admin.post(`/settings/people/${c.member.id}/reset`);
+    const res = await admin.submit(`/settings/people/${c.member.id}/reset`);
     const link = /id="reset-link"[^>]*value="http:\/\/[^/]+(\/reset\/[A-Za-z0-9_-]+)"/u.exec(res.body)![1]!;
     const person = new WebClient(ctx.app);
     await person.get(link);

@@ -26,8 +26,10 @@ describe('Settings › API Tokens', () => {
     const c = await companyWithPeople(ctx);
     const web = await signedIn(ctx, c.admin.email);
     await web.get('/settings/tokens');
-    const created = await web.post('/settings/tokens', { name: 'Claims system (production)', scopes: ['claims:read'], expires: '90' });
-    expect(created.statusCode).toBe(201);
+    const posted = await web.post('/settings/tokens', { name: 'Claims system (production)', scopes: ['claims:read'], expires: '90' });
+    expect(posted.statusCode).toBe(303);
+    const created = await web.get(posted.headers.location as string);
+    expect(created.statusCode).toBe(200);
     expect(created.headers['cache-control']).toBe('no-store');
     expect(created.body).toContain('It will not be shown again');
     expect(created.body).toContain('data-copy="token-value"');
@@ -74,5 +76,54 @@ describe('Settings › API Tokens', () => {
     const list = await web.get('/settings/tokens');
     expect(list.body).not.toContain('<script>alert(1)</script>');
     expect(list.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+  });
+
+  it('lists each token by its last 4 characters (csk_…abcd), never the value; a token made before they were kept shows —', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.admin.email);
+    await web.get('/settings/tokens');
+    const token = tokenValue((await web.submit('/settings/tokens', { name: 'Four', scopes: ['search'], expires: '7' })).body)!;
+    // One made before the column existed: only its hash and prefix were kept.
+    await ctx.deps.db.query(
+      `INSERT INTO api_tokens (company_id, name, token_hash, token_prefix, scopes) VALUES ($1, 'Older', $2, 'csk_abcdef', ARRAY['search'])`,
+      [c.id, 'f'.repeat(64)],
+    );
+    const list = (await web.get('/settings/tokens')).body;
+    const row = (name: string) => list.slice(list.indexOf(`data-label="Name">${name}<`)).split('</tr>')[0]!;
+    expect(row('Four')).toContain(`<code data-last4>csk_…${token.slice(-4)}</code>`);
+    expect(row('Older')).toContain('<span aria-hidden="true">—</span><span class="visually-hidden">Not kept</span>');
+    expect(list).not.toContain(token);
+    expect(list).not.toContain(token.slice(-8));
+    expect(list).not.toContain(token.slice(4, 12));
+  });
+
+  it('creates a token whose name is in use, and says that another active token has it', async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.admin.email);
+    await web.get('/settings/tokens');
+    const first = await web.submit('/settings/tokens', { name: 'Claims system', scopes: ['search'], expires: '7' });
+    expect(first.body).not.toContain('data-name-in-use');
+    const posted = await web.post('/settings/tokens', { name: 'claims system', scopes: ['search'], expires: '7' });
+    expect(posted.statusCode).toBe(303);
+    const shown = await web.get(posted.headers.location as string);
+    expect(tokenValue(shown.body)).toBeTruthy();
+    expect(shown.body).toContain(
+      'The token was created, but another active token is also called “claims system”. To tell them apart, look at the last 4 characters',
+    );
+    // A reload still says so (the value is gone).
+    const again = await web.get(posted.headers.location as string);
+    expect(tokenValue(again.body)).toBeUndefined();
+    expect(again.body).toContain('another active token is also called “claims system”');
+    expect((await ctx.deps.tokens.list(c.id)).filter((t) => t.name.toLowerCase() === 'claims system')).toHaveLength(2);
+
+    // Two in use: counted. A revoked one of the same name does not count.
+    const third = await web.submit('/settings/tokens', { name: 'Claims System', scopes: ['search'], expires: '7' });
+    expect(third.body).toContain('The token was created, but 2 other active tokens are also called “Claims System”.');
+    for (const t of await ctx.deps.tokens.list(c.id)) if (t.name !== 'Claims System') await ctx.deps.tokens.revoke(t.id, c.id);
+    const fourth = await web.submit('/settings/tokens', { name: 'Claims system', scopes: ['search'], expires: '7' });
+    expect(fourth.body).toContain('another active token is also called “Claims system”');
+    const fifth = await web.submit('/settings/tokens', { name: 'Another name', scopes: ['search'], expires: '7' });
+    expect(tokenValue(fifth.body)).toBeTruthy();
+    expect(fifth.body).not.toContain('data-name-in-use');
   });
 });

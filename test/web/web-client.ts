@@ -61,6 +61,17 @@ export class WebClient {
     return res;
   }
 
+  /**
+   * Posts a form and follows its 303 as a browser does (a GET of the page it names), so the
+   * answer is the page a person sees; any other answer is returned as it is.
+   */
+  async submit(url: string, form: Record<string, string | string[]> = {}, opts: { csrf?: string | null } = {}) {
+    const res = await this.post(url, form, opts);
+    const location = res.headers.location;
+    if (res.statusCode !== 303 || typeof location !== 'string') return res;
+    return this.get(location);
+  }
+
   /** Posts multipart/form-data: the fields first (as a browser sends the form in order), then the file. */
   async postMultipart(
     url: string,

@@ -22,8 +22,10 @@ describe('Settings › Webhooks', () => {
     expect(page.body).toMatch(/<a href="\/settings\/webhooks" aria-current="page">Webhooks<\/a>/u);
     expect(page.body).toContain('No webhooks yet.');
 
-    const created = await web.post('/settings/webhooks', { url: 'https://acme-hooks.example.net/registry' });
-    expect(created.statusCode).toBe(201);
+    const posted = await web.post('/settings/webhooks', { url: 'https://acme-hooks.example.net/registry' });
+    expect(posted.statusCode).toBe(303);
+    const created = await web.get(posted.headers.location as string);
+    expect(created.statusCode).toBe(200);
     expect(created.headers['cache-control']).toBe('no-store');
     expect(created.body).toContain('It will not be shown again');
     const secret = secretOf(created.body)!;
@@ -102,7 +104,7 @@ describe('Settings › Webhooks: test events and delivery states', () => {
       const c = await companyWithPeople(local);
       const web = await signedIn(local, c.admin.email);
       await web.get('/settings/webhooks');
-      const created = await web.post('/settings/webhooks', { url: receiver.url });
+      const created = await web.submit('/settings/webhooks', { url: receiver.url });
       const secret = secretOf(created.body)!;
       const [endpoint] = await local.deps.webhooks.listEndpoints(c.id);
       await web.get('/settings/webhooks');

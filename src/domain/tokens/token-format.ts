@@ -55,3 +55,10 @@ export const isOldFormatToken = (value: string): boolean => LEGACY.test(value);
 
 /** For lists: the first characters, enough to recognise a token, far too few to use it. */
 export const displayPrefix = (value: string): string => value.slice(0, TOKEN_PREFIX.length + 6);
+
+/**
+ * For lists: the last 4 characters (shown as `csk_…abcd`, as Stripe does), to tell which token a
+ * system holds. They are the end of the checksum, derived from the random part: at most about 24
+ * of its 178 bits, and never enough to use or recover the token.
+ */
+export const lastFour = (value: string): string => value.slice(-4);

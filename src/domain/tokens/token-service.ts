@@ -8,7 +8,7 @@ import { AppError, validationError, type FieldErrors } from '../errors';
 import type { Principal } from '../principal';
 import { isTokenScope, TOKEN_SCOPES, type TokenScope } from './scopes';
 import { createTokenCache, type RevocationWatch } from './token-cache';
-import { displayPrefix, isOldFormatToken, isWellFormedToken, newTokenValue, TOKEN_PREFIX } from './token-format';
+import { displayPrefix, isOldFormatToken, isWellFormedToken, lastFour, newTokenValue, TOKEN_PREFIX } from './token-format';
 import { createUsageRecorder, type TokenUse } from './usage-recorder';
 
 export { TOKEN_PREFIX };
@@ -21,6 +21,8 @@ export type TokenRecord = {
   company_id: string;
   name: string;
   token_prefix: string;
+  /** The value's last 4 characters (lists show `csk_…abcd`); null for a token made before they were kept. */
+  token_last4: string | null;
   scopes: TokenScope[];
   created_at: string;
   expires_at: string | null;
@@ -48,6 +50,7 @@ export interface TokenRepositoryPort {
     name: string;
     hash: string;
     prefix: string;
+    last4: string;
     scopes: TokenScope[];
     expiresAt: string | null;
     createdByUserId: string | null;
@@ -225,6 +228,7 @@ export function createTokenService({
         name: name.trim(),
         hash: sha256(token),
         prefix: displayPrefix(token),
+        last4: lastFour(token),
         scopes,
         expiresAt,
         createdByUserId,
@@ -349,6 +353,21 @@ export function createTokenService({
   const expiresSoon = (t: { expires_at: string | null; revoked_at: string | null }): boolean =>
     t.revoked_at === null && t.expires_at !== null && Date.parse(t.expires_at) - now() <= TOKEN_EXPIRY_WARNING_DAYS * DAY_MS;
   const isExpired = (t: { expires_at: string | null }): boolean => t.expires_at !== null && Date.parse(t.expires_at) <= now();
+  /**
+   * The other active tokens (neither revoked nor expired) of a list with the same name as `token`,
+   * case aside: a name in use is allowed, and the dashboard says so.
+   */
+  const namesakes = <T extends { id: string; name: string; expires_at: string | null; revoked_at: string | null }>(
+    list: T[],
+    token: T,
+  ): T[] =>
+    list.filter(
+      (t) =>
+        t.id !== token.id &&
+        t.revoked_at === null &&
+        !isExpired(t) &&
+        t.name.toLocaleLowerCase('en') === token.name.toLocaleLowerCase('en'),
+    );
 
   /** Writes the noted last-use times and stops the background reads. */
   async function close(): Promise<void> {
@@ -367,6 +386,7 @@ export function createTokenService({
     close,
     expiresSoon,
     isExpired,
+    namesakes,
     /** Forget cached tokens (this process revoked tokens or suspended a company by other means). */
     forget: () => cache.clear(),
     maxLifetimeDays,

@@ -9,7 +9,7 @@ import { isUuid } from '../../domain/ids';
 
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
-import { personFormErrors, ROLES } from './people';
+import { firstPasswordPage, keepFirstPassword, personFormErrors, ROLES } from './people';
 
 /** The operator's area: companies, their people, suspension, the audit log of every company, and a link to the queues (Bull Board). */
 export async function operatorRoutes(app: FastifyInstance) {
@@ -73,6 +73,16 @@ export async function operatorRoutes(app: FastifyInstance) {
   app.get('/operator/companies/:id', { config: { access: 'operator' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const q = request.query as FormBody;
+    const page = await companyPage(id);
+    // After Add person with a generated first password (?added=<id>): the password once.
+    const after = firstPasswordPage(
+      request,
+      page.people,
+      `/operator/companies/${page.company.id}`,
+      "remove them and add them again, or ask the company's admin to reset their password",
+    );
+    if (after && 'page' in after) return renderPage(reply, after.page, after.data);
+    if (after) return renderPage(reply, 'operator-company', { ...page, notice: after.notice });
     const notice =
       text(q, 'created') === '1'
         ? 'The company was created. Now add its first admin.'
@@ -89,7 +99,7 @@ export async function operatorRoutes(app: FastifyInstance) {
                   : text(q, 'domain') === 'removed'
                     ? 'The domain is removed: its people sign in with their passwords.'
                     : null;
-    return renderPage(reply, 'operator-company', await companyPage(id, { notice }));
+    return renderPage(reply, 'operator-company', { ...page, notice });
   });
 
   for (const act of ['suspend', 'resume'] as const) {
@@ -167,9 +177,9 @@ export async function operatorRoutes(app: FastifyInstance) {
         throw new AppError('VALIDATION_FAILED', 'Choose a role.', { role: ['Choose viewer, member or admin.'] });
       const created = await companies.createUser({ companyId: company.id, email: form.email, password, role: form.role, by: by(request) });
       request.log.info({ userId: created.user.id, companyId: company.id }, 'person added by the operator');
-      if (!created.password) return reply.redirect(`/operator/companies/${company.id}?added=1`, 303);
-      const back = `/operator/companies/${company.id}`;
-      return renderPage(reply, 'person-created', { title: 'Person added', person: created.user, password: created.password, back }, 201);
+      const page = `/operator/companies/${company.id}`;
+      if (!created.password) return reply.redirect(`${page}?added=1`, 303);
+      return reply.redirect(keepFirstPassword(request, created.user.id, created.password, page), 303);
     } catch (err) {
       return renderPage(reply, 'operator-company', await companyPage(company.id, { form, errors: personFormErrors(err) }), 422);
     }

@@ -3,12 +3,12 @@ import QRCode from 'qrcode';
 
 import { AppError } from '../../domain/errors';
 import { PASSWORD_MIN_LENGTH } from '../../domain/companies/company-service';
-import { RESET_LINK_MS } from '../../domain/sign-in/sign-in-service';
 import { companyUser, safeNext } from '../context';
 import { text, type FormBody } from '../forms';
 import { renderPage } from '../render';
 import { auditOrigin } from '../../audit-origin';
 import { completeSignIn, pendingSignIn, personEvent, recordPerson, recordSignInEvent, webActor, webPerson } from '../sign-in-flow';
+import { keepResetLink } from './people';
 import { redirectUriOf } from './sso';
 
 /** The QR code of an otpauth:// address, drawn here (no script, no other site): an SVG as a data: image. */
@@ -363,13 +363,8 @@ export async function securityRoutes(app: FastifyInstance) {
       personEvent(request, 'person.password_changed', recordPerson(p), webPerson(request)),
     ]);
     request.log.info({ userId: id }, 'password reset link made');
-    return renderPage(reply, 'reset-link', {
-      title: 'Password reset link',
-      person: link.person,
-      link: `${request.protocol}://${request.host}/reset/${link.token}`,
-      minutes: RESET_LINK_MS / 60_000,
-      back: '/settings/people',
-    });
+    // Shown once on the page this redirects to (people.ts), so a reload makes no second link.
+    return reply.redirect(keepResetLink(request, link.person.id, link.token), 303);
   });
 
   const resetPage = (reply: FastifyReply, token: string, extra: Record<string, unknown> = {}, status = 200) =>

@@ -4,9 +4,10 @@ import { auditOrigin } from '../../audit-origin';
 import { personActor } from '../../domain/audit/audit';
 import { AppError, type FieldErrors } from '../../domain/errors';
 import { SCOPE_DESCRIPTIONS, TOKEN_SCOPES } from '../../domain/tokens/scopes';
-import type { TokenLifetime } from '../../domain/tokens/token-service';
+import { TOKEN_PREFIX, type TokenLifetime } from '../../domain/tokens/token-service';
 import { companyUser } from '../context';
 import { text, type FormBody } from '../forms';
+import { keepOnce, takeOnce } from '../one-time';
 import { renderPage } from '../render';
 
 /** The lifetimes the form offers (days); 90 is preselected (see `preselected`). */
@@ -27,9 +28,18 @@ function values(form: FormBody, name: string): string[] {
   return (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]).filter((v): v is string => typeof v === 'string');
 }
 
+/** What the page says when another active token has the new token's name: created all the same. */
+function nameInUseWarning(name: string, others: number): string {
+  const who = others === 1 ? 'another active token is' : `${others} other active tokens are`;
+  return (
+    `The token was created, but ${who} also called “${name}”. To tell them apart, look at the last 4 characters ` +
+    'in the list, or revoke one and create it again with a name that says which system uses it.'
+  );
+}
+
 /**
- * Settings › API Tokens (admins). A token's value exists only in the response to Create Token.
- * The form asks for the scopes (none pre-chosen) and the expiry (90 days preselected, at most
+ * Settings › API Tokens (admins). A token's value is shown once, on the page Create Token
+ * redirects to (post/redirect/get: a reload creates nothing and shows it no more). The form asks for the scopes (none pre-chosen) and the expiry (90 days preselected, at most
  * TOKEN_MAX_LIFETIME_DAYS); the list shows both and flags tokens that expire within 7 days.
  */
 export async function tokenRoutes(app: FastifyInstance) {
@@ -44,10 +54,12 @@ export async function tokenRoutes(app: FastifyInstance) {
     return {
       title: 'API Tokens',
       tokens: list,
+      tokenPrefix: TOKEN_PREFIX,
       name: '',
       errors: {},
       error: null,
       notice: null,
+      warning: null,
       scopes: TOKEN_SCOPES.map((s) => ({ id: s, description: SCOPE_DESCRIPTIONS[s] })),
       chosenScopes: [],
       lifetimes,
@@ -64,9 +76,25 @@ export async function tokenRoutes(app: FastifyInstance) {
   );
 
   app.get('/settings/tokens', { config: { access: 'admin' } }, async (request, reply) => {
-    const revoked = text(request.query as FormBody, 'revoked') === '1';
+    const q = request.query as FormBody;
+    const page = await listPage(companyUser(request).companyId);
+    // After Create Token (?created=<id>): the value once, then (a reload) what happened.
+    const createdId = text(q, 'created', 40);
+    const created = createdId ? page.tokens.find((t) => t.id === createdId) : undefined;
+    if (created) {
+      const others = tokens.namesakes(page.tokens, created).length;
+      const warning = others ? nameInUseWarning(created.name, others) : null;
+      const shown = takeOnce(request, `token:${created.id}`);
+      if (shown?.token) {
+        const origin = `${request.protocol}://${request.host}`;
+        return renderPage(reply, 'token-created', { title: 'Token created', token: { ...created, token: shown.token }, warning, origin });
+      }
+      const notice = `The token “${created.name}” was created. Its value was shown once and cannot be shown again: if it was not copied, revoke the token and create a new one.`;
+      return renderPage(reply, 'tokens', { ...page, notice, warning });
+    }
+    const revoked = text(q, 'revoked') === '1';
     const notice = revoked ? 'The token was revoked. Requests that use it now get 401 Unauthenticated.' : null;
-    return renderPage(reply, 'tokens', await listPage(companyUser(request).companyId, { notice }));
+    return renderPage(reply, 'tokens', { ...page, notice });
   });
 
   app.post('/settings/tokens', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) => {
@@ -84,12 +112,8 @@ export async function tokenRoutes(app: FastifyInstance) {
         origin: auditOrigin(request),
       });
       request.log.info({ tokenId: created.id }, 'API token created');
-      return renderPage(
-        reply,
-        'token-created',
-        { title: 'Token created', token: created, origin: `${request.protocol}://${request.host}` },
-        201,
-      );
+      keepOnce(request, `token:${created.id}`, { token: created.token });
+      return reply.redirect(`/settings/tokens?created=${created.id}`, 303);
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
       const errors: FieldErrors = err.fields ?? {};

@@ -7,19 +7,13 @@ import { webhookMessages } from '../../domain/webhooks/webhook-service';
 import { companyUser } from '../context';
 import { text, type FormBody } from '../forms';
 import { webhookUrlMessage } from '../messages';
+import { keepOnce, takeOnce } from '../one-time';
 import { renderPage } from '../render';
 
-declare module 'fastify' {
-  interface Session {
-    /** A webhook's new signing secret, shown once on the page the rotation redirects to (never in a URL). */
-    rotatedWebhookSecret?: { id: string; url: string; secret: string; previousValidUntil: string };
-  }
-}
-
 /**
- * Settings › Webhooks (admins): the company's endpoints, Create (the signing secret is shown once, on the
- * page that answers the form), Delete (after a confirmation page), and the recent deliveries with
- * their outcomes.
+ * Settings › Webhooks (admins): the company's endpoints, Create (the signing secret is shown once,
+ * on the page the form redirects to: a reload creates nothing and shows it no more), Delete (after
+ * a confirmation page), and the recent deliveries with their outcomes.
  */
 export async function webhookRoutes(app: FastifyInstance) {
   const { webhooks } = app.deps;
@@ -31,15 +25,24 @@ export async function webhookRoutes(app: FastifyInstance) {
   }
 
   app.get('/settings/webhooks', { config: { access: 'admin' } }, async (request, reply) => {
-    const rotated = request.session.rotatedWebhookSecret;
-    if (rotated) {
-      // Shown once: gone from the session before the page is sent.
-      delete request.session.rotatedWebhookSecret;
-      return renderPage(reply, 'webhook-created', { title: 'Signing secret rotated', webhook: rotated, rotated: true });
+    // Shown once: gone from the session before the page is sent.
+    const rotated = takeOnce(request, 'webhook-rotated');
+    if (rotated) return renderPage(reply, 'webhook-created', { title: 'Signing secret rotated', webhook: rotated, rotated: true });
+    const q = request.query as FormBody;
+    const page = await listPage(companyUser(request).companyId);
+    // After Create Webhook (?created=<id>): the signing secret once, then (a reload) what happened.
+    const createdId = text(q, 'created', 40);
+    const created = createdId ? page.endpoints.find((e) => e.id === createdId) : undefined;
+    if (created) {
+      const shown = takeOnce(request, `webhook:${created.id}`);
+      if (shown?.secret)
+        return renderPage(reply, 'webhook-created', { title: 'Webhook created', webhook: { url: created.url, secret: shown.secret } });
+      const notice = `The webhook for ${created.url} was created. Its signing secret was shown once and cannot be shown again: if it was not copied, rotate the secret to get a new one.`;
+      return renderPage(reply, 'webhooks', { ...page, notice });
     }
-    const deleted = text(request.query as FormBody, 'deleted') === '1';
+    const deleted = text(q, 'deleted') === '1';
     const notice = deleted ? 'The webhook was deleted. No more deliveries are sent to it.' : null;
-    return renderPage(reply, 'webhooks', await listPage(companyUser(request).companyId, { notice }));
+    return renderPage(reply, 'webhooks', { ...page, notice });
   });
 
   app.post('/settings/webhooks', { config: { access: 'admin' }, preHandler: app.csrfProtection }, async (request, reply) => {
@@ -52,7 +55,8 @@ export async function webhookRoutes(app: FastifyInstance) {
         userId: user.id,
       });
       request.log.info({ webhookId: created.id }, 'webhook created');
-      return renderPage(reply, 'webhook-created', { title: 'Webhook created', webhook: created }, 201);
+      keepOnce(request, `webhook:${created.id}`, { secret: created.secret });
+      return reply.redirect(`/settings/webhooks?created=${created.id}`, 303);
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err;
       return renderPage(reply, 'webhooks', await listPage(user.companyId, { url, error: webhookUrlMessage(err.message) }), 422);
@@ -77,7 +81,7 @@ export async function webhookRoutes(app: FastifyInstance) {
   });
 
   // A new signing secret; the old one signs deliveries too for 24 hours. The new one travels to
-  // the page after the redirect in the session.
+  // the page after the redirect in the session, sealed (one-time.ts).
   app.post(
     '/settings/webhooks/:id/rotate-secret',
     { config: { access: 'admin' }, preHandler: app.csrfProtection },
@@ -86,7 +90,7 @@ export async function webhookRoutes(app: FastifyInstance) {
       const endpoint = await endpointOf(request);
       const r = await webhooks.rotateSecret(user.companyId, endpoint.id, { actor: personActor(user), origin: auditOrigin(request) });
       request.log.info({ webhookId: endpoint.id }, 'webhook secret rotated');
-      request.session.rotatedWebhookSecret = { id: r.id, url: r.url, secret: r.secret, previousValidUntil: r.previous_valid_until };
+      keepOnce(request, 'webhook-rotated', { id: r.id, url: r.url, secret: r.secret, previousValidUntil: r.previous_valid_until });
       return reply.redirect('/settings/webhooks', 303);
     },
   );
