@@ -62,6 +62,7 @@ describe('recovery codes', () => {
     const t = Date.now();
     const web = new WebClient(ctx.app);
     await web.signIn(c.member.email, PASSWORD, t);
+    await web.get('/settings/security');
     const setup = await web.post('/settings/security/second-factor');
     const key = /id="totp-key"[^>]*value="([A-Z2-7 ]+)"/u.exec(setup.body)![1]!.replaceAll(' ', '');
     const done = await web.post('/settings/security/second-factor/confirm', { code: totpCode(key, t) });
