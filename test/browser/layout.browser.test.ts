@@ -465,3 +465,21 @@ describe('every dashboard page on a phone (390 × 844), as an admin, a member, a
     await noScript.close();
   });
 });
+
+describe('the API reference (/docs) in the browser', { timeout: 60_000 }, () => {
+  it("shows the registry's mark and title, and loads the document from /api/v1/openapi.json, not /docs/json", async () => {
+    await browser.context.clearCookies();
+    const page = await browser.context.newPage();
+    const asked: string[] = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
+    await page.goto(`${base}/docs`);
+    await page.locator('.swagger-ui .info .title').getByText('Claims Registry API').waitFor();
+    expect(await page.title()).toBe('API reference · Claims Registry');
+    expect(await page.locator('.swagger-ui .topbar select').inputValue()).toBe('/api/v1/openapi.json');
+    expect(await page.locator('.swagger-ui .topbar select option').allInnerTexts()).toEqual(['Claims Registry API (/api/v1/openapi.json)']);
+    expect(await page.locator('.swagger-ui .topbar a.link img').getAttribute('src')).toMatch(/^data:image\/svg\+xml;base64,/u);
+    expect(asked).toContain('/api/v1/openapi.json');
+    expect(asked).not.toContain('/docs/json');
+    await page.close();
+  });
+});
