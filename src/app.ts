@@ -52,7 +52,7 @@ const LIBRARY_PAGES = /^\/(docs|admin\/queues)(\/|\?|$)/u;
 const FAVICON = fs.readFileSync(new URL('./web/public/favicon.svg', import.meta.url));
 /** The registry's mark and name, white on the API reference's top bar (where Swagger UI shows its own). */
 const DOCS_LOGO =
-  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 250 40" width="250" height="40">' +
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 300 40" width="300" height="40">' +
   '<rect x="4" y="4" width="32" height="32" rx="6" fill="#fff"/><path d="M13 12h14v16H13z" fill="#123a63"/>' +
   '<path d="M16 17h8M16 21h8M16 25h5" stroke="#fff" stroke-width="2"/>' +
   '<text x="46" y="27" fill="#fff" font-family="system-ui, -apple-system, Segoe UI, Roboto, Arial, sans-serif" font-size="19" font-weight="700">Claims Registry API</text></svg>';
