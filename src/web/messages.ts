@@ -26,5 +26,5 @@ export const WEBHOOK_EVENT_WORDS: Record<WebhookEventType, string> = {
   'import.failed': 'an import failed for good after its retries, leaving no claim',
   'import.cancelled': 'an import was cancelled, leaving no claim',
   'alerts.created':
-    "another company stored a claim on the plate or the person of one of your claims, or changed the status of a claim your company looked at (at most 100 alerts a delivery)",
+    'another company stored a claim on the plate or the person of one of your claims, or changed the status of a claim your company looked at (at most 100 alerts a delivery)',
 };

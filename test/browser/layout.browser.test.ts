@@ -69,7 +69,9 @@ beforeAll(async () => {
   urls.claim = `/claims/${first}`;
   ids.claim = first;
   ids.token = (await ctx.deps.tokens.create(a.id, 'Claims system (production) with a long name', a.admin.id)).id;
-  ids.webhook = (await ctx.deps.webhooks.createEndpoint(a.id, 'https://hooks.alpha-mutual-insurance.example.net/registry/claims/imports')).id;
+  ids.webhook = (
+    await ctx.deps.webhooks.createEndpoint(a.id, 'https://hooks.alpha-mutual-insurance.example.net/registry/claims/imports')
+  ).id;
   await ctx.deps.repos.transaction((tx) => enqueueWebhookEvent(tx, { companyId: a.id, type: 'import.completed', payload: {} }));
   const rows = [validRow(), validRow({ claim_date: futureDate() }), validRow({ id_type: 'driving_licence' }), validRow()];
   await postImport(ctx.app, a.auth, csv(rows), { fileName: 'claims-with-a-rather-long-file-name-2026-11.csv' });
@@ -95,12 +97,22 @@ beforeAll(async () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   // Single sign-on with two long domains, one approved (Settings › Sign-in, the operator's company page).
-  idp = await startTestProvider({ clientId: 'claims-registry', clientSecret: 'a-client-secret-0123456789', redirectUri: `${base}/login/sso/callback` });
+  idp = await startTestProvider({
+    clientId: 'claims-registry',
+    clientSecret: 'a-client-secret-0123456789',
+    redirectUri: `${base}/login/sso/callback`,
+  });
   const by = { actor: CLI_ACTOR, origin: NO_ORIGIN };
   const domains = ['claims-department.alpha-mutual-insurance-of-the-baltic-coast.example', 'staff.alpha-mutual.example'];
   await ctx.deps.signIn.saveSso(
     a.id,
-    { issuer: idp.issuer, clientId: 'claims-registry', clientSecret: 'a-client-secret-0123456789', domains: domains.join(', '), ssoOnly: false },
+    {
+      issuer: idp.issuer,
+      clientId: 'claims-registry',
+      clientSecret: 'a-client-secret-0123456789',
+      domains: domains.join(', '),
+      ssoOnly: false,
+    },
     by,
   );
   await ctx.deps.signIn.approveDomain(a.id, domains[1]!, by);
@@ -333,16 +345,26 @@ function mayOpen(role: Role, need: Need): boolean {
 
 describe('every dashboard page on a phone (390 × 844), as an admin, a member, a viewer and the operator', { timeout: 300_000 }, () => {
   const PHONE = { width: 390, height: 844 };
-  const pageRoutes = () =>
-    ctx.app.accessTable.filter((e) => e.surface === 'dashboard' && e.method === 'GET' && !NOT_DASHBOARD.test(e.url));
+  const pageRoutes = () => ctx.app.accessTable.filter((e) => e.surface === 'dashboard' && e.method === 'GET' && !NOT_DASHBOARD.test(e.url));
 
   it('has an entry for every GET route of the dashboard, and none for a route that is gone', () => {
     const routes = pageRoutes().map((e) => `GET ${e.url}`);
-    expect(routes.filter((r) => !(r in PAGES)), 'routes without an entry in PAGES').toEqual([]);
-    expect(Object.keys(PAGES).filter((r) => !routes.includes(r)), 'entries of PAGES without a route').toEqual([]);
+    expect(
+      routes.filter((r) => !(r in PAGES)),
+      'routes without an entry in PAGES',
+    ).toEqual([]);
+    expect(
+      Object.keys(PAGES).filter((r) => !routes.includes(r)),
+      'entries of PAGES without a route',
+    ).toEqual([]);
   });
 
-  const emails = (): Record<Role, string> => ({ admin: a.admin.email, member: a.member.email, viewer: viewerEmail, operator: operatorEmail });
+  const emails = (): Record<Role, string> => ({
+    admin: a.admin.email,
+    member: a.member.email,
+    viewer: viewerEmail,
+    operator: operatorEmail,
+  });
   for (const role of ['admin', 'member', 'viewer', 'operator'] as const) {
     it(`as ${role === 'operator' ? 'the operator' : `a company ${role}`}: every page it may open fits the width with no axe violation; the others are refused`, async () => {
       const page = await signedInPage(browser, base, emails()[role], PASSWORD, { size: PHONE });
@@ -383,7 +405,10 @@ describe('every dashboard page on a phone (390 × 844), as an admin, a member, a
     await page.getByRole('heading', { name: 'Matches in the registry' }).waitFor();
     reports.registryShown = await pageReport(page);
     await page.goto(`${base}/settings/webhooks`);
-    await page.getByRole('button', { name: /^Rotate secret/u }).first().click();
+    await page
+      .getByRole('button', { name: /^Rotate secret/u })
+      .first()
+      .click();
     await page.getByRole('heading', { level: 1, name: 'Signing secret rotated' }).waitFor();
     reports.rotated = await pageReport(page);
     expect(reports).toEqual({ registryButton: CLEAN, registryShown: CLEAN, rotated: CLEAN });
@@ -414,7 +439,8 @@ describe('every dashboard page on a phone (390 × 844), as an admin, a member, a
 
   it("draws the data-quality bars in the overview's colour", async () => {
     const page = await signedInPage(browser, base, a.member.email, PASSWORD, { size: PHONE });
-    const fills = async () => page.evaluate<string[]>(`[...document.querySelectorAll('.chart svg rect')].map((r) => getComputedStyle(r).fill)`);
+    const fills = async () =>
+      page.evaluate<string[]>(`[...document.querySelectorAll('.chart svg rect')].map((r) => getComputedStyle(r).fill)`);
     await page.goto(`${base}/`);
     const overview = [...new Set(await fills())];
     expect(overview).toEqual(['rgb(29, 95, 168)']);
@@ -427,7 +453,12 @@ describe('every dashboard page on a phone (390 × 844), as an admin, a member, a
 
   it('offers the recovery codes to copy and to download as a text file; Copy hidden without the script', async () => {
     const person = (
-      await ctx.deps.companies.createUser({ companyId: a.id, email: `codes-${Date.now()}@alpha.example`, password: PASSWORD, role: 'member' })
+      await ctx.deps.companies.createUser({
+        companyId: a.id,
+        email: `codes-${Date.now()}@alpha.example`,
+        password: PASSWORD,
+        role: 'member',
+      })
     ).user;
     await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
     const enrol = async (page: Page) => {
@@ -446,7 +477,10 @@ describe('every dashboard page on a phone (390 × 844), as an admin, a member, a
     await page.getByRole('button', { name: 'Copy' }).click();
     await page.getByText('Copied to the clipboard.').waitFor();
     expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(codes.join('\n'));
-    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download as a text file' }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('link', { name: 'Download as a text file' }).click(),
+    ]);
     expect(download.suggestedFilename()).toBe('recovery-codes.txt');
     const file = fs.readFileSync(await download.path(), 'utf8');
     expect(file.split('\n').filter((line) => codes.includes(line))).toEqual(codes);
@@ -455,7 +489,12 @@ describe('every dashboard page on a phone (390 × 844), as an admin, a member, a
 
     // Without the page script the Copy button stays hidden (it could copy nothing); the download works as it is.
     const other = (
-      await ctx.deps.companies.createUser({ companyId: a.id, email: `codes-ns-${Date.now()}@alpha.example`, password: PASSWORD, role: 'member' })
+      await ctx.deps.companies.createUser({
+        companyId: a.id,
+        email: `codes-ns-${Date.now()}@alpha.example`,
+        password: PASSWORD,
+        role: 'member',
+      })
     ).user;
     const noScript = await signedInPage(browser, base, other.email, PASSWORD, { size: PHONE });
     await noScript.route('**/assets/app.js*', (route) => route.abort());

@@ -69,7 +69,9 @@ describe('recovery codes', () => {
     expect(done.statusCode).toBe(200);
     const codes = [...done.body.matchAll(/<li>([a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4})<\/li>/gu)].map((m) => m[1]!);
     expect(codes).toHaveLength(10);
-    const link = /<a class="button button-secondary" href="data:text\/plain;charset=utf-8,([^"]+)" download="recovery-codes.txt">/u.exec(done.body);
+    const link = /<a class="button button-secondary" href="data:text\/plain;charset=utf-8,([^"]+)" download="recovery-codes.txt">/u.exec(
+      done.body,
+    );
     expect(link).not.toBeNull();
     const text = decodeURIComponent(link![1]!.replaceAll('&#39;', "'"));
     expect(text.split('\n').filter((l) => /^[a-z2-7]{4}-/u.test(l))).toEqual(codes);

@@ -29,7 +29,18 @@ export async function webhookRoutes(app: FastifyInstance) {
     const maxAttempts = app.deps.config.webhookRetrySchedule.length + 1;
     // Every event the service sends, from the domain's own list.
     const events = WEBHOOK_EVENTS.map((type) => ({ type, words: WEBHOOK_EVENT_WORDS[type] }));
-    return { title: 'Webhooks', endpoints, deliveries, events, maxAttempts, url: '', error: null, notice: null, testResult: null, ...extra };
+    return {
+      title: 'Webhooks',
+      endpoints,
+      deliveries,
+      events,
+      maxAttempts,
+      url: '',
+      error: null,
+      notice: null,
+      testResult: null,
+      ...extra,
+    };
   }
 
   app.get('/settings/webhooks', { config: { access: 'admin' } }, async (request, reply) => {
