@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 
 import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
+import swaggerUi, { type FastifySwaggerUiOptions } from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -46,6 +47,33 @@ const LIBRARY_PAGE_HEADERS = {
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'; object-src 'none'",
 } as const;
 const LIBRARY_PAGES = /^\/(docs|admin\/queues)(\/|\?|$)/u;
+
+/** The registry's icon (the dashboard's favicon), shown by /docs too. */
+const FAVICON = fs.readFileSync(new URL('./web/public/favicon.svg', import.meta.url));
+/** The registry's mark and name, white on the API reference's top bar (where Swagger UI shows its own). */
+const DOCS_LOGO =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 300 40" width="300" height="40">' +
+  '<rect x="4" y="4" width="32" height="32" rx="6" fill="#fff"/><path d="M13 12h14v16H13z" fill="#123a63"/>' +
+  '<path d="M16 17h8M16 21h8M16 25h5" stroke="#fff" stroke-width="2"/>' +
+  '<text x="46" y="27" fill="#fff" font-family="system-ui, -apple-system, Segoe UI, Roboto, Arial, sans-serif" font-size="19" font-weight="700">Claims Registry API</text></svg>';
+/** Where the OpenAPI document is served (the API's own address of it). */
+const OPENAPI_URL = '/api/v1/openapi.json';
+
+/**
+ * /docs (Swagger UI) as the registry's page: its title, icon and mark instead of the library's,
+ * and the document loaded from its own address (@fastify/swagger-ui sets `url` to its /docs/json
+ * whatever `uiConfig.url` says; `urls`, its documented way to name a definition, wins over it).
+ */
+const API_REFERENCE_UI = {
+  routePrefix: '/docs',
+  uiConfig: { urls: [{ url: OPENAPI_URL, name: `Claims Registry API (${OPENAPI_URL})` }], deepLinking: true },
+  logo: { type: 'image/svg+xml', content: DOCS_LOGO, href: '/docs', target: '_self' },
+  theme: {
+    title: 'API reference · Claims Registry',
+    favicon: [{ filename: 'favicon.svg', rel: 'icon', sizes: 'any', type: 'image/svg+xml', content: FAVICON }],
+    css: [{ filename: 'registry.css', content: '.swagger-ui .topbar { background-color: #123a63; }\n' }],
+  },
+} satisfies FastifySwaggerUiOptions;
 /** Every /api/v1 answer (errors, 401, 404 and 429 included): DECISIONS, "Answers are not kept". */
 const API_PATH = /^\/api\/v1(\/|\?|$)/u;
 const API_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' } as const;
@@ -234,7 +262,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
   });
   await app.register(async (docs) => {
     routesNeed(docs, 'public');
-    await docs.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } });
+    await docs.register(swaggerUi, API_REFERENCE_UI);
   });
 
   // Each token route's OpenAPI `security` names the scope the route states, with the 403 it may answer.

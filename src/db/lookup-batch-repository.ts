@@ -121,6 +121,17 @@ export function createLookupBatchRepository(db: Queryable): LookupBatchRepositor
       );
     },
 
+    async resultCounts(batchId) {
+      const rows = await db.query<{ found: number; not_found: number; claims: number }>(
+        `SELECT count(*) FILTER (WHERE claims > 0)::int AS found, count(*) FILTER (WHERE claims = 0)::int AS not_found,
+                coalesce(sum(claims), 0)::int AS claims
+           FROM lookup_batch_results WHERE batch_id = $1`,
+        [batchId],
+      );
+      const r = rows[0]!;
+      return { found: r.found, notFound: r.not_found, claims: r.claims };
+    },
+
     async listUnfinished() {
       const rows = await db.query<{ id: string }>(
         `SELECT id FROM lookup_batches WHERE status IN ('queued', 'processing') ORDER BY created_at LIMIT 1000`,

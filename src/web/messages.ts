@@ -1,4 +1,4 @@
-import { webhookMessages } from '../domain/webhooks/webhook-service';
+import { webhookMessages, type WebhookEventType } from '../domain/webhooks/webhook-service';
 
 /**
  * The dashboard's wording of a few domain messages. The API's messages are pinned by its contract
@@ -16,3 +16,15 @@ const WEBHOOK_URL_MESSAGES: Record<string, string> = {
 export const webhookUrlMessage = (message: string) => WEBHOOK_URL_MESSAGES[message] ?? message;
 
 export const noFileChosen = 'Choose a CSV file to upload: no file was chosen.';
+
+/**
+ * What each webhook event tells, for Settings › Webhooks, which lists every event of
+ * WEBHOOK_EVENTS: a new event type does not compile until it is worded here.
+ */
+export const WEBHOOK_EVENT_WORDS: Record<WebhookEventType, string> = {
+  'import.completed': 'an import finished; the body has its summary (rows imported and failed)',
+  'import.failed': 'an import failed for good after its retries, leaving no claim',
+  'import.cancelled': 'an import was cancelled, leaving no claim',
+  'alerts.created':
+    'another company stored a claim on the plate or the person of one of your claims, or changed the status of a claim your company looked at (at most 100 alerts a delivery)',
+};

@@ -52,6 +52,9 @@ export type LookupBatch = {
 };
 export type BatchRecord = LookupBatch & { companyId: string; tokenId: string | null; userId: string | null; objectKey: string };
 
+/** A completed batch's results counted (the dashboard's result page shows them). */
+export type ResultCounts = { found: number; notFound: number; claims: number };
+
 export type ResultLine = { vehicle_registration: string; claims: number; companies: number; latest_claim_date: string | null; seq: number };
 
 /** What the batch look-up needs from storage; src/db/lookup-batch-repository.ts implements it. */
@@ -81,6 +84,8 @@ export interface LookupBatchRepository {
   setMessage(id: string, message: string | null): Promise<void>;
   /** Results after `afterSeq` in file order, at most `limit`. */
   results(batchId: string, afterSeq: number, limit: number): Promise<ResultLine[]>;
+  /** The batch's results counted: plates with claims, plates without, and their claims together. */
+  resultCounts(batchId: string): Promise<ResultCounts>;
   listUnfinished(): Promise<string[]>;
 }
 
@@ -360,6 +365,12 @@ export function createLookupBatchService(deps: LookupBatchDeps) {
     return { batch: publicOf(batch), csv: Readable.from(lines()) };
   }
 
+  /** A completed batch's results counted; null while it runs, or when it failed. */
+  async function counts(principal: Pick<Principal, 'companyId'>, id: string): Promise<ResultCounts | null> {
+    const batch = await find(principal, id);
+    return batch.status === 'completed' ? batches.resultCounts(batch.id) : null;
+  }
+
   /** Batches a stopped process left unfinished, queued again (their rows done are kept). */
   async function resumeUnfinished(): Promise<number> {
     const ids = await batches.listUnfinished();
@@ -367,6 +378,6 @@ export function createLookupBatchService(deps: LookupBatchDeps) {
     return ids.length;
   }
 
-  return { submit, get, process, markFailed, results, resumeUnfinished };
+  return { submit, get, process, markFailed, results, counts, resumeUnfinished };
 }
 export type LookupBatchService = ReturnType<typeof createLookupBatchService>;

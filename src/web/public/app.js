@@ -2,19 +2,29 @@
 'use strict';
 
 document.addEventListener('DOMContentLoaded', () => {
-  // Copy buttons (token value, first password): shown only when the Clipboard API is there.
+  // Copy buttons (token value, first password, recovery codes): shown only when the Clipboard API
+  // is there. A field copies its value; a list its items, one a line.
   for (const button of document.querySelectorAll('[data-copy]')) {
-    const input = document.getElementById(button.dataset.copy);
+    const source = document.getElementById(button.dataset.copy);
     const status = document.querySelector(`[data-copy-status="${button.dataset.copy}"]`);
-    if (!input || !navigator.clipboard) continue;
+    if (!source || !navigator.clipboard) continue;
+    const isField = typeof source.select === 'function';
+    const value = () => (isField ? source.value : [...source.querySelectorAll('li')].map((li) => li.textContent.trim()).join('\n'));
     button.hidden = false;
     button.addEventListener('click', async () => {
       try {
-        await navigator.clipboard.writeText(input.value);
+        await navigator.clipboard.writeText(value());
         if (status) status.textContent = 'Copied to the clipboard.';
       } catch {
-        input.focus();
-        input.select();
+        if (isField) {
+          source.focus();
+          source.select();
+        } else {
+          const range = document.createRange();
+          range.selectNodeContents(source);
+          window.getSelection().removeAllRanges();
+          window.getSelection().addRange(range);
+        }
         if (status) status.textContent = 'Copying was not allowed: the value is selected, press Ctrl+C (or ⌘C).';
       }
     });

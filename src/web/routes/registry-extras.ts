@@ -58,12 +58,14 @@ export async function registryExtrasRoutes(app: FastifyInstance) {
 
   app.get('/lookups/batch/:id', { config: { access: 'viewer' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    const batch = await lookupBatches.get(principalOf(companyUser(request)), id);
+    const principal = principalOf(companyUser(request));
+    const batch = await lookupBatches.get(principal, id);
     const done = batchDone(batch);
     return renderPage(reply, 'lookup-batch', {
       title: 'Plate file check',
       batch,
       done,
+      counts: done ? await lookupBatches.counts(principal, id) : null,
       percent: batch.plates === 0 ? 100 : Math.floor((batch.rows_done / batch.plates) * 100),
       ...(done ? {} : { refreshSeconds: 2 }),
     });

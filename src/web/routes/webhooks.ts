@@ -3,10 +3,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { auditOrigin } from '../../audit-origin';
 import { personActor } from '../../domain/audit/audit';
 import { AppError } from '../../domain/errors';
-import { webhookMessages } from '../../domain/webhooks/webhook-service';
+import { WEBHOOK_EVENTS, webhookMessages } from '../../domain/webhooks/webhook-service';
 import { companyUser } from '../context';
 import { text, type FormBody } from '../forms';
-import { webhookUrlMessage } from '../messages';
+import { WEBHOOK_EVENT_WORDS, webhookUrlMessage } from '../messages';
 import { keepOnce, takeOnce } from '../one-time';
 import { renderPage } from '../render';
 
@@ -21,7 +21,20 @@ export async function webhookRoutes(app: FastifyInstance) {
   async function listPage(companyId: string, extra: Record<string, unknown> = {}) {
     const [endpoints, deliveries] = await Promise.all([webhooks.listEndpoints(companyId), webhooks.listDeliveries(companyId, 50)]);
     const maxAttempts = app.deps.config.webhookRetrySchedule.length + 1;
-    return { title: 'Webhooks', endpoints, deliveries, maxAttempts, url: '', error: null, notice: null, testResult: null, ...extra };
+    // Every event the service sends, from the domain's own list.
+    const events = WEBHOOK_EVENTS.map((type) => ({ type, words: WEBHOOK_EVENT_WORDS[type] }));
+    return {
+      title: 'Webhooks',
+      endpoints,
+      deliveries,
+      events,
+      maxAttempts,
+      url: '',
+      error: null,
+      notice: null,
+      testResult: null,
+      ...extra,
+    };
   }
 
   app.get('/settings/webhooks', { config: { access: 'admin' } }, async (request, reply) => {
