@@ -15,16 +15,18 @@ import { freePort, killAll, printed, removeQueueKeys, startScript, type Child } 
  * generated while it is sent (scripts/gen-csv.ts), never stored by the test. The import holds
  * every row exactly once; the API's memory stays flat while it receives (its peak resident memory,
  * VmHWM of /proc/<pid>/status, at most API_PEAK_MB); the worker's peak stays within WORKER_PEAK_MB;
- * and the worker imports the large file at least 0.9 times as fast (rows a second, as the import's
- * answer gives them) as a 9 MB file imported before it, sent gzip-compressed
- * (`Content-Encoding: gzip`) through the same API.
+ * and the worker imports the large file at least MIN_PACE_OF_SMALL_FILE times as fast (rows a
+ * second, as the import's answer gives them) as a 9 MB file imported before it, sent
+ * gzip-compressed (`Content-Encoding: gzip`) through the same API. The figures, and where the
+ * large import's time went, are printed (docs/performance.md has them).
  */
 const redisUrl = process.env.TEST_REDIS_URL!;
 const prefix = `test-large-${randomBytes(4).toString('hex')}`;
 const LARGE_ROWS = 2_000_000;
 const SMALL_ROWS = 92_000;
 const API_PEAK_MB = 300;
-const WORKER_PEAK_MB = 220;
+const WORKER_PEAK_MB = 200;
+const MIN_PACE_OF_SMALL_FILE = 0.75;
 
 /** VmHWM of a process, in MB. */
 function peakMb(pid: number | undefined): number {
@@ -129,6 +131,32 @@ describe('a 200 MB file through the API and a worker', () => {
     }
   }
 
+  /**
+   * Where an import's time went, in seconds (the figures the test prints): from processing's
+   * start to the first chunk's commit, each quarter of its chunks, and from the last chunk's
+   * commit to the completion.
+   */
+  async function phases(id: string) {
+    const rows = await ctx.deps.db.query<{ start: number; quarters: number[]; last: number; done: number }>(
+      `WITH c AS (SELECT chunk_no, extract(epoch FROM committed_at) AS at FROM import_chunks WHERE import_id = $1),
+            h AS (SELECT (e->>'status') AS status, extract(epoch FROM (e->>'at')::timestamptz) AS at
+                    FROM imports, jsonb_array_elements(history) e WHERE id = $1)
+       SELECT (SELECT min(at) FROM h WHERE status = 'processing')::float8 AS start,
+              ARRAY(SELECT percentile_disc(q) WITHIN GROUP (ORDER BY at)::float8 FROM c, unnest(ARRAY[0, 0.25, 0.5, 0.75, 1]) q GROUP BY q ORDER BY q) AS quarters,
+              (SELECT max(at) FROM c)::float8 AS last,
+              (SELECT max(at) FROM h WHERE status = 'completed')::float8 AS done`,
+      [id],
+    );
+    const { start, quarters, last, done } = rows[0]!;
+    const round = (s: number) => Math.round(s * 10) / 10;
+    return {
+      firstChunk: round(quarters[0]! - start),
+      quarters: quarters.slice(1).map((q, i) => round(q - quarters[i]!)),
+      completion: round(done - last),
+      total: round(done - start),
+    };
+  }
+
   it('imports every row once, with the API and the worker within their memory and the pace of a small file', async () => {
     const company = await ctx.newCompany('Large file');
 
@@ -147,9 +175,12 @@ describe('a 200 MB file through the API and a worker', () => {
     expect(stored[0]!.n).toBe(LARGE_ROWS + SMALL_ROWS);
 
     const pace = { small: smallRun.progress.rows_per_second!, large: largeRun.progress.rows_per_second! };
-    console.info(`large file: API peak ${apiPeak} MB, worker peak ${workerPeak} MB, rows a second ${JSON.stringify(pace)}`);
+    console.info(
+      `large file: API peak ${apiPeak} MB, worker peak ${workerPeak} MB; rows a second ${JSON.stringify(pace)}; ` +
+        `phases (s) ${JSON.stringify(await phases(largeId))}`,
+    );
     expect(apiPeak).toBeLessThanOrEqual(API_PEAK_MB);
     expect(workerPeak).toBeLessThanOrEqual(WORKER_PEAK_MB);
-    expect(pace.large).toBeGreaterThanOrEqual(0.9 * pace.small);
+    expect(pace.large).toBeGreaterThanOrEqual(MIN_PACE_OF_SMALL_FILE * pace.small);
   }, 420_000);
 });
