@@ -246,7 +246,7 @@ export async function createDeps(config: Config, options: DepsOptions) {
         if (run.status === 'completed' && config.alertsEnabled) {
           await tx.alerts.matchImport(run.id, minusYears(today(), config.searchHistoryYears));
         }
-        await announceImportOutcome(tx, run, importResource(run));
+        await announceImportOutcome(tx, run, importResource(run, now()));
       },
       ...hooks,
     });

@@ -10,6 +10,8 @@ export const ErrorCode = {
   UNAVAILABLE: 'UNAVAILABLE',
   /** The request took too long to arrive (an upload sent too slowly): 408. */
   TIMEOUT: 'TIMEOUT',
+  /** The body is sent in a form the route does not take (an upload's Content-Encoding): 415. */
+  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   TOO_MANY_REQUESTS: 'TOO_MANY_REQUESTS',
   INTERNAL: 'INTERNAL',
 } as const;

@@ -24,6 +24,7 @@ const APP_ERROR_PAGES: Record<ErrorCode, [number, string] | null> = {
   UNAUTHORIZED: [401, 'Please sign in'],
   UNAVAILABLE: [503, 'Temporarily unavailable'],
   TIMEOUT: [408, 'The upload was too slow'],
+  UNSUPPORTED_MEDIA_TYPE: [415, 'The upload was sent in a form the service does not take'],
   TOO_MANY_REQUESTS: [429, 'Too many identity mismatches'],
 };
 

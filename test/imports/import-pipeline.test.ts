@@ -105,7 +105,7 @@ describe('chunk commits with a ledger', () => {
         { row: 6, messages: { amount: [expect.any(String)] } },
       ],
     });
-    expect(data.progress).toEqual({ rows_done: 6, rows_total: 6 });
+    expect(data.progress).toEqual({ rows_done: 6, rows_total: 6, rows_per_second: expect.any(Number), estimated_finish_at: null });
     expect(data.history.map((h: { status: string }) => h.status)).toEqual(['queued', 'processing', 'processing', 'completed']);
     expect(data.history.map((h: { attempt?: number }) => h.attempt)).toEqual([undefined, 1, 2, undefined]);
     const times = data.history.map((h: { at: string }) => Date.parse(h.at));

@@ -113,7 +113,7 @@ describe('a run stopped with any set of chunks committed (chunks of 2 rows)', ()
     expect(await ledger(id)).toEqual([0, 1, 2, 3, 4]);
     const data = (await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: company.auth })).json().data;
     expect(data.summary.errors.map((e: { row: number }) => e.row)).toEqual([5, 8]);
-    expect(data.progress).toEqual({ rows_done: 10, rows_total: 10 });
+    expect(data.progress).toEqual({ rows_done: 10, rows_total: 10, rows_per_second: expect.any(Number), estimated_finish_at: null });
     expect(await ctx.deps.repos.imports.countClaims(id)).toBe(8);
     expect(await personsOf(ctx, id)).toEqual({ clients: 5, documents: 5, min: 1, max: 4 });
     const failed = await ctx.app.inject({ method: 'GET', url: `/api/v1/imports/${id}/errors.csv`, headers: company.auth });

@@ -15,6 +15,7 @@ const STATUS: Record<ErrorCode, number> = {
   FORBIDDEN: 403,
   UNAVAILABLE: 503,
   TIMEOUT: 408,
+  UNSUPPORTED_MEDIA_TYPE: 415,
   TOO_MANY_REQUESTS: 429,
   INTERNAL: 500,
 };
@@ -27,6 +28,7 @@ const CODE_OF_KIND: Record<ErrorCode, PublicErrorCode> = {
   FORBIDDEN: 'forbidden',
   UNAVAILABLE: 'service_unavailable',
   TIMEOUT: 'upload_too_slow',
+  UNSUPPORTED_MEDIA_TYPE: 'unsupported_media_type',
   TOO_MANY_REQUESTS: 'rate_limited',
   INTERNAL: 'server_error',
 };

@@ -13,6 +13,7 @@ import { beginIdempotent, fileRequestHash, idempotencyOnSend } from '../plugins/
 import {
   bodyErrors,
   commonErrors,
+  contentEncodingHeader,
   errorBody,
   idempotencyKeyHeader,
   locationHeader,
@@ -28,7 +29,10 @@ const security = [{ bearerAuth: [] }];
 const notFound = { 404: { description: 'Unknown import id, or an import of another company', ...errorBody } } as const;
 const locationOf = (id: string) => `/api/v1/imports/${id}`;
 
-const toDetail = (run: ImportRecord) => ({ ...importResource(run), summary: run.status === 'completed' ? summaryOf(run) : null });
+const toDetail = (run: ImportRecord, now: number) => ({
+  ...importResource(run, now),
+  summary: run.status === 'completed' ? summaryOf(run) : null,
+});
 
 /**
  * `?dry_run=true` (any case). The upload route validates nothing itself (its body is a stream), so
@@ -49,7 +53,7 @@ function accepted(reply: FastifyReply, run: ImportRecord) {
   return reply
     .code(202)
     .header('location', locationOf(run.id))
-    .send({ data: toDetail(run) });
+    .send({ data: toDetail(run, reply.server.deps.now()) });
 }
 
 /**
@@ -64,7 +68,7 @@ function outcome(reply: FastifyReply, run: ImportRecord) {
       .send({ id: run.id, ...summaryOf(run) });
   if (run.status === 'failed' && run.failure === 'invalid_file') throw validationError({ file: [run.message ?? fileMessages.empty] });
   if (run.status === 'failed') throw new AppError('INTERNAL', run.message ?? 'Server error.');
-  if (run.status === 'cancelled') return reply.code(200).send({ data: toDetail(run) });
+  if (run.status === 'cancelled') return reply.code(200).send({ data: toDetail(run, reply.server.deps.now()) });
   return accepted(reply, run);
 }
 
@@ -109,11 +113,15 @@ export async function importRoutes(fastify: FastifyInstance) {
           'the response lists every failed row with its spreadsheet row number. With `Prefer: respond-async`, or when the import takes ' +
           'longer than IMPORT_WAIT_SECONDS, the answer is 202 with a Location to poll. Accepts an `Idempotency-Key` header. ' +
           'With `?dry_run=true` every row is validated exactly as a real import would (identity rules against the stored persons ' +
-          'included) and the same summary comes back with `"dry_run": true`; nothing is written and no idempotency record is kept.',
+          'included) and the same summary comes back with `"dry_run": true`; nothing is written and no idempotency record is kept. ' +
+          'The body may be sent gzip-compressed (`Content-Encoding: gzip`), and the file part may be a gzip file itself.',
         tags: ['imports'],
         security,
         consumes: ['multipart/form-data'],
-        headers: { type: 'object', properties: { ...idempotencyKeyHeader.properties, ...preferHeader.properties } },
+        headers: {
+          type: 'object',
+          properties: { ...idempotencyKeyHeader.properties, ...preferHeader.properties, ...contentEncodingHeader.properties },
+        },
         querystring: {
           type: 'object',
           properties: {
@@ -183,7 +191,7 @@ export async function importRoutes(fastify: FastifyInstance) {
         response: { 200: importEnvelope, ...commonErrors, ...notFound },
       },
     },
-    async (request) => ({ data: toDetail(await imports.get(request.principal, request.params.id)) }),
+    async (request) => ({ data: toDetail(await imports.get(request.principal, request.params.id), app.deps.now()) }),
   );
 
   // The answer is a stream, which the typed `app` would hold to the documented string: only the params are typed here.
@@ -255,7 +263,7 @@ export async function importRoutes(fastify: FastifyInstance) {
       return reply
         .code(accepted ? 202 : 200)
         .header('location', locationOf(run.id))
-        .send({ data: toDetail(run) });
+        .send({ data: toDetail(run, app.deps.now()) });
     },
   );
 
@@ -274,7 +282,8 @@ export async function importRoutes(fastify: FastifyInstance) {
     },
     async (request) => {
       const page = await imports.list(request.principal, request.query);
-      return { ...page, data: page.data.map(importResource) };
+      const now = app.deps.now();
+      return { ...page, data: page.data.map((run) => importResource(run, now)) };
     },
   );
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 
 import { auditOrigin } from '../../audit-origin';
 
-import { bodyErrors, commonErrors, errorBody, locationHeader, uploadErrors } from '../schemas/common';
+import { bodyErrors, commonErrors, contentEncodingHeader, errorBody, locationHeader, uploadErrors } from '../schemas/common';
 import { lookupBatchBodyDoc, lookupBatchEnvelope, lookupBatchParams } from '../schemas/lookup-batches';
 import { receiveFilePart, registerUploadParser } from './upload-part';
 
@@ -32,10 +32,11 @@ export async function lookupBatchRoutes(app: FastifyInstance) {
           'column (other columns are ignored) and at most 100,000 data rows, and an optional `purpose` field before it. A bad file ' +
           "is a 422 with the import's file errors. Answers 202 with the batch and `Location`; a job looks every plate up (each " +
           'distinct plate is a `plate_search` entry of your look-up log, with the purpose and its result count). Poll the batch, ' +
-          'then download `results.csv`.',
+          'then download `results.csv`. The body may be sent gzip-compressed (`Content-Encoding: gzip`), and the file part may be a gzip file itself.',
         tags: ['registry'],
         security,
         consumes: ['multipart/form-data'],
+        headers: contentEncodingHeader,
         body: lookupBatchBodyDoc,
         response: {
           202: {

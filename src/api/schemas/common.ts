@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 
 import { publishedInput } from '../../domain/claims/claim-schema';
 import { ERROR_CODES } from '../../domain/errors';
+import { GZIP_MAX_RATIO } from '../../domain/uploads/upload';
 
 /** Every error body of the API: a message for people, a stable code for programs, and the request's id. */
 export const errorSchema = {
@@ -56,6 +57,15 @@ export const commonErrors = {
 
 /** The answers of an upload route beyond commonErrors and bodyErrors. */
 export const uploadErrors = {
+  415: {
+    description:
+      'The body is not multipart/form-data, or its Content-Encoding is neither gzip nor identity (unsupported_media_type; ' +
+      'the answer carries `Accept-Encoding: gzip`); nothing was read',
+    ...errorBody,
+    headers: {
+      'accept-encoding': { type: 'string', description: 'On a refused Content-Encoding: `gzip`, the encoding an upload may use.' },
+    },
+  },
   408: { description: 'The upload was sent too slowly and was cut off (upload_too_slow); nothing was stored', ...errorBody },
   503: {
     description:
@@ -136,6 +146,21 @@ export const idempotencyKeyHeader = {
     'idempotency-key': {
       type: 'string',
       description: 'Repeating a request with the same key within 24 hours returns the first response without writing again.',
+    },
+  },
+} as const;
+
+/** The Content-Encoding request header of the upload routes, as an OpenAPI parameter. */
+export const contentEncodingHeader = {
+  type: 'object',
+  properties: {
+    'content-encoding': {
+      type: 'string',
+      enum: ['gzip', 'identity'],
+      description:
+        '`gzip`: the whole multipart body is gzip-compressed; it is decompressed as it arrives, IMPORT_MAX_BYTES counting the ' +
+        `decompressed file, and a body that expands more than ${GZIP_MAX_RATIO} times (past its first MB) is refused with 422 as a ` +
+        'decompression bomb. Any other encoding: 415.',
     },
   },
 } as const;

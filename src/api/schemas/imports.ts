@@ -39,8 +39,22 @@ const importProperties = {
     properties: {
       rows_done: { type: 'integer' },
       rows_total: { type: 'integer', description: 'Counted at upload; exact once finished' },
+      rows_per_second: {
+        type: ['number', 'null'],
+        description:
+          'Rows a second since processing began (to one decimal), once a tenth of the rows is done; when completed, the ' +
+          'final average. Null before, while queued, and for a failed or cancelled import',
+        examples: [10250.5],
+      },
+      estimated_finish_at: {
+        type: ['string', 'null'],
+        format: 'date-time',
+        description:
+          'When the import should finish at its pace so far (`rows_per_second`), while processing and once a tenth of the ' +
+          'rows is done; null otherwise (when finished, `finished_at` says when)',
+      },
     },
-    required: ['rows_done', 'rows_total'],
+    required: ['rows_done', 'rows_total', 'rows_per_second', 'estimated_finish_at'],
   },
   imported: { type: ['integer', 'null'] },
   failed: { type: ['integer', 'null'] },

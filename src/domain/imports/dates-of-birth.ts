@@ -82,6 +82,52 @@ const keyNumber = (a: number, b: number) => (a >>> 11) * 2 ** 32 + b;
 
 type Partition = { buf: Buffer; used: number; blocks: number[] };
 
+/**
+ * The documents of one partition and the dates each was given, for `finish`: an open-addressing
+ * hash table in typed arrays, kept from one partition to the next, so that reading back millions
+ * of entries makes no object per entry (a Map of them left the server's heap some 80 MB of
+ * garbage at the end of a 200 MB upload, docs/performance.md).
+ */
+function createDocumentTable() {
+  let mask = -1;
+  let keyA = new Uint32Array(0);
+  let keyB = new Uint32Array(0);
+  let dates = new Uint32Array(0);
+  /** Dates held per slot; 0 = empty. */
+  let counts = new Uint8Array(0);
+  return {
+    /** Empties the table for a partition of `entries` entries (at most that many documents). */
+    reset(entries: number) {
+      let size = 1024;
+      while (size < entries * 2) size *= 2;
+      if (size > counts.length) {
+        keyA = new Uint32Array(size);
+        keyB = new Uint32Array(size);
+        dates = new Uint32Array(size * MAX_DATES_OF_BIRTH);
+        counts = new Uint8Array(size);
+      } else counts.fill(0);
+      mask = counts.length - 1;
+    },
+    /** A document (its key's halves) given a date: true when that is one date more than MAX_DATES_OF_BIRTH allows. */
+    add(a: number, b: number, date: number): boolean {
+      // The partition was chosen by `a`'s low bits: `b` spreads the slots.
+      let slot = b & mask;
+      while (counts[slot] !== 0 && (keyA[slot] !== a || keyB[slot] !== b)) slot = (slot + 1) & mask;
+      const held = counts[slot]!;
+      const at = slot * MAX_DATES_OF_BIRTH;
+      for (let i = 0; i < held; i++) if (dates[at + i] === date) return false;
+      if (held >= MAX_DATES_OF_BIRTH) return true;
+      if (held === 0) {
+        keyA[slot] = a;
+        keyB[slot] = b;
+      }
+      dates[at + held] = date;
+      counts[slot] = held + 1;
+      return false;
+    },
+  };
+}
+
 export type DatesOfBirthGuard = {
   /** A row's document (type, number as written) and date of birth; the offending row number or undefined. */
   see(type: string, number: string, date: string, row: number): number | undefined;
@@ -134,11 +180,13 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
   /** Blocks kept in memory before the spill file was opened; a negative block offset is -(index + 1) here. */
   const partitionsKept: Buffer[] = [];
 
+  /** The block read last from the spill file (scanned before the next is read). */
+  let readBuffer: Buffer | undefined;
   const readBlock = (offset: number): Buffer => {
     if (offset < 0) return partitionsKept[-offset - 1]!;
-    const buf = Buffer.allocUnsafe(BLOCK_BYTES);
-    fs.readSync(spill!.fd, buf, 0, BLOCK_BYTES, offset);
-    return buf;
+    readBuffer ??= Buffer.allocUnsafe(BLOCK_BYTES);
+    fs.readSync(spill!.fd, readBuffer, 0, BLOCK_BYTES, offset);
+    return readBuffer;
   };
 
   const discard = () => {
@@ -186,26 +234,17 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
       let first: number | undefined;
       try {
         // A partition at a time: its entries in file order (its blocks, then what is left in memory).
-        const byDoc = new Map<number, number | number[]>();
+        const table = createDocumentTable();
         for (const p of partitions) {
           if (!p) continue;
-          byDoc.clear();
+          table.reset((p.blocks.length * BLOCK_BYTES + p.used) / ENTRY_BYTES);
           const scan = (buf: Buffer, used: number) => {
             for (let at = 0; at < used; at += ENTRY_BYTES) {
               const row = buf.readUInt32LE(at + 12);
               if (first !== undefined && row >= first) return;
-              const doc = keyNumber(buf.readUInt32LE(at), buf.readUInt32LE(at + 4));
-              const code = buf.readUInt32LE(at + 8);
-              const dates = byDoc.get(doc);
-              if (dates === undefined) byDoc.set(doc, code);
-              else if (typeof dates === 'number') {
-                if (dates !== code) byDoc.set(doc, [dates, code]);
-              } else if (!dates.includes(code)) {
-                if (dates.length >= MAX_DATES_OF_BIRTH) {
-                  first = row;
-                  return;
-                }
-                dates.push(code);
+              if (table.add(buf.readUInt32LE(at), buf.readUInt32LE(at + 4), buf.readUInt32LE(at + 8))) {
+                first = row;
+                return;
               }
             }
           };
@@ -213,7 +252,6 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
           scan(p.buf, p.used);
           await yieldTurn();
         }
-        byDoc.clear();
       } finally {
         discard();
         partitionsKept.length = 0;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { PassThrough, Transform, type Readable } from 'node:stream';
+import { PassThrough, Transform, type Readable, type Writable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 
 import { AppError, validationError, type FieldErrors } from '../errors';
@@ -144,39 +144,50 @@ async function peekHead(stream: Readable): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
+/** What a guarded decompression says when it refuses its input. */
+export type GunzipRefusals = {
+  /** Expanded more than GZIP_MAX_RATIO times past its first GZIP_FREE_BYTES. */
+  bomb: string;
+  /** Not a valid gzip stream (damaged or cut short). */
+  invalid: string;
+  /** Past `maxBytes` decompressed bytes (when given). */
+  tooLarge?: { maxBytes: number; message: string };
+};
+
 /**
- * Decompresses a gzip upload as it passes (node:zlib, streamed), refusing it as a decompression
- * bomb as soon as it has expanded more than GZIP_MAX_RATIO times past its first GZIP_FREE_BYTES:
- * the meter after it counts the decompressed bytes against IMPORT_MAX_BYTES.
+ * Decompresses a gzip stream as it passes (node:zlib, streamed), refusing it with
+ * InvalidImportFile as a decompression bomb as soon as it has expanded more than GZIP_MAX_RATIO
+ * times (against the compressed bytes decompressed so far) past its first GZIP_FREE_BYTES, and past
+ * `tooLarge.maxBytes` decompressed bytes when given. Write the compressed bytes to `input`, read
+ * the decompressed ones from `output`, where every failure ends up.
  */
-function gunzipGuarded(fileName: string): { input: Transform; output: Readable } {
-  let compressed = 0;
+export function guardedGunzip(refusals: GunzipRefusals): { input: Writable; output: Readable } {
   let expanded = 0;
-  const input = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      compressed += chunk.length;
-      done(null, chunk);
-    },
-  });
   const gunzip = createGunzip();
   const output = new Transform({
     transform(chunk: Buffer, _enc, done) {
       expanded += chunk.length;
-      if (expanded > GZIP_FREE_BYTES && expanded > compressed * GZIP_MAX_RATIO) {
-        return done(new InvalidImportFile([fileMessages.gzipBomb(fileName, GZIP_MAX_RATIO)]));
+      // `bytesWritten`: the compressed bytes the decompression has consumed so far, however large
+      // the chunks they came in.
+      if (expanded > GZIP_FREE_BYTES && expanded > gunzip.bytesWritten * GZIP_MAX_RATIO) {
+        return done(new InvalidImportFile([refusals.bomb]));
       }
+      if (refusals.tooLarge && expanded > refusals.tooLarge.maxBytes) return done(new InvalidImportFile([refusals.tooLarge.message]));
       done(null, chunk);
     },
   });
-  input.on('error', (err) => gunzip.destroy(err));
   gunzip.on('error', (err) => {
     // zlib's own codes (Z_DATA_ERROR, Z_BUF_ERROR...): the bytes are not a valid gzip stream.
     const code = (err as { code?: unknown }).code;
-    output.destroy(typeof code === 'string' && code.startsWith('Z_') ? new InvalidImportFile([fileMessages.notGzip(fileName)]) : err);
+    output.destroy(typeof code === 'string' && code.startsWith('Z_') ? new InvalidImportFile([refusals.invalid]) : err);
   });
-  input.pipe(gunzip).pipe(output);
-  return { input, output };
+  gunzip.pipe(output);
+  return { input: gunzip, output };
 }
+
+/** A gzip file part's decompression: the meter after it counts the decompressed bytes against IMPORT_MAX_BYTES. */
+const gunzipGuarded = (fileName: string) =>
+  guardedGunzip({ bomb: fileMessages.gzipBomb(fileName, GZIP_MAX_RATIO), invalid: fileMessages.notGzip(fileName) });
 
 export type UploadsDeps = {
   storage: ObjectStore;

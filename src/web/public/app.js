@@ -138,6 +138,10 @@ function followImport(statusUrl, resultUrl, bar, label) {
         bar.max = body.total;
         bar.value = body.processed;
         label.textContent = `Processing… ${body.processed.toLocaleString('en-GB')} of ${body.total.toLocaleString('en-GB')} rows`;
+        if (typeof body.rowsPerSecond === 'number' && body.estimatedFinishAt) {
+          const finish = new Date(body.estimatedFinishAt).toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit' });
+          label.textContent += `, about ${Math.round(body.rowsPerSecond).toLocaleString('en-GB')} a second: done around ${finish}`;
+        }
       } else {
         label.textContent = 'Processing the rows…';
       }

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ImportRecord } from '../../db/import-repository';
 import { ALLOWED_EXTENSIONS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS } from '../../domain/imports/csv-file';
 import type { ReceivedFile } from '../../domain/imports/import-service';
+import { importPace } from '../../domain/imports/import-pace';
 import { isTerminal } from '../../domain/imports/import-status';
 import { companyUser, principalOf, wantsJson } from '../context';
 import { text, type FormBody } from '../forms';
@@ -17,7 +18,16 @@ import { fileFieldError, readUploadForm, registerUploadForms, type UploadForm } 
 const ERRORS_ON_PAGE = 100;
 const HISTORY_PAGE = 20;
 
-function statusOf(run: ImportRecord) {
+/** The import's pace as the pages show it (src/domain/imports/import-pace.ts): rows a second, and the finish as an RFC 3339 time. */
+function paceOf(run: ImportRecord, now: number) {
+  const pace = importPace(run, now);
+  return {
+    rowsPerSecond: pace.rowsPerSecond,
+    estimatedFinishAt: pace.estimatedFinishAt === null ? null : new Date(pace.estimatedFinishAt).toISOString(),
+  };
+}
+
+function statusOf(run: ImportRecord, now: number) {
   return {
     id: run.id,
     status: run.status,
@@ -26,6 +36,7 @@ function statusOf(run: ImportRecord) {
     total: run.rowsTotal,
     imported: run.imported,
     failed: run.failed,
+    ...paceOf(run, now),
   };
 }
 
@@ -119,7 +130,9 @@ export async function importRoutes(app: FastifyInstance) {
     const run = await imports.start(principal, received);
     request.log.info({ importId: run.id }, 'import started from the dashboard');
     if (wantsJson(request)) {
-      return reply.status(202).send({ ...statusOf(run), statusUrl: `/imports/${run.id}/status`, resultUrl: `/imports/${run.id}` });
+      return reply
+        .status(202)
+        .send({ ...statusOf(run, app.deps.now()), statusUrl: `/imports/${run.id}/status`, resultUrl: `/imports/${run.id}` });
     }
     // Without the page script: wait for the result like the API does, then show it.
     await imports.waitForResult(principal, run.id, config.importWaitSeconds * 1000);
@@ -147,7 +160,7 @@ export async function importRoutes(app: FastifyInstance) {
 
   app.get('/imports/:id/status', { config: { access: 'viewer' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    return reply.send(statusOf(await imports.get(principalOf(companyUser(request)), id)));
+    return reply.send(statusOf(await imports.get(principalOf(companyUser(request)), id), app.deps.now()));
   });
 
   app.get('/imports/:id', { config: { access: 'viewer' } }, async (request, reply) => {
@@ -160,6 +173,7 @@ export async function importRoutes(app: FastifyInstance) {
       title: `Import of ${run.fileName}`,
       run,
       done: isTerminal(run.status),
+      pace: paceOf(run, app.deps.now()),
       errorGroups: errorGroups(lines),
       errorLines: lines.slice((page - 1) * ERRORS_ON_PAGE, page * ERRORS_ON_PAGE),
       errorLineCount: lines.length,
