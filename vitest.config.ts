@@ -12,6 +12,8 @@ import { defineConfig } from 'vitest/config';
  *   *.postgres.test.ts    PostgreSQL only (pools, locks between sessions, a proxy that cuts connections)
  *   *.redis.test.ts       PostgreSQL and the Redis of TEST_REDIS_URL (BullMQ, worker processes)
  *   *.pg-restart.test.ts  restarts the PostgreSQL cluster: only with TEST_PG_RESTART=1, alone (.ci/run)
+ *   *.large.test.ts       PostgreSQL and Redis, a file of hundreds of MB whose pace is compared with a small
+ *                         file's: only with TEST_LARGE=1, alone (.ci/run), so that no other test shares the cores
  *   *.replica.test.ts     PostgreSQL and its streaming replica at TEST_SEARCH_DATABASE_URL (scripts/start-replica.sh)
  *   *.failover.test.ts    kills the primary of a pg_auto_failover formation (scripts/start-failover.sh): only with
  *                         TEST_FAILOVER=1, alone (.ci/run)
@@ -26,6 +28,7 @@ const chromium = fs.existsSync('/usr/bin/chromium');
 const pgRestart = process.env.TEST_PG_RESTART === '1';
 const replica = Boolean(process.env.TEST_SEARCH_DATABASE_URL);
 const failover = process.env.TEST_FAILOVER === '1';
+const large = process.env.TEST_LARGE === '1';
 
 function missing(what: string, why: string): void {
   if (ci) throw new Error(`CI runs every test, but ${why}: ${what} cannot run.`);
@@ -56,6 +59,7 @@ export default defineConfig({
             '**/*.pg-restart.test.ts',
             '**/*.replica.test.ts',
             '**/*.failover.test.ts',
+            '**/*.large.test.ts',
             ...browser,
           ],
         },
@@ -74,6 +78,7 @@ export default defineConfig({
                   ...(replica ? [] : ['**/*.replica.test.ts']),
                   ...(redis && pgRestart ? [] : ['**/*.pg-restart.test.ts']),
                   ...(redis && failover ? [] : ['**/*.failover.test.ts']),
+                  ...(redis && large ? [] : ['**/*.large.test.ts']),
                 ],
               },
             },
