@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 
 import swagger from '@fastify/swagger';
 import swaggerUi, { type FastifySwaggerUiOptions } from '@fastify/swagger-ui';
@@ -32,7 +33,7 @@ import { qualityRoutes } from './api/routes/quality';
 import { auditRoutes } from './api/routes/audit';
 import { auditEventSchema } from './api/schemas/audit';
 import { qualityReportSchema } from './api/schemas/quality';
-import { dashboardPlugin, SECURITY_HEADERS } from './web/index';
+import { dashboardPlugin, PUBLIC_DIR, SECURITY_HEADERS } from './web/index';
 import { HSTS } from './web/session-rules';
 
 /**
@@ -49,7 +50,7 @@ const LIBRARY_PAGE_HEADERS = {
 const LIBRARY_PAGES = /^\/(docs|admin\/queues)(\/|\?|$)/u;
 
 /** The registry's icon (the dashboard's favicon), shown by /docs too. */
-const FAVICON = fs.readFileSync(new URL('./web/public/favicon.svg', import.meta.url));
+const FAVICON = fs.readFileSync(path.join(PUBLIC_DIR, 'favicon.svg'));
 /** The registry's mark and name, white on the API reference's top bar (where Swagger UI shows its own). */
 const DOCS_LOGO =
   '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 300 40" width="300" height="40">' +

@@ -37,6 +37,8 @@ import { decide } from '../domain/access/access';
 import { routesNeed } from '../http-access';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
+/** The dashboard's assets: beside this file in the sources, beside the bundle in dist/ (scripts/build.ts). */
+export const PUBLIC_DIR = path.join(HERE, 'public');
 
 /** Changes whenever a file under public/ changes, so browsers may cache assets for a long time. */
 function assetVersion(dir: string): string {
@@ -63,7 +65,7 @@ export const SECURITY_HEADERS = {
 export async function dashboardPlugin(app: FastifyInstance) {
   const deps = app.deps;
   const secret = deps.sessionSecret();
-  const publicDir = path.join(HERE, 'public');
+  const publicDir = PUBLIC_DIR;
   const version = assetVersion(publicDir);
 
   // Assets in a scope of their own: no session look-up for a stylesheet.
