@@ -49,7 +49,7 @@ const awayFrom = (sibling) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'coverage/', 'docs/', 'src/web/public/', 'eslint.config.js'] },
+  { ignores: ['node_modules/', 'data/', 'dist/', 'test-results/', 'coverage/', 'docs/', 'src/web/public/', 'eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
