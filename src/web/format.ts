@@ -46,6 +46,22 @@ export function createFormatters(timeZone: string) {
 }
 export type Formatters = ReturnType<typeof createFormatters>;
 
+/** A duration in words, in its largest whole unit: 60 → "1 minute", 7200 → "2 hours", 90 → "90 seconds". */
+export function durationWords(seconds: number): string {
+  const units: Array<[number, string]> = [
+    [86_400, 'day'],
+    [3_600, 'hour'],
+    [60, 'minute'],
+  ];
+  const [size, unit] = units.find(([size]) => seconds >= size && seconds % size === 0) ?? [1, 'second'];
+  const n = seconds / size;
+  return `${n} ${unit}${n === 1 ? '' : 's'}`;
+}
+
+/** A list in words: "a", "a and b", "a, b and c". */
+export const listWords = (items: readonly string[]) =>
+  items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+
 /** Dotted field path → the id of its input, e.g. client.id_documents.0.number → f-client-id_documents-0-number. */
 export const fieldId = (path: string) => `f-${path.replace(/\./gu, '-')}`;
 

@@ -27,6 +27,19 @@ describe('Settings › Webhooks', () => {
   });
 });
 
+describe('Settings › Webhooks, with its own timeout and retry schedule', () => {
+  it('says when a delivery is tried again as the settings say', async () => {
+    const own = await createTestContext({ WEBHOOK_TIMEOUT_SECONDS: '5', WEBHOOK_RETRY_SCHEDULE: '30,120,86400' });
+    try {
+      const c = await companyWithPeople(own);
+      const page = await (await signedIn(own, c.admin.email)).get('/settings/webhooks');
+      expect(page.body).toContain('no 2xx answer within 5 seconds is retried after 30 seconds, 2 minutes and 1 day.');
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 describe('the plate file result page', () => {
   it('shows the counts of the check on the page: rows, plates, found, not found, their claims, unusable rows', async () => {
     const c = await companyWithPeople(ctx, 'Counts');

@@ -5,6 +5,7 @@ import { personActor } from '../../domain/audit/audit';
 import { AppError } from '../../domain/errors';
 import { WEBHOOK_EVENTS, webhookMessages } from '../../domain/webhooks/webhook-service';
 import { companyUser } from '../context';
+import { durationWords, listWords } from '../format';
 import { text, type FormBody } from '../forms';
 import { WEBHOOK_EVENT_WORDS, webhookUrlMessage } from '../messages';
 import { keepOnce, takeOnce } from '../one-time';
@@ -20,7 +21,13 @@ export async function webhookRoutes(app: FastifyInstance) {
 
   async function listPage(companyId: string, extra: Record<string, unknown> = {}) {
     const [endpoints, deliveries] = await Promise.all([webhooks.listEndpoints(companyId), webhooks.listDeliveries(companyId, 50)]);
-    const maxAttempts = app.deps.config.webhookRetrySchedule.length + 1;
+    const { webhookRetrySchedule, webhookTimeoutSeconds } = app.deps.config;
+    const maxAttempts = webhookRetrySchedule.length + 1;
+    // When a delivery is tried again, in words, from the settings (WEBHOOK_TIMEOUT_SECONDS, WEBHOOK_RETRY_SCHEDULE).
+    const retries = {
+      timeout: durationWords(webhookTimeoutSeconds),
+      after: listWords(webhookRetrySchedule.map(durationWords)),
+    };
     // Every event the service sends, from the domain's own list.
     const events = WEBHOOK_EVENTS.map((type) => ({ type, words: WEBHOOK_EVENT_WORDS[type] }));
     return {
@@ -29,6 +36,7 @@ export async function webhookRoutes(app: FastifyInstance) {
       deliveries,
       events,
       maxAttempts,
+      retries,
       url: '',
       error: null,
       notice: null,
