@@ -111,7 +111,7 @@ export async function startNpm(args: string[], env: Record<string, string>, read
 export async function stopThroughNpm(run: Awaited<ReturnType<typeof startNpm>>, signal: 'SIGTERM' | 'SIGINT', port?: number) {
   // node runs under npm (the precondition of the test: something for the signal to reach).
   expect(run.under.length).toBeGreaterThan(0);
-  expect(run.under.some((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('src/main-'))).toBe(true);
+  expect(run.under.some((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dist/main-'))).toBe(true);
   run.npm.kill(signal);
   expect(await run.exited, run.output().slice(-2000)).toEqual({ code: 0, signal: null });
   // npm exits once its child has: nothing it started may outlive it.
