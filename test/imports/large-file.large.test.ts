@@ -26,7 +26,7 @@ const LARGE_ROWS = 2_000_000;
 const SMALL_ROWS = 92_000;
 const API_PEAK_MB = 300;
 const WORKER_PEAK_MB = 200;
-const MIN_PACE_OF_SMALL_FILE = 0.75;
+const MIN_PACE_OF_SMALL_FILE = 0.6;
 
 /** VmHWM of a process, in MB. */
 function peakMb(pid: number | undefined): number {
