@@ -10,10 +10,11 @@ import { csv, validRow } from '../import-helpers';
 import { companyWithPeople, PASSWORD } from '../web/web-client';
 import { signedInPage } from './sign-in';
 import { launchChromium, type Browser } from './chromium';
+import { CLEAN, pageReport } from './page-checks';
 
-// Each dashboard form that creates something, submitted in Chromium, then the page reloaded as a
-// person presses F5: one new item, not two (post/redirect/get), and a one-time value not shown
-// again. Project pglite only, where /usr/bin/chromium is installed: vitest.config.ts.
+// Each dashboard form that creates something, submitted in Chromium on a phone (390 × 844), then
+// the page reloaded as a person presses F5: one new item, not two (post/redirect/get), and a
+// one-time value not shown again. Each page a form leads to fits the phone with no axe violation. Project pglite only, where /usr/bin/chromium is installed: vitest.config.ts.
 
 let ctx: TestContext;
 let browser: Browser;
@@ -34,6 +35,18 @@ afterAll(async () => {
 
 const events = async (companyId: string, action: AuditAction) => ctx.deps.repos.audit.list({ companyId, action, limit: 100 });
 
+/** A signed-in page at a phone's size (390 × 844). */
+async function onPhone(email: string): Promise<Page> {
+  const page = await signedInPage(browser, base, email, PASSWORD);
+  await page.setViewportSize({ width: 390, height: 844 });
+  return page;
+}
+
+/** The page as it is now fits the phone: no sideways scrolling, actions in view, tap targets, no axe violation. */
+async function expectFits(page: Page): Promise<void> {
+  expect(await pageReport(page), new URL(page.url()).pathname).toEqual(CLEAN);
+}
+
 /** Reloads the page as F5 does and waits for it; the address it shows after. */
 async function reload(page: Page): Promise<string> {
   await page.reload({ waitUntil: 'load' });
@@ -42,12 +55,13 @@ async function reload(page: Page): Promise<string> {
 
 describe('a reload after a create form creates nothing more', { timeout: 90_000 }, () => {
   it('Create Token: one token, its value shown only before the reload', async () => {
-    const page = await signedInPage(browser, base, c.admin.email, PASSWORD);
+    const page = await onPhone(c.admin.email);
     await page.goto(`${base}/settings/tokens`);
     await page.getByLabel('Token name').fill('Reloaded token');
     await page.locator('#scope-search').check();
     await page.getByRole('button', { name: 'Create Token' }).click();
     await page.getByRole('heading', { level: 1, name: 'Token created' }).waitFor();
+    await expectFits(page);
     const token = await page.locator('#token-value').inputValue();
     expect(token).toMatch(/^csk_/u);
     await reload(page);
@@ -60,11 +74,12 @@ describe('a reload after a create form creates nothing more', { timeout: 90_000 
   });
 
   it('Create Webhook: one endpoint, its secret shown only before the reload', async () => {
-    const page = await signedInPage(browser, base, c.admin.email, PASSWORD);
+    const page = await onPhone(c.admin.email);
     await page.goto(`${base}/settings/webhooks`);
     await page.getByLabel('Endpoint URL').fill('https://reload-hooks.example.net/registry');
     await page.getByRole('button', { name: 'Create Webhook' }).click();
     await page.getByRole('heading', { level: 1, name: 'Webhook created' }).waitFor();
+    await expectFits(page);
     const secret = await page.locator('#webhook-secret').inputValue();
     await reload(page);
     await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
@@ -76,12 +91,13 @@ describe('a reload after a create form creates nothing more', { timeout: 90_000 
   });
 
   it('Add person with a generated password, and Reset password: one person, one link', async () => {
-    const page = await signedInPage(browser, base, c.admin.email, PASSWORD);
+    const page = await onPhone(c.admin.email);
     await page.goto(`${base}/settings/people`);
     const email = `reload-${randomBytes(3).toString('hex')}@reloads.example`;
     await page.getByLabel('Email').fill(email);
     await page.getByRole('button', { name: 'Add person' }).click();
     await page.getByRole('heading', { level: 1, name: 'Person added' }).waitFor();
+    await expectFits(page);
     const password = await page.locator('#first-password').inputValue();
     await reload(page);
     await page.getByRole('heading', { level: 1, name: 'People' }).waitFor();
@@ -90,6 +106,7 @@ describe('a reload after a create form creates nothing more', { timeout: 90_000 
 
     await page.getByRole('button', { name: `Reset password of ${email}` }).click();
     const link = await page.locator('#reset-link').inputValue();
+    await expectFits(page);
     await reload(page);
     await page.getByRole('heading', { level: 1, name: 'People' }).waitFor();
     expect(await page.content()).not.toContain(link);
@@ -104,7 +121,7 @@ describe('a reload after a create form creates nothing more', { timeout: 90_000 
       password: PASSWORD,
       role: 'member',
     });
-    const page = await signedInPage(browser, base, member.user.email, PASSWORD);
+    const page = await onPhone(member.user.email);
     await page.goto(`${base}/claims/new`);
     const body = claimBody();
     await page.locator('#f-client-first_name').fill('Ona');
@@ -115,6 +132,7 @@ describe('a reload after a create form creates nothing more', { timeout: 90_000 
     const before = (await ctx.deps.claims.list(companyPrincipal(c), { limit: 100 })).data.length;
     await page.getByRole('button', { name: 'Save claim' }).click();
     await page.getByText('The claim was saved.').waitFor();
+    await expectFits(page);
     await reload(page);
     await page.getByText('The claim was saved.').waitFor();
     expect((await ctx.deps.claims.list(companyPrincipal(c), { limit: 100 })).data).toHaveLength(before + 1);
@@ -122,7 +140,7 @@ describe('a reload after a create form creates nothing more', { timeout: 90_000 
   });
 
   it('an import, the same file imported again after the question, and a file of plates: one of each', async () => {
-    const page = await signedInPage(browser, base, c.member.email, PASSWORD);
+    const page = await onPhone(c.member.email);
     const imports = async () => (await ctx.deps.imports.list(companyPrincipal(c), { limit: 100 })).data.length;
     const file = { name: 'reload.csv', mimeType: 'text/csv', buffer: Buffer.from(csv([validRow(), validRow()])) };
     const before = await imports();
@@ -131,6 +149,7 @@ describe('a reload after a create form creates nothing more', { timeout: 90_000 
     await page.getByLabel('CSV file').setInputFiles(file);
     await page.getByRole('button', { name: 'Upload and import' }).click();
     await page.getByText('Import finished: 2 imported, 0 failed.').waitFor({ timeout: 30_000 });
+    await expectFits(page);
     await reload(page);
     await page.getByText('Import finished: 2 imported, 0 failed.').waitFor();
     expect(await imports()).toBe(before + 1);
@@ -157,6 +176,7 @@ describe('a reload after a create form creates nothing more', { timeout: 90_000 
     });
     await page.getByRole('button', { name: 'Check the plates' }).click();
     await page.waitForURL((u) => /^\/lookups\/batch\/[0-9a-f-]{36}$/u.test(u.pathname));
+    await expectFits(page);
     await reload(page);
     expect(await batches()).toBe(batchesBefore + 1);
     await page.close();
@@ -165,7 +185,7 @@ describe('a reload after a create form creates nothing more', { timeout: 90_000 
   it("the operator's Create a company and Add a person: one company, one person", async () => {
     const operatorEmail = `operator-${randomBytes(3).toString('hex')}@registry.example`;
     await ctx.deps.companies.createUser({ companyId: null, email: operatorEmail, password: PASSWORD, role: 'operator' });
-    const page = await signedInPage(browser, base, operatorEmail, PASSWORD);
+    const page = await onPhone(operatorEmail);
     await page.goto(`${base}/operator`);
     const name = `Reload Mutual ${randomBytes(3).toString('hex')}`;
     await page.getByLabel('Company name').fill(name);
