@@ -17,6 +17,9 @@ async function qrDataUrl(uri: string): Promise<string> {
   return `data:image/svg+xml;base64,${Buffer.from(svg, 'utf8').toString('base64')}`;
 }
 
+/** The answer to an attempt past the person's sign-in throttle (with Retry-After). */
+const TOO_MANY_ATTEMPTS = 'Too many failed attempts. Wait a few minutes, then try again.';
+
 /** The key in groups of four, as apps show and accept it when typed. */
 const grouped = (key: string) => key.match(/.{1,4}/gu)!.join(' ');
 
@@ -46,6 +49,17 @@ export async function securityRoutes(app: FastifyInstance) {
     );
   }
 
+  /** The set-up page again, 429 with Retry-After: the person's codes are past the sign-in throttle. */
+  function tooManyCodes(
+    reply: FastifyReply,
+    user: { id: string; email: string },
+    counted: { retryAfterSeconds: number },
+    opts: { action: string; duringSignIn: boolean },
+  ) {
+    reply.header('retry-after', String(counted.retryAfterSeconds));
+    return enrolPage(reply, user, { ...opts, error: TOO_MANY_ATTEMPTS }, 429);
+  }
+
   // --- Set-up during sign-in (a second factor is required and the person has none) -----------------
 
   app.get('/login/enrol', { config: { access: 'public' } }, async (request, reply) => {
@@ -62,15 +76,7 @@ export async function securityRoutes(app: FastifyInstance) {
     const user = await deps.companies.findUser(pending.userId);
     if (!user) return reply.redirect('/login', 303);
     const counted = await deps.signInThrottle.attempt(user.email, request.ip);
-    if (!counted.allowed) {
-      reply.header('retry-after', String(counted.retryAfterSeconds));
-      return enrolPage(
-        reply,
-        user,
-        { action: '/login/enrol', duringSignIn: true, error: 'Too many failed attempts. Wait a few minutes, then try again.' },
-        429,
-      );
-    }
+    if (!counted.allowed) return tooManyCodes(reply, user, counted, { action: '/login/enrol', duringSignIn: true });
     const codes = await signIn.confirmEnrolment(user.id, text(request.body as FormBody, 'code', 20), [
       personEvent(request, 'person.mfa_enabled', recordPerson(user)),
     ]);
@@ -137,17 +143,7 @@ export async function securityRoutes(app: FastifyInstance) {
       // Codes are guessed against the same throttle as every other code of this person's.
       const counted = await deps.signInThrottle.attempt(user.email, request.ip);
       if (!counted.allowed) {
-        reply.header('retry-after', String(counted.retryAfterSeconds));
-        return enrolPage(
-          reply,
-          user,
-          {
-            action: '/settings/security/second-factor/confirm',
-            duringSignIn: false,
-            error: 'Too many failed attempts. Wait a few minutes, then try again.',
-          },
-          429,
-        );
+        return tooManyCodes(reply, user, counted, { action: '/settings/security/second-factor/confirm', duringSignIn: false });
       }
       const codes = await signIn.confirmEnrolment(user.id, text(request.body as FormBody, 'code', 20), [
         personEvent(request, 'person.mfa_enabled', webPerson(request)),
@@ -179,7 +175,7 @@ export async function securityRoutes(app: FastifyInstance) {
       const counted = await deps.signInThrottle.attempt(user.email, request.ip);
       if (!counted.allowed) {
         reply.header('retry-after', String(counted.retryAfterSeconds));
-        return securityPage(request, reply, { errors: { code: ['Too many failed attempts. Wait a few minutes, then try again.'] } }, 429);
+        return securityPage(request, reply, { errors: { code: [TOO_MANY_ATTEMPTS] } }, 429);
       }
       const ok = await signIn.disable(user, text(request.body as FormBody, 'code', 64), [
         personEvent(request, 'person.mfa_disabled', webPerson(request)),
@@ -198,8 +194,7 @@ export async function securityRoutes(app: FastifyInstance) {
     const counted = await deps.signInThrottle.attempt(user.email, request.ip);
     if (!counted.allowed) {
       reply.header('retry-after', String(counted.retryAfterSeconds));
-      const wait = 'Too many failed attempts. Wait a few minutes, then try again.';
-      return securityPage(request, reply, { errors: { current_password: [wait] } }, 429);
+      return securityPage(request, reply, { errors: { current_password: [TOO_MANY_ATTEMPTS] } }, 429);
     }
     try {
       await signIn.changePassword(
