@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { claimBody, companyPrincipal, createTestContext, type TestContext } from '../harness';
-import { companyWithPeople, signedIn } from './web-client';
+import { companyWithPeople, signedIn, validClaimForm } from './web-client';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -9,25 +9,7 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-function validForm(overrides: Record<string, string> = {}) {
-  const body = claimBody();
-  return {
-    'client.first_name': 'Ona',
-    'client.last_name': 'Petraitė',
-    'client.date_of_birth': '1985-06-02',
-    'client.id_documents.0.type': 'passport',
-    'client.id_documents.0.number': body.client.id_documents[0]!.number,
-    'client.id_documents.1.type': '',
-    'client.id_documents.1.number': '',
-    claim_date: ctx.deps.today(),
-    vehicle_registration: body.vehicle_registration,
-    claim_type: 'theft',
-    amount: '1250.5',
-    is_at_fault: 'false',
-    status: 'filed',
-    ...overrides,
-  };
-}
+const validForm = (overrides: Record<string, string> = {}) => validClaimForm(ctx.deps.today(), overrides);
 
 describe('entering a claim by hand', () => {
   it("stores it for the person's company with source assisted", async () => {

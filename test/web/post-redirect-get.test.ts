@@ -3,9 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { AuditAction } from '../../src/domain/audit/audit';
-import { claimBody, companyPrincipal, createTestContext, plate, type TestContext } from '../harness';
+import { companyPrincipal, createTestContext, plate, type TestContext } from '../harness';
 import { csv, validRow } from '../import-helpers';
-import { companyWithPeople, PASSWORD, signedIn, WebClient } from './web-client';
+import { companyWithPeople, PASSWORD, signedIn, validClaimForm, WebClient } from './web-client';
 
 // Every dashboard form that creates something answers 303 with a Location (post/redirect/get):
 // the page it names shows the new item, and what may be shown only once (a token's value, a
@@ -208,24 +208,7 @@ describe('claims, imports and plate files', () => {
     const c = await companyWithPeople(ctx);
     const web = await signedIn(ctx, c.member.email);
     await web.get('/claims/new');
-    const body = claimBody();
-    const location = redirected(
-      await web.post('/claims', {
-        'client.first_name': 'Ona',
-        'client.last_name': 'Petraitė',
-        'client.date_of_birth': '1985-06-02',
-        'client.id_documents.0.type': 'passport',
-        'client.id_documents.0.number': body.client.id_documents[0]!.number,
-        'client.id_documents.1.type': '',
-        'client.id_documents.1.number': '',
-        claim_date: ctx.deps.today(),
-        vehicle_registration: body.vehicle_registration,
-        claim_type: 'theft',
-        amount: '80',
-        is_at_fault: 'false',
-        status: 'filed',
-      }),
-    );
+    const location = redirected(await web.post('/claims', validClaimForm(ctx.deps.today(), { amount: '80' })));
     for (let i = 0; i < 2; i++) expect((await web.get(location)).body).toContain('The claim was saved.');
     expect((await ctx.deps.claims.list(companyPrincipal(c), { limit: 10 })).data).toHaveLength(1);
   });

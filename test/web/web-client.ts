@@ -1,7 +1,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { Secret, TOTP } from 'otpauth';
 
-import type { TestContext } from '../harness';
+import { claimBody, type TestContext } from '../harness';
 
 /** A tiny browser for app.inject: keeps cookies, finds CSRF tokens, submits forms urlencoded. */
 export class WebClient {
@@ -197,4 +197,25 @@ export function httpApp(base: string): FastifyInstance {
     return { statusCode: res.status, body: await res.text(), headers: Object.fromEntries(res.headers), cookies };
   };
   return { inject } as unknown as FastifyInstance;
+}
+
+/** The dashboard's claim form (Claims › New) filled in validly, as a person posts it, claim date `today`; `overrides` replace fields. */
+export function validClaimForm(today: string, overrides: Record<string, string> = {}): Record<string, string> {
+  const body = claimBody();
+  return {
+    'client.first_name': 'Ona',
+    'client.last_name': 'Petraitė',
+    'client.date_of_birth': '1985-06-02',
+    'client.id_documents.0.type': 'passport',
+    'client.id_documents.0.number': body.client.id_documents[0]!.number,
+    'client.id_documents.1.type': '',
+    'client.id_documents.1.number': '',
+    claim_date: today,
+    vehicle_registration: body.vehicle_registration,
+    claim_type: 'theft',
+    amount: '1250.5',
+    is_at_fault: 'false',
+    status: 'filed',
+    ...overrides,
+  };
 }
