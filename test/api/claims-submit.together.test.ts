@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { addDays, apiError, claimBody, createTestContext, dbKind, submitClaim, type Company, type TestContext } from '../harness';
+import { addDays, apiError, claimBody, createTestContext, dbKind, docNumber, submitClaim, type Company, type TestContext } from '../harness';
 import { plate } from '../import-helpers';
 
 /**
@@ -69,6 +69,26 @@ describe(`claims submitted at the same time (${dbKind()})`, () => {
     const told = [...(await alertsOf(a)), ...(await alertsOf(b))];
     expect(told).toHaveLength(6);
     for (const alert of told) expect(alert.matched_on).toEqual(['client']);
+  });
+
+  it("answer each with its person's documents as stored, when an earlier one gave the person another document", async () => {
+    const company = await ctx.newCompany('Documents');
+    const person = claimBody({}, { id_documents: [{ type: 'national_id', number: docNumber() }] }).client;
+    expect((await post(company, { ...claimBody(), client: person })).statusCode).toBe(201);
+    const passport = { type: 'passport', number: docNumber() };
+    // The first adds a passport to the person; the others, sent with it, give only the first
+    // document: each is written after the first, so each answers both documents, as a read does.
+    const sent = await Promise.all([
+      post(company, { ...claimBody(), client: { ...person, id_documents: [...person.id_documents, passport] } }),
+      ...Array.from({ length: 6 }, () => post(company, { ...claimBody(), client: person })),
+    ]);
+    for (const res of sent) {
+      expect(res.statusCode, res.body).toBe(201);
+      const answered = res.json<{ data: { id: string; client: { id_documents: { type: string }[] } } }>().data;
+      expect(answered.client.id_documents.map((d) => d.type)).toEqual(['national_id', 'passport']);
+      const read = await ctx.app.inject({ method: 'GET', url: `/api/v1/claims/${answered.id}`, headers: company.auth });
+      expect(read.json<{ data: unknown }>().data).toEqual(answered);
+    }
   });
 
   it('answer a submission whose person cannot be resolved its own error, and store the others', async () => {
