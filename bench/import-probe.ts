@@ -1,10 +1,10 @@
 /**
  * Other requests while an import runs:
  *
- *   npm run bench:embedded -- [--rows 90000] [--interval 50] [--idle 3]
+ *   npm run bench:embedded -- [--rows 90000] [--interval 20] [--warmup 3] [--idle 10]
  *   npm run bench:probe -- --database-url postgres://postgres@127.0.0.1:5432/test [--seed-claims 200000] [...]
  *
- * Starts the server as a user would (`node --import tsx src/main-api.ts`): embedded (no
+ * Starts the server as a user would (`npm start`: the built `dist/main-api.mjs`): embedded (no
  * DATABASE_URL: PGlite in a fresh DATA_DIR), or with --database-url on a throw-away database
  * created there (dropped at the end), seeded with --seed-claims claims (bench/seed.ts), the import
  * then running in the server's process (no REDIS_URL). It uploads a generated CSV (30% repeat
@@ -14,8 +14,11 @@
  * On PostgreSQL it first does the same while the database loads the same file on its own (COPY
  * and INSERT..SELECT, bench/copy-rows.ts, in a transaction then rolled back): the yardstick for
  * what a bulk load alone does to the other requests. Prints p50/p99/max per request kind and
- * phase (idle for --idle seconds, during the COPY, during the import), the import's time (upload to
- * completed) and the server's peak RSS (VmHWM). A new request is sent on schedule even while
+ * phase (idle for --idle seconds before, during the COPY, during the import, idle again for
+ * --idle seconds after), the import's time (upload to completed) and the server's peak RSS
+ * (VmHWM). The first --warmup seconds of requests are left out (a new process's first requests
+ * compile its code), and the idle phases are long enough for a p99 of a few hundred searches: the
+ * two idle p99s agreeing is what says the machine was steady. A new request is sent on schedule even while
  * earlier ones wait, so a server that stops answering shows as a long tail, not as fewer samples.
  * Everything it creates (the folder, the database, the process) is removed.
  * IMPORT_* variables pass through to the server (IMPORT_CHUNK_SIZE=5000 to compare, say);
@@ -33,6 +36,7 @@ import { parseArgs } from 'node:util';
 
 import postgres from 'postgres';
 
+import { buildAll } from '../scripts/build';
 import { generateCsvFile } from '../scripts/gen-csv';
 import { openDb } from '../src/db/db';
 import { copyRows } from './copy-rows';
@@ -42,8 +46,9 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
   options: {
     rows: { type: 'string', default: '90000' },
-    interval: { type: 'string', default: '50' },
-    idle: { type: 'string', default: '3' },
+    interval: { type: 'string', default: '20' },
+    warmup: { type: 'string', default: '3' },
+    idle: { type: 'string', default: '10' },
     'database-url': { type: 'string' },
     'seed-claims': { type: 'string', default: '200000' },
   },
@@ -51,6 +56,7 @@ const { values } = parseArgs({
 const ROWS = Number(values.rows);
 const INTERVAL_MS = Number(values.interval);
 const IDLE_S = Number(values.idle);
+const WARMUP_S = Number(values.warmup);
 const baseUrl = values['database-url'];
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'import-probe-'));
@@ -98,7 +104,7 @@ function quantile(sorted: number[], q: number): number {
 class Rollback extends Error {}
 
 type Kind = 'list' | 'search' | 'status';
-type Phase = 'idle' | 'copy' | 'pause' | 'import';
+type Phase = 'warmup' | 'idle' | 'copy' | 'pause' | 'import' | 'after';
 type Sample = { kind: Kind; phase: Phase; at: number; ms: number; ok: boolean };
 
 /** Everything that needs cleaning up after it: the server, the folder, the database. */
@@ -117,7 +123,7 @@ async function run() {
   }
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = spawn(process.execPath, ['--import', 'tsx', 'src/main-api.ts'], {
+  const server = spawn(process.execPath, [await buildAll()], {
     cwd: root,
     env: {
       ...env,
@@ -147,7 +153,7 @@ async function run() {
     const filePlate = fs.readFileSync(file, 'utf8').slice(0, 4096).split(/\r?\n/u)[1]!.split(',')[6]!;
     const plate = () => (dbUrl ? shape.plate(Math.floor(Math.random() * shape.plates)) : filePlate);
     const upload: { importId?: string } = {};
-    let phase: Phase = 'idle';
+    let phase: Phase = 'warmup';
     const samples: Sample[] = [];
     const inFlight = new Set<Promise<void>>();
     const send = (kind: Kind) => {
@@ -183,6 +189,8 @@ async function run() {
       send(k[turn++ % k.length]!);
     }, INTERVAL_MS);
 
+    await sleep(WARMUP_S * 1000);
+    phase = 'idle';
     await sleep(IDLE_S * 1000);
     let copySeconds: number | undefined;
     if (dbUrl) {
@@ -222,6 +230,8 @@ async function run() {
       summary = d.message ?? '';
     }
     const seconds = (performance.now() - started) / 1000;
+    phase = 'after';
+    await sleep(IDLE_S * 1000);
     clearInterval(ticker);
     if (process.env.PROBE_DUMP) fs.writeFileSync(process.env.PROBE_DUMP, JSON.stringify(samples));
     await Promise.allSettled([...inFlight]);
@@ -239,7 +249,7 @@ async function run() {
         .filter((s) => s.kind === kind && s.phase === p)
         .map((s) => s.ms)
         .sort((a, b) => a - b);
-    for (const p of ['idle', 'copy', 'import'] as Phase[]) {
+    for (const p of ['idle', 'copy', 'import', 'after'] as Phase[]) {
       for (const kind of ['list', 'search', 'status'] as Kind[]) {
         const xs = samples.filter((s) => s.kind === kind && s.phase === p);
         if (xs.length === 0) continue;
@@ -251,6 +261,9 @@ async function run() {
       }
     }
     const idleP99 = quantile(sorted('search', 'idle'), 0.99);
+    console.log(
+      `search p99 idle before ÷ idle after: ${(idleP99 / quantile(sorted('search', 'after'), 0.99)).toFixed(2)} (near 1: a steady machine)`,
+    );
     for (const p of ['copy', 'import'] as Phase[]) {
       const during = sorted('search', p);
       if (during.length > 0) console.log(`search p99 during the ${p} ÷ idle: ${(quantile(during, 0.99) / idleP99).toFixed(2)}`);
