@@ -1,6 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { addDays, apiError, claimBody, createTestContext, dbKind, docNumber, submitClaim, type Company, type TestContext } from '../harness';
+import {
+  addDays,
+  apiError,
+  claimBody,
+  createTestContext,
+  dbKind,
+  docNumber,
+  submitClaim,
+  type Company,
+  type TestContext,
+} from '../harness';
 import { plate } from '../import-helpers';
 
 /**
