@@ -72,8 +72,11 @@ function datesOfBirthGuard(columns: readonly string[]) {
     const bad = guard.see(record[type] ?? '', rawNumber, date, row);
     if (bad !== undefined) throw new InvalidImportFile([fileMessages.datesOfBirth(bad)]);
   };
-  /** The same for a line of `bytes` without quotes, its cells ending at `ends` (the delimiters, then the line's end). */
-  const seeLine = (bytes: Buffer, start: number, ends: Int32Array, row: number) => {
+  /**
+   * The same for a line of `bytes` without quotes, its cells ending at `ends` (the delimiters, then
+   * the line's end); `ascii` when the line is known to have only ASCII bytes.
+   */
+  const seeLine = (bytes: Buffer, start: number, ends: Int32Array, ascii: boolean, row: number) => {
     if (type === -1 || number === -1 || dob === -1) return;
     const bad = guard.seeBytes(
       bytes,
@@ -83,6 +86,7 @@ function datesOfBirthGuard(columns: readonly string[]) {
       ends[number]!,
       dob === 0 ? start : ends[dob - 1]! + 1,
       ends[dob]!,
+      ascii,
       row,
     );
     if (bad !== undefined) throw new InvalidImportFile([fileMessages.datesOfBirth(bad)]);
@@ -403,9 +407,13 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
           const width = header!.columns.length;
           if (ends.length !== width) ends = new Int32Array(width);
           let fields = 1;
+          /** The line's bytes or'ed: under 0x80 when the line is ASCII. */
+          let bits = 0;
           // A loop over the line's bytes: a call of indexOf per delimiter costs more than it.
           for (let at = pos; at < eol; at++) {
-            if (data[at] !== dByte) continue;
+            const c = data[at]!;
+            bits |= c;
+            if (c !== dByte) continue;
             if (fields < width) ends[fields - 1] = at;
             fields++;
           }
@@ -424,7 +432,7 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
             if (fields !== width) fieldCount(row, fields, width);
             else {
               ends[width - 1] = eol;
-              datesOfBirth!.seeLine(data, pos, ends, row);
+              datesOfBirth!.seeLine(data, pos, ends, bits < 0x80, row);
             }
           }
         }

@@ -219,7 +219,8 @@ export type DatesOfBirthGuard = {
   /**
    * The same for cells given as ranges of `bytes` (UTF-8, no quotes): type, number and date of
    * birth as written (the date not yet trimmed; nothing is seen when it is blank or the number
-   * empty). Cells with other than ASCII bytes are read as strings.
+   * empty). Cells with other than ASCII bytes are read as strings; `ascii` says the caller knows
+   * there are none.
    */
   seeBytes(
     bytes: Buffer,
@@ -229,6 +230,7 @@ export type DatesOfBirthGuard = {
     numberEnd: number,
     dateStart: number,
     dateEnd: number,
+    ascii: boolean,
     row: number,
   ): number | undefined;
   /** After the last row: the first row giving a document too many dates, if any; removes the spill file. */
@@ -333,8 +335,11 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
 
   return {
     see,
-    seeBytes(bytes, typeStart, typeEnd, numberStart, numberEnd, dateStart, dateEnd, row) {
-      if (!isAscii(bytes, typeStart, typeEnd) || !isAscii(bytes, numberStart, numberEnd) || !isAscii(bytes, dateStart, dateEnd)) {
+    seeBytes(bytes, typeStart, typeEnd, numberStart, numberEnd, dateStart, dateEnd, ascii, row) {
+      if (
+        !ascii &&
+        (!isAscii(bytes, typeStart, typeEnd) || !isAscii(bytes, numberStart, numberEnd) || !isAscii(bytes, dateStart, dateEnd))
+      ) {
         // Other spaces and letters: the strings' own rules.
         const date = bytes.toString('utf8', dateStart, dateEnd).trim();
         const number = bytes.toString('utf8', numberStart, numberEnd);
