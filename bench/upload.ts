@@ -9,8 +9,11 @@
  * BENCH_FILES (default 1) files of BENCH_MB (default 1024) MB at once, generated on the fly by
  * scripts/gen-csv.ts (never stored), as multipart `file` parts with `Prefer: respond-async`
  * (gzip-compressed with BENCH_GZIP=1), and prints each upload's MB/s and the API's resident
- * memory before and at its peak (VmHWM of /proc/<pid>/status). BENCH_CPU_PROF=1 runs the API
- * under `node --cpu-prof` (profiles in BENCH_OUT, default <tmp>/claims-bench-upload).
+ * memory before and at its peak (VmHWM of /proc/<pid>/status), and the API's CPU time while it
+ * received (user + system of /proc/<pid>/stat, all its threads): the file's MB per CPU-second is
+ * the speed the API could reach with a core to itself. BENCH_FILE=<path> sends that file instead
+ * of a generated one (no generator on the same cores). BENCH_CPU_PROF=1 runs the API under
+ * `node --cpu-prof` (profiles in BENCH_OUT, default <tmp>/claims-bench-upload).
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -39,12 +42,17 @@ const mbPerFile = Number(process.env.BENCH_MB ?? 1024);
 const files = Number(process.env.BENCH_FILES ?? 1);
 const gzip = process.env.BENCH_GZIP === '1';
 const useS3 = process.env.BENCH_S3 === '1';
+const sourceFile = process.env.BENCH_FILE;
 const outDir = path.resolve(process.env.BENCH_OUT ?? path.join(os.tmpdir(), 'claims-bench-upload'));
 const KEY = 'bench-upload-document-key-0123456789abcdef';
 const ROWS_PER_MB = 2_000_000 / 196.6;
 
 /** A generated CSV of about `mb` MB as a stream of bytes (gzip-compressed when asked). */
 function generated(mb: number): Readable {
+  if (sourceFile) {
+    const file = fs.createReadStream(sourceFile, { highWaterMark: 1024 * 1024 });
+    return gzip ? file.pipe(createGzip({ level: 1 })) : file;
+  }
   const out = new PassThrough({ highWaterMark: 1024 * 1024 });
   void generateCsv({ rows: Math.round(mb * ROWS_PER_MB), repeat: 0.3, invalid: 0, delimiter: ',' }, (chunk) =>
     out.write(chunk) ? undefined : new Promise<void>((resolve) => out.once('drain', () => resolve())),
@@ -53,6 +61,18 @@ function generated(mb: number): Readable {
     (err: unknown) => out.destroy(err as Error),
   );
   return gzip ? out.pipe(createGzip({ level: 1 })) : out;
+}
+
+/** A process's CPU time so far in seconds (user + system, all threads), or null (not Linux, process gone). */
+function cpuSeconds(pid: number | undefined): number | null {
+  try {
+    // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
 }
 
 /** A multipart body around the file, streamed; resolves with the bytes sent once the answer came. */
@@ -142,9 +162,11 @@ async function main() {
     console.log(
       `${files} upload(s) of ${mbPerFile} MB${gzip ? ' (gzip)' : ''} into ${useS3 ? 'S3 (s3rver)' : 'local storage'}; API RSS before ${before} MB`,
     );
+    const cpuBefore = cpuSeconds(api.pid);
     const started = performance.now();
     const results = await Promise.all(Array.from({ length: files }, (_, i) => upload(base, token, i + 1)));
     const wall = (performance.now() - started) / 1000;
+    const cpu = cpuBefore === null ? null : (cpuSeconds(api.pid) ?? cpuBefore) - cpuBefore;
     for (const [i, r] of results.entries()) {
       console.log(
         `  upload ${i + 1}: ${r.status}, ${(r.bytes / 1e6).toFixed(0)} MB sent in ${r.seconds.toFixed(1)} s: ${(r.bytes / 1e6 / r.seconds).toFixed(1)} MB/s`,
@@ -152,6 +174,7 @@ async function main() {
     }
     const total = results.reduce((s, r) => s + r.bytes, 0);
     console.log(`  all: ${(total / 1e6 / wall).toFixed(1)} MB/s; API peak RSS (VmHWM) ${procMb(api.pid, 'VmHWM')} MB`);
+    if (cpu !== null) console.log(`  API CPU while receiving: ${cpu.toFixed(2)} s, ${(total / 1e6 / cpu).toFixed(1)} MB per CPU-second`);
   } finally {
     await stopNode(api);
     await s3?.close();

@@ -3,9 +3,12 @@ import { runInNewContext } from 'node:vm';
 
 /**
  * Heap growth between two full collections in a process or thread that only runs imports
- * (`npm run worker`, the server's import thread).
+ * (`npm run worker`, the server's import thread). What an import holds is small (a chunk), so
+ * the growth allowed between collections is most of the heap's peak: a smaller one lowers the
+ * worker's peak, for collections more often while the chunks' writes are in the database
+ * (docs/performance.md).
  */
-export const IMPORT_WORKER_HEAP_GROWTH_BYTES = 40 * 1024 * 1024;
+export const IMPORT_WORKER_HEAP_GROWTH_BYTES = 16 * 1024 * 1024;
 
 /**
  * Keeps an import worker's heap close to what it holds. An import allocates a chunk's rows,

@@ -6,6 +6,7 @@ import { parse, type Options, type Parser } from 'csv-parse';
 import type { FieldErrors } from '../errors';
 
 import { createDatesOfBirthGuard, MAX_DATES_OF_BIRTH } from './dates-of-birth';
+import { createUtf8Check } from './utf8';
 
 export { MAX_DATES_OF_BIRTH };
 
@@ -63,22 +64,38 @@ function datesOfBirthGuard(columns: readonly string[]) {
   const number = columns.indexOf('id_number');
   const dob = columns.indexOf('date_of_birth');
   const guard = createDatesOfBirthGuard();
-  /** The three cells of a row, as read. */
-  const seeCells = (rawType: string | undefined, rawNumber: string | undefined, rawDate: string | undefined, row: number) => {
-    const date = rawDate?.trim();
-    if (!rawNumber || !date) return;
-    const bad = guard.see(rawType ?? '', rawNumber, date, row);
-    if (bad !== undefined) throw new InvalidImportFile([fileMessages.datesOfBirth(bad)]);
-  };
   const see = (record: string[], row: number) => {
     if (type === -1 || number === -1 || dob === -1) return;
-    seeCells(record[type], record[number], record[dob], row);
+    const date = record[dob]?.trim();
+    const rawNumber = record[number];
+    if (!rawNumber || !date) return;
+    const bad = guard.see(record[type] ?? '', rawNumber, date, row);
+    if (bad !== undefined) throw new InvalidImportFile([fileMessages.datesOfBirth(bad)]);
+  };
+  /**
+   * The same for a line of `bytes` without quotes, its cells ending at `ends` (the delimiters, then
+   * the line's end); `ascii` when the line is known to have only ASCII bytes.
+   */
+  const seeLine = (bytes: Buffer, start: number, ends: Int32Array, ascii: boolean, row: number) => {
+    if (type === -1 || number === -1 || dob === -1) return;
+    const bad = guard.seeBytes(
+      bytes,
+      type === 0 ? start : ends[type - 1]! + 1,
+      ends[type]!,
+      number === 0 ? start : ends[number - 1]! + 1,
+      ends[number]!,
+      dob === 0 ? start : ends[dob - 1]! + 1,
+      ends[dob]!,
+      ascii,
+      row,
+    );
+    if (bad !== undefined) throw new InvalidImportFile([fileMessages.datesOfBirth(bad)]);
   };
   const finish = async () => {
     const bad = await guard.finish(yieldToEventLoop);
     if (bad !== undefined) throw new InvalidImportFile([fileMessages.datesOfBirth(bad)]);
   };
-  return { see, seeCells, columns: { type, number, dob }, finish, discard: () => guard.discard() };
+  return { see, seeLine, finish, discard: () => guard.discard() };
 }
 
 /** The file as a whole is unacceptable: answered as 422 with the message on `file`. */
@@ -275,10 +292,13 @@ const blank = (cell: string | undefined) => cell === undefined || cell.trim() ==
  * skipped and counted), and this costs a fraction of the parser's time per byte. From the first
  * line with a quote (or a longer line) to the end, the bytes go through the import's csv-parse
  * parser (`createCsvParser`, which the worker's reader uses too), started at that line, its row
- * numbers continuing the lines read so far.
+ * numbers continuing the lines read so far. The line reader makes no string of a line: it finds
+ * the delimiters in the line's bytes and hands the dates-of-birth guard the byte ranges of the
+ * row's document and date (`seeBytes`, which keys them as the strings would be keyed), and the
+ * UTF-8 check validates the bytes without decoding them (src/domain/imports/utf8.ts).
  */
 export function createFileInspector(): Transform & { result(): InspectedFile } {
-  const decoder = new TextDecoder('utf-8', { fatal: true });
+  const utf8 = createUtf8Check();
   let size = 0;
   let head: Buffer[] = [];
   let delimiter: Delimiter | undefined;
@@ -344,8 +364,6 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
    */
   /** Where each cell of the line being read ends (its delimiter, or the line's end). */
   let ends = new Int32Array(0);
-  /** Cell `i` of the line starting at `start` (its ends found). */
-  const cellOf = (data: Buffer, start: number, i: number) => data.toString('utf8', i === 0 ? start : ends[i - 1]! + 1, ends[i]);
   const scanLines = (bytes: Buffer, final: boolean): Buffer | undefined => {
     let data = carry!.length > 0 ? Buffer.concat([carry!, bytes]) : bytes;
     if (atFileStart && data.length >= 3 && data[0] === 0xef && data[1] === 0xbb && data[2] === 0xbf) {
@@ -389,7 +407,13 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
           const width = header!.columns.length;
           if (ends.length !== width) ends = new Int32Array(width);
           let fields = 1;
-          for (let at = data.indexOf(dByte, pos); at !== -1 && at < eol; at = data.indexOf(dByte, at + 1)) {
+          /** The line's bytes or'ed: under 0x80 when the line is ASCII. */
+          let bits = 0;
+          // A loop over the line's bytes: a call of indexOf per delimiter costs more than it.
+          for (let at = pos; at < eol; at++) {
+            const c = data[at]!;
+            bits |= c;
+            if (c !== dByte) continue;
             if (fields < width) ends[fields - 1] = at;
             fields++;
           }
@@ -407,11 +431,8 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
             const row = records + emptyLines;
             if (fields !== width) fieldCount(row, fields, width);
             else {
-              const { type, number, dob } = datesOfBirth!.columns;
-              if (type !== -1 && number !== -1 && dob !== -1) {
-                ends[width - 1] = eol;
-                datesOfBirth!.seeCells(cellOf(data, pos, type), cellOf(data, pos, number), cellOf(data, pos, dob), row);
-              }
+              ends[width - 1] = eol;
+              datesOfBirth!.seeLine(data, pos, ends, bits < 0x80, row);
             }
           }
         }
@@ -449,11 +470,7 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
       (async () => {
         size += chunk.length;
         if (chunk.indexOf(0) !== -1) throw new InvalidImportFile([fileMessages.binary]);
-        try {
-          decoder.decode(chunk, { stream: true });
-        } catch {
-          throw new InvalidImportFile([fileMessages.notUtf8]);
-        }
+        if (!utf8.chunk(chunk)) throw new InvalidImportFile([fileMessages.notUtf8]);
         let bytes = chunk;
         if (!delimiter) {
           head.push(chunk);
@@ -471,11 +488,7 @@ export function createFileInspector(): Transform & { result(): InspectedFile } {
     },
     flush(done) {
       (async () => {
-        try {
-          decoder.decode();
-        } catch {
-          throw new InvalidImportFile([fileMessages.notUtf8]);
-        }
+        if (!utf8.end()) throw new InvalidImportFile([fileMessages.notUtf8]);
         if (size === 0) throw new InvalidImportFile([fileMessages.empty]);
         if (!delimiter) {
           const bytes = Buffer.concat(head);

@@ -17,6 +17,10 @@ import { normalizeDocumentNumber } from '../claims/claim';
  *   file larger than the memory part, `finish` reads each partition back (all of a document's
  *   entries are in the same one, in file order) and finds the first row that gives a document
  *   too many dates of birth, a partition at a time.
+ *
+ * A row read by the upload's line reader comes as byte ranges (`seeBytes`): a document and a date
+ * in ASCII are keyed from the bytes, with the steps of normalizeDocumentNumber done on them, and
+ * get the key their strings would get; any other byte sends the row through the strings.
  */
 export const MAX_DATES_OF_BIRTH = 3;
 /** Documents followed in memory as the bytes arrive (about 150 bytes each). */
@@ -51,6 +55,35 @@ function fnv(text: string, seed: number): number {
   return h >>> 0;
 }
 
+/** Space as `\s` and String.prototype.trim see it, among ASCII bytes (tab, LF, VT, FF, CR, space). */
+const isAsciiSpace = (c: number) => c === 0x20 || (c >= 0x09 && c <= 0x0d);
+function isAscii(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (bytes[i]! >= 0x80) return false;
+  return true;
+}
+const isAsciiLetter = (c: number) => (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a;
+
+/** dateCode of the text of bytes[start, end), which are ASCII and trimmed: an ASCII byte is its one UTF-16 code unit. */
+function dateCodeOfBytes(bytes: Uint8Array, start: number, end: number): number {
+  if (end - start === 10 && bytes[start + 4] === 0x2d && bytes[start + 7] === 0x2d) {
+    let n = 0;
+    let digits = true;
+    for (let i = 0; i < 10; i++) {
+      if (i === 4 || i === 7) continue;
+      const c = bytes[start + i]! - 0x30;
+      if (c < 0 || c > 9) {
+        digits = false;
+        break;
+      }
+      n = n * 10 + c;
+    }
+    if (digits) return n;
+  }
+  let h = 0x811c9dc5;
+  for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193);
+  return ((h >>> 0) | 0x80000000) >>> 0;
+}
+
 /**
  * A document's 64-bit hash as two 32-bit halves (FNV-1a of the type, a NUL and the normalized
  * number, twice with different seeds), written into `out`. Not a cryptographic hash: two
@@ -77,10 +110,62 @@ function documentKey(type: string, normalized: string): void {
 /** The last document key made (documentKey's result, without an allocation per row). */
 let keyA = 0;
 let keyB = 0;
+/** A document number's bytes without their spaces (documentKeyOfBytes), grown as needed. */
+let numberBytes = new Uint8Array(256);
+
+/**
+ * documentKey(type.trim(), normalizeDocumentNumber(number)) for a type and a number given as
+ * ASCII bytes, without making their strings: the same steps (spaces removed, a prefix of two or
+ * three letters and a hyphen removed, upper case) on bytes, each ASCII byte being its one UTF-16
+ * code unit, so that a row read either way gets the same key. false when the normalized number is
+ * empty (no key made).
+ */
+function documentKeyOfBytes(bytes: Uint8Array, typeStart: number, typeEnd: number, numberStart: number, numberEnd: number): boolean {
+  while (typeStart < typeEnd && isAsciiSpace(bytes[typeStart]!)) typeStart++;
+  while (typeEnd > typeStart && isAsciiSpace(bytes[typeEnd - 1]!)) typeEnd--;
+  if (numberBytes.length < numberEnd - numberStart) numberBytes = new Uint8Array(numberEnd - numberStart);
+  let length = 0;
+  for (let i = numberStart; i < numberEnd; i++) {
+    const c = bytes[i]!;
+    if (!isAsciiSpace(c)) numberBytes[length++] = c;
+  }
+  // ^[A-Za-z]{2,3}- (the regular expression of normalizeDocumentNumber), on the number without spaces.
+  let from = 0;
+  if (length >= 3 && isAsciiLetter(numberBytes[0]!) && isAsciiLetter(numberBytes[1]!)) {
+    if (numberBytes[2] === 0x2d) from = 3;
+    else if (length >= 4 && isAsciiLetter(numberBytes[2]!) && numberBytes[3] === 0x2d) from = 4;
+  }
+  if (from === length) return false;
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = typeStart; i < typeEnd; i++) {
+    const c = bytes[i]!;
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  a = Math.imul(a, 0x01000193);
+  b = Math.imul(b, 0x01000193);
+  for (let i = from; i < length; i++) {
+    let c = numberBytes[i]!;
+    if (c >= 0x61 && c <= 0x7a) c -= 0x20;
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  keyA = a >>> 0;
+  keyB = b >>> 0;
+  return true;
+}
 /** 53 bits of a key (its low bits chose the partition). */
 const keyNumber = (a: number, b: number) => (a >>> 11) * 2 ** 32 + b;
 
-type Partition = { buf: Buffer; used: number; blocks: number[] };
+/** A partition's block being filled: its entries as 32-bit words (`words` views `buf`), `used` in bytes. */
+type Partition = { buf: Buffer; words: Uint32Array; used: number; blocks: number[] };
+
+/** A block's buffer, aligned for its 32-bit view (Buffer.allocUnsafe may hand out an unaligned slice of its pool). */
+function newBlock(): { buf: Buffer; words: Uint32Array } {
+  const words = new Uint32Array(BLOCK_BYTES / 4);
+  return { buf: Buffer.from(words.buffer, 0, BLOCK_BYTES), words };
+}
 
 /**
  * The documents of one partition and the dates each was given, for `finish`: an open-addressing
@@ -131,6 +216,23 @@ function createDocumentTable() {
 export type DatesOfBirthGuard = {
   /** A row's document (type, number as written) and date of birth; the offending row number or undefined. */
   see(type: string, number: string, date: string, row: number): number | undefined;
+  /**
+   * The same for cells given as ranges of `bytes` (UTF-8, no quotes): type, number and date of
+   * birth as written (the date not yet trimmed; nothing is seen when it is blank or the number
+   * empty). Cells with other than ASCII bytes are read as strings; `ascii` says the caller knows
+   * there are none.
+   */
+  seeBytes(
+    bytes: Buffer,
+    typeStart: number,
+    typeEnd: number,
+    numberStart: number,
+    numberEnd: number,
+    dateStart: number,
+    dateEnd: number,
+    ascii: boolean,
+    row: number,
+  ): number | undefined;
   /** After the last row: the first row giving a document too many dates, if any; removes the spill file. */
   finish(yieldTurn: () => Promise<void>): Promise<number | undefined>;
   /** Removes the spill file (the upload failed). */
@@ -154,39 +256,41 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
     p.blocks.push(spill!.size);
     spill!.size += p.used;
     buffered -= p.used;
-    p.buf = Buffer.allocUnsafe(BLOCK_BYTES);
+    // The block written can be filled again.
     p.used = 0;
   };
   const append = (a: number, b: number, date: number, row: number) => {
     const index = a & (PARTITIONS - 1);
-    const p = (partitions[index] ??= { buf: Buffer.allocUnsafe(BLOCK_BYTES), used: 0, blocks: [] });
+    const p = (partitions[index] ??= { ...newBlock(), used: 0, blocks: [] });
     if (p.used === BLOCK_BYTES) {
       if (spill === undefined && buffered >= SPILL_BYTES) openSpill();
       if (spill) writeBlock(p);
       else {
         // Still in memory: the full block is kept as it is.
-        p.blocks.push(-partitionsKept.push(p.buf));
-        p.buf = Buffer.allocUnsafe(BLOCK_BYTES);
+        p.blocks.push(-partitionsKept.push(p.words));
+        Object.assign(p, newBlock());
         p.used = 0;
       }
     }
-    p.buf.writeUInt32LE(a, p.used);
-    p.buf.writeUInt32LE(b, p.used + 4);
-    p.buf.writeUInt32LE(date, p.used + 8);
-    p.buf.writeUInt32LE(row, p.used + 12);
+    // Entries in the machine's byte order: the file is read back by this process only.
+    const at = p.used >>> 2;
+    p.words[at] = a;
+    p.words[at + 1] = b;
+    p.words[at + 2] = date;
+    p.words[at + 3] = row;
     p.used += ENTRY_BYTES;
     buffered += ENTRY_BYTES;
   };
   /** Blocks kept in memory before the spill file was opened; a negative block offset is -(index + 1) here. */
-  const partitionsKept: Buffer[] = [];
+  const partitionsKept: Uint32Array[] = [];
 
   /** The block read last from the spill file (scanned before the next is read). */
-  let readBuffer: Buffer | undefined;
-  const readBlock = (offset: number): Buffer => {
+  let readBuffer: ReturnType<typeof newBlock> | undefined;
+  const readBlock = (offset: number): Uint32Array => {
     if (offset < 0) return partitionsKept[-offset - 1]!;
-    readBuffer ??= Buffer.allocUnsafe(BLOCK_BYTES);
-    fs.readSync(spill!.fd, readBuffer, 0, BLOCK_BYTES, offset);
-    return readBuffer;
+    readBuffer ??= newBlock();
+    fs.readSync(spill!.fd, readBuffer.buf, 0, BLOCK_BYTES, offset);
+    return readBuffer.words;
   };
 
   const discard = () => {
@@ -200,30 +304,53 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
     spill = undefined;
   };
 
-  return {
-    see(type, number, date, row) {
-      const normalized = normalizeDocumentNumber(number);
-      if (normalized === '') return undefined;
-      documentKey(type.trim(), normalized);
-      const code = dateCode(date);
-      append(keyA, keyB, code, row);
-      if (!complete) return undefined;
-      const id = keyNumber(keyA, keyB);
-      const dates = seen.get(id);
-      if (dates === undefined) {
-        if (seen.size < MEMORY_DOCUMENTS) seen.set(id, code);
-        else {
-          // From here on the partitions alone tell, once the file has been read.
-          complete = false;
-          seen.clear();
-        }
-      } else if (typeof dates === 'number') {
-        if (dates !== code) seen.set(id, [dates, code]);
-      } else if (!dates.includes(code)) {
-        if (dates.length >= MAX_DATES_OF_BIRTH) return row;
-        dates.push(code);
+  /** The document of the last key made (keyA, keyB) given the date `code` at `row`. */
+  const seeKey = (code: number, row: number): number | undefined => {
+    append(keyA, keyB, code, row);
+    if (!complete) return undefined;
+    const id = keyNumber(keyA, keyB);
+    const dates = seen.get(id);
+    if (dates === undefined) {
+      if (seen.size < MEMORY_DOCUMENTS) seen.set(id, code);
+      else {
+        // From here on the partitions alone tell, once the file has been read.
+        complete = false;
+        seen.clear();
       }
-      return undefined;
+    } else if (typeof dates === 'number') {
+      if (dates !== code) seen.set(id, [dates, code]);
+    } else if (!dates.includes(code)) {
+      if (dates.length >= MAX_DATES_OF_BIRTH) return row;
+      dates.push(code);
+    }
+    return undefined;
+  };
+
+  const see: DatesOfBirthGuard['see'] = (type, number, date, row) => {
+    const normalized = normalizeDocumentNumber(number);
+    if (normalized === '') return undefined;
+    documentKey(type.trim(), normalized);
+    return seeKey(dateCode(date), row);
+  };
+
+  return {
+    see,
+    seeBytes(bytes, typeStart, typeEnd, numberStart, numberEnd, dateStart, dateEnd, ascii, row) {
+      if (
+        !ascii &&
+        (!isAscii(bytes, typeStart, typeEnd) || !isAscii(bytes, numberStart, numberEnd) || !isAscii(bytes, dateStart, dateEnd))
+      ) {
+        // Other spaces and letters: the strings' own rules.
+        const date = bytes.toString('utf8', dateStart, dateEnd).trim();
+        const number = bytes.toString('utf8', numberStart, numberEnd);
+        if (number === '' || date === '') return undefined;
+        return see(bytes.toString('utf8', typeStart, typeEnd), number, date, row);
+      }
+      while (dateStart < dateEnd && isAsciiSpace(bytes[dateStart]!)) dateStart++;
+      while (dateEnd > dateStart && isAsciiSpace(bytes[dateEnd - 1]!)) dateEnd--;
+      if (numberStart === numberEnd || dateStart === dateEnd) return undefined;
+      if (!documentKeyOfBytes(bytes, typeStart, typeEnd, numberStart, numberEnd)) return undefined;
+      return seeKey(dateCodeOfBytes(bytes, dateStart, dateEnd), row);
     },
     async finish(yieldTurn) {
       seen.clear();
@@ -238,18 +365,18 @@ export function createDatesOfBirthGuard(): DatesOfBirthGuard {
         for (const p of partitions) {
           if (!p) continue;
           table.reset((p.blocks.length * BLOCK_BYTES + p.used) / ENTRY_BYTES);
-          const scan = (buf: Buffer, used: number) => {
-            for (let at = 0; at < used; at += ENTRY_BYTES) {
-              const row = buf.readUInt32LE(at + 12);
+          const scan = (words: Uint32Array, used: number) => {
+            for (let at = 0; at < used >>> 2; at += ENTRY_BYTES / 4) {
+              const row = words[at + 3]!;
               if (first !== undefined && row >= first) return;
-              if (table.add(buf.readUInt32LE(at), buf.readUInt32LE(at + 4), buf.readUInt32LE(at + 8))) {
+              if (table.add(words[at]!, words[at + 1]!, words[at + 2]!)) {
                 first = row;
                 return;
               }
             }
           };
           for (const offset of p.blocks) scan(readBlock(offset), BLOCK_BYTES);
-          scan(p.buf, p.used);
+          scan(p.words, p.used);
           await yieldTurn();
         }
       } finally {
