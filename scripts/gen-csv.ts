@@ -94,7 +94,7 @@ const HEADER = [
 ];
 
 /** mulberry32: a small seeded generator, so a seed reproduces a file exactly. */
-function prng(seed: number) {
+export function prng(seed: number) {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

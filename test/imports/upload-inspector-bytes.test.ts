@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 
 import { describe, expect, it } from 'vitest';
 
+import { prng } from '../../scripts/gen-csv';
 import { normalizeDocumentNumber } from '../../src/domain/claims/claim';
 import { createFileInspector, fileMessages } from '../../src/domain/imports/csv-file';
 import { createUtf8Check } from '../../src/domain/imports/utf8';
@@ -53,18 +54,6 @@ function checkVerdict(chunks: Buffer[]): number {
   const check = createUtf8Check();
   for (const [i, chunk] of chunks.entries()) if (!check.chunk(chunk)) return i;
   return check.end() ? -1 : chunks.length;
-}
-
-/** mulberry32: the same bytes on every run. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('the upload inspector reading bytes', () => {
