@@ -3,8 +3,8 @@
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test BENCH_REDIS_URL=redis://127.0.0.1:6379 npm run bench:upload
  *
- * In a schema of its own (dropped at the end), it starts the service on 127.0.0.1 (`npm start`'s
- * node command) with REDIS_URL and no worker, so that the measured process only receives: local
+ * In a schema of its own (dropped at the end), it starts the service on 127.0.0.1 as `npm start`
+ * does (the built dist/main-api.mjs, built first) with REDIS_URL and no worker, so that the measured process only receives: local
  * storage in a temporary DATA_DIR, or S3 with BENCH_S3=1 (an s3rver started here). It then sends
  * BENCH_FILES (default 1) files of BENCH_MB (default 1024) MB at once, generated on the fly by
  * scripts/gen-csv.ts (never stored), as multipart `file` parts with `Prefer: respond-async`
@@ -13,7 +13,10 @@
  * received (user + system of /proc/<pid>/stat, all its threads): the file's MB per CPU-second is
  * the speed the API could reach with a core to itself. BENCH_FILE=<path> sends that file instead
  * of a generated one (no generator on the same cores). BENCH_CPU_PROF=1 runs the API under
- * `node --cpu-prof` (profiles in BENCH_OUT, default <tmp>/claims-bench-upload).
+ * `node --cpu-prof` (profiles in BENCH_OUT, default <tmp>/claims-bench-upload). With BENCH_S3=1 and
+ * BENCH_FILE, the same file is then put into the same s3rver by the minio client alone (its own
+ * `putObject`, no service, no checks): the store's own pace on this machine, printed beside the
+ * service's.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -24,10 +27,12 @@ import { PassThrough, Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 
 import { Redis } from 'ioredis';
+import { Client } from 'minio';
 
 import { openDb } from '../src/db/db';
 import { createCompanyRepository } from '../src/db/company-repository';
 import { prepareDatabase } from '../src/startup';
+import { buildAll } from '../scripts/build';
 import { generateCsv } from '../scripts/gen-csv';
 
 import { createBenchToken, freePort, procMb, startNode, stopNode, waitReady } from './bench-process';
@@ -102,6 +107,18 @@ async function upload(base: string, token: string, n: number): Promise<{ status:
   return { status: res.status, bytes, seconds };
 }
 
+/** The file put into s3rver by the minio client alone (`putObject` of a file stream of known size): MB/s. */
+async function bareS3Put(port: number, file: string): Promise<number> {
+  const client = new Client({ endPoint: '127.0.0.1', port, useSSL: false, accessKey: 'S3RVER', secretKey: 'S3RVER', pathStyle: true });
+  if (!(await client.bucketExists('bench-bare'))) await client.makeBucket('bench-bare');
+  const { size } = fs.statSync(file);
+  const started = performance.now();
+  await client.putObject('bench-bare', 'bare.csv', fs.createReadStream(file, { highWaterMark: 1024 * 1024 }), size);
+  const seconds = (performance.now() - started) / 1000;
+  await client.removeObject('bench-bare', 'bare.csv');
+  return size / 1e6 / seconds;
+}
+
 async function main() {
   const schema = `bench_upload_${randomBytes(4).toString('hex')}`;
   const prefix = `bench-upload-${randomBytes(4).toString('hex')}`;
@@ -117,10 +134,12 @@ async function main() {
     const company = (await createCompanyRepository(db).insert(`Bench upload ${randomBytes(3).toString('hex')}`))!;
     const { token } = await createBenchToken(db, company.id, 'bench upload');
     const s3Env: Record<string, string> = {};
+    let s3Port: number | undefined;
     if (useS3) {
       const S3rverClass = createRequire(import.meta.url)('s3rver') as new (opts: Record<string, unknown>) => S3rver;
       s3 = new S3rverClass({ address: '127.0.0.1', port: 0, silent: true, directory: path.join(dataDir, 's3') });
       const { port } = await s3.run();
+      s3Port = port;
       Object.assign(s3Env, {
         S3_ENDPOINT: `http://127.0.0.1:${port}`,
         S3_ACCESS_KEY: 'S3RVER',
@@ -129,12 +148,7 @@ async function main() {
       });
     }
     const port = freePort();
-    const args = [
-      '--import',
-      'tsx',
-      ...(process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : []),
-      'src/main-api.ts',
-    ];
+    const args = [...(process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : []), await buildAll()];
     api = startNode(
       'api',
       args,
@@ -175,6 +189,12 @@ async function main() {
     const total = results.reduce((s, r) => s + r.bytes, 0);
     console.log(`  all: ${(total / 1e6 / wall).toFixed(1)} MB/s; API peak RSS (VmHWM) ${procMb(api.pid, 'VmHWM')} MB`);
     if (cpu !== null) console.log(`  API CPU while receiving: ${cpu.toFixed(2)} s, ${(total / 1e6 / cpu).toFixed(1)} MB per CPU-second`);
+    if (s3Port !== undefined && sourceFile && !gzip) {
+      const bare = await bareS3Put(s3Port, sourceFile);
+      console.log(
+        `  the minio client's own putObject of the same file into the same s3rver: ${bare.toFixed(1)} MB/s; the service ÷ it: ${(total / 1e6 / wall / bare).toFixed(2)}`,
+      );
+    }
   } finally {
     await stopNode(api);
     await s3?.close();

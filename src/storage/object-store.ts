@@ -153,10 +153,12 @@ export function createLocalObjectStore(root: string): ObjectStore {
 }
 
 /**
- * S3 part size: the smallest S3 allows. The upload holds at most one part in memory; a file
- * smaller than a part is sent with one PUT.
+ * S3 part size: the smallest S3 allows. The upload holds at most two parts in memory (one on its
+ * way to the store, the next being read); a file smaller than a part is sent with one PUT.
  */
 const PART_SIZE = 5 * 1024 * 1024;
+/** A multipart upload under way: its id once the store gave one, and the part on its way. */
+type UploadState = { uploadId?: string; sending?: Promise<void> };
 /** A stored file is read back in ranges of this size, one request each. */
 const READ_RANGE_BYTES = 1024 * 1024;
 
@@ -203,23 +205,34 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
    * The upload, part by part. The client's own putObject cannot be used for a stream of unknown
    * length: it would size its parts for a 5 TiB object (and hold one such part in memory), and it
    * first lists the bucket's incomplete uploads, which not every S3-compatible server offers.
+   * One part is on its way to the store while the next is read from the source: the upload holds
+   * at most two parts in memory, and reading waits only when the next part is full before the
+   * store has taken the one before it.
    */
-  async function upload(key: string, source: Readable, maxBytes: number, state: { uploadId?: string }): Promise<number> {
+  async function upload(key: string, source: Readable, maxBytes: number, state: UploadState): Promise<number> {
     const client = await getClient();
     let size = 0;
     let parts: Buffer[] = [];
     let buffered = 0;
     const etags: { part: number; etag: string }[] = [];
+    let sending: Promise<void> = Promise.resolve();
     const sendPart = async () => {
+      const body = Buffer.concat(parts, buffered);
+      parts = [];
+      buffered = 0;
+      await sending;
       state.uploadId ??= await call(() => client.initiateNewMultipartUpload(bucket, key, headers));
       const part = etags.length + 1;
       const uploadID = state.uploadId;
-      const { etag } = await call(() =>
-        client.uploadPart({ bucketName: bucket, objectName: key, uploadID, partNumber: part, headers: {} }, Buffer.concat(parts, buffered)),
+      etags.push({ part, etag: '' });
+      sending = call(() => client.uploadPart({ bucketName: bucket, objectName: key, uploadID, partNumber: part, headers: {} }, body)).then(
+        ({ etag }) => {
+          etags[part - 1] = { part, etag };
+        },
       );
-      etags.push({ part, etag });
-      parts = [];
-      buffered = 0;
+      // Its failure is seen at the next part or at the end; until then it is not unhandled.
+      sending.catch(() => {});
+      state.sending = sending;
     };
     for await (const chunk of source) {
       const buf = chunk as Buffer;
@@ -233,6 +246,7 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
       await call(() => client.putObject(bucket, key, Buffer.concat(parts, buffered), buffered, headers));
     } else {
       if (buffered > 0) await sendPart();
+      await sending;
       const uploadID = state.uploadId;
       await call(() => client.completeMultipartUpload(bucket, key, uploadID, etags));
     }
@@ -243,7 +257,7 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
     kind: 's3',
     async putStream(key, source, { maxBytes, timeoutMs }) {
       checkKey(key);
-      const state: { uploadId?: string } = {};
+      const state: UploadState = {};
       const work = (async () => {
         await call(ensureBucket);
         return upload(key, source, maxBytes, state);
@@ -255,7 +269,12 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
       } catch (err) {
         source.destroy();
         const client = await getClient().catch(() => undefined);
-        if (client && state.uploadId) await client.abortMultipartUpload(bucket, key, state.uploadId).catch(() => {});
+        const { uploadId, sending } = state;
+        if (client && uploadId) {
+          await client.abortMultipartUpload(bucket, key, uploadId).catch(() => {});
+          // A part still on its way may land after the abort: abort again once it has settled.
+          void sending?.catch(() => {}).then(() => client.abortMultipartUpload(bucket, key, uploadId).catch(() => {}));
+        }
         await client?.removeObject(bucket, key).catch(() => {});
         throw err;
       }

@@ -8,7 +8,8 @@ import { PassThrough, Readable } from 'node:stream';
 import { Client } from 'minio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createS3ObjectStore, ObjectNotFound, ObjectTooLarge, StorageTimeout, type ObjectStore } from '../../src/storage/object-store';
+import { createS3ObjectStore, ObjectNotFound, ObjectTooLarge, StorageTimeout, StorageUnavailable, type ObjectStore } from '../../src/storage/object-store';
+import { startS3 } from '../s3rver';
 import { createTestContext, type TestContext } from '../harness';
 import { csv, postImport, validRow } from '../import-helpers';
 
@@ -81,17 +82,40 @@ describe('S3 object store (minio client against s3rver)', () => {
     await store.delete('imports/c1/i1'); // deleting twice is fine
   });
 
-  it('streams a file larger than one part as a multipart upload', async () => {
-    const size = 6 * 1024 * 1024 + 123;
-    const chunk = Buffer.alloc(64 * 1024, 'a');
+  it('streams a file larger than one part as a multipart upload, its parts in order', async () => {
+    // Three parts and a bit (5 MiB each) of random bytes: a part out of place would show.
+    const size = 15 * 1024 * 1024 + 123;
+    const expected = randomBytes(size);
     async function* source() {
-      for (let sent = 0; sent < size; sent += chunk.length) yield chunk.subarray(0, Math.min(chunk.length, size - sent));
+      for (let sent = 0; sent < size; sent += 64 * 1024) yield expected.subarray(sent, Math.min(size, sent + 64 * 1024));
     }
     expect(await store.putStream('imports/c1/big', Readable.from(source()), { maxBytes: size, timeoutMs: 30_000 })).toEqual({ size });
     expect(created.get('imports/c1/big')).toEqual(['ObjectCreated:Post']);
     expect((await client().statObject(bucket, 'imports/c1/big')).size).toBe(size);
-    expect((await text(await store.getStream('imports/c1/big'))).equals(Buffer.alloc(size, 'a'))).toBe(true);
+    expect((await text(await store.getStream('imports/c1/big'))).equals(expected)).toBe(true);
     await store.delete('imports/c1/big');
+  });
+
+  it('rejects when the store goes away between parts, and leaves no object once it is back', async () => {
+    const s3 = await startS3();
+    try {
+      const outage = createS3ObjectStore({ ...s3Config('parts-outage'), port: s3.port });
+      const part = randomBytes(5 * 1024 * 1024);
+      async function* source() {
+        yield part; // a whole part: on its way to the store while the source goes on
+        yield part.subarray(0, 1024);
+        await s3.stop();
+        yield part;
+        yield part;
+      }
+      await expect(outage.putStream('imports/c1/cut', Readable.from(source()), { maxBytes: 1e9, timeoutMs: 30_000 })).rejects.toBeInstanceOf(
+        StorageUnavailable,
+      );
+      await s3.start();
+      expect(await s3.objects('parts-outage')).toEqual([]);
+    } finally {
+      await s3.close();
+    }
   });
 
   it('stops past maxBytes and leaves no object', async () => {
