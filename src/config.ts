@@ -35,6 +35,8 @@ const envSchema = {
     // Chunk transactions of one import in flight at a time, on PostgreSQL (embedded: always 1).
     // Why 2: docs/import-pipeline.md#chunks-side-by-side-import_writers.
     IMPORT_WRITERS: { type: 'integer', minimum: 1, maximum: 16, default: 2 },
+    // The server's import thread yields the cores to requests (Linux nice value; 0: the process's own).
+    IMPORT_THREAD_NICE: { type: 'integer', minimum: 0, maximum: 19, default: 10 },
     IMPORT_WAIT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
     WORKER_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
     WORKER_LOCK_SECONDS: { type: 'integer', minimum: 2, maximum: 600, default: 30 },
@@ -117,6 +119,7 @@ export type Config = Readonly<{
   importMaxBytes: number;
   importChunkSize: number;
   importWriters: number;
+  importThreadNice: number;
   importWaitSeconds: number;
   workerConcurrency: number;
   /** How long a worker's lock on a job lasts without renewal; a killed worker's job is retried after about this long. */
@@ -263,6 +266,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importChunkSize: v.IMPORT_CHUNK_SIZE ?? (v.DATABASE_URL ? 1000 : 500),
     // PGlite has one session: chunks side by side would only take turns (docs/import-pipeline.md#chunks).
     importWriters: v.DATABASE_URL ? v.IMPORT_WRITERS : 1,
+    importThreadNice: v.IMPORT_THREAD_NICE,
     importWaitSeconds: v.IMPORT_WAIT_SECONDS,
     workerConcurrency: v.WORKER_CONCURRENCY,
     workerLockSeconds: v.WORKER_LOCK_SECONDS,
