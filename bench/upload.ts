@@ -16,7 +16,10 @@
  * `node --cpu-prof` (profiles in BENCH_OUT, default <tmp>/claims-bench-upload). With BENCH_S3=1 and
  * BENCH_FILE, the same file is then put into the same s3rver by the minio client alone (its own
  * `putObject`, no service, no checks): the store's own pace on this machine, printed beside the
- * service's.
+ * service's. BENCH_PROBE=1 sends a plate search every 20 ms from a thread of its own (its own event
+ * loop, beside the sender's) for 5 s idle before the uploads, then while they are received, and
+ * prints each phase's p50 and p99 and the p99 during the uploads ÷ idle (the registry is empty: what
+ * a search waits for here is the server's thread and the cores, not the database).
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -24,6 +27,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
+import { Worker } from 'node:worker_threads';
 import { createGzip } from 'node:zlib';
 
 import { Redis } from 'ioredis';
@@ -48,6 +52,7 @@ const files = Number(process.env.BENCH_FILES ?? 1);
 const gzip = process.env.BENCH_GZIP === '1';
 const useS3 = process.env.BENCH_S3 === '1';
 const sourceFile = process.env.BENCH_FILE;
+const probing = process.env.BENCH_PROBE === '1';
 const outDir = path.resolve(process.env.BENCH_OUT ?? path.join(os.tmpdir(), 'claims-bench-upload'));
 const KEY = 'bench-upload-document-key-0123456789abcdef';
 const ROWS_PER_MB = 2_000_000 / 196.6;
@@ -120,6 +125,60 @@ async function bareS3Put(port: number, file: string): Promise<number> {
   return size / 1e6 / seconds;
 }
 
+/**
+ * The search probe's thread: a plate search every 20 ms, each sent on schedule whatever the ones
+ * before it do; on 'phase' messages it labels the samples that follow, on 'stop' it answers with
+ * every sample once the last has come back.
+ */
+const PROBE_THREAD = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { base, token } = workerData;
+let phase = 'warm-up';
+const samples = [];
+const inFlight = new Set();
+const timer = setInterval(() => {
+  const sentIn = phase;
+  const t0 = performance.now();
+  const p = fetch(base + '/api/v1/claims/search-by-plate', {
+    method: 'POST',
+    headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' },
+    body: JSON.stringify({ vehicle_registration: 'PR' + String(Math.floor(Math.random() * 1e5)).padStart(5, '0') }),
+  }).then((r) => r.arrayBuffer().then(() => r.ok), () => false)
+    .then((ok) => { samples.push({ phase: sentIn, ms: performance.now() - t0, ok }); inFlight.delete(p); });
+  inFlight.add(p);
+}, 20);
+parentPort.on('message', async (m) => {
+  if (m.phase) phase = m.phase;
+  if (m.stop) { clearInterval(timer); await Promise.all(inFlight); parentPort.postMessage(samples); }
+});
+`;
+
+/** Starts the probe; `phase(name)` labels the samples from then on, `stop()` prints p50/p99 per phase. */
+function startProbe(base: string, token: string) {
+  const thread = new Worker(PROBE_THREAD, { eval: true, workerData: { base, token } });
+  return {
+    phase: (name: string) => thread.postMessage({ phase: name }),
+    async stop() {
+      const samples = await new Promise<{ phase: string; ms: number; ok: boolean }[]>((resolve) => {
+        thread.once('message', resolve);
+        thread.postMessage({ stop: true });
+      });
+      await thread.terminate();
+      const p = (phase: string, q: number) => {
+        const ms = samples.filter((x) => x.phase === phase).map((x) => x.ms).sort((a, b) => a - b);
+        return ms[Math.min(ms.length - 1, Math.floor(q * ms.length))] ?? NaN;
+      };
+      for (const phase of ['idle', 'upload']) {
+        const n = samples.filter((x) => x.phase === phase);
+        console.log(
+          `  search ${phase.padEnd(6)} p50 ${p(phase, 0.5).toFixed(1)} ms  p99 ${p(phase, 0.99).toFixed(1)} ms  (n=${n.length}, errors ${n.filter((x) => !x.ok).length})`,
+        );
+      }
+      console.log(`  search p99 during the upload ÷ idle: ${(p('upload', 0.99) / p('idle', 0.99)).toFixed(2)}`);
+    },
+  };
+}
+
 async function main() {
   const schema = `bench_upload_${randomBytes(4).toString('hex')}`;
   const prefix = `bench-upload-${randomBytes(4).toString('hex')}`;
@@ -177,6 +236,13 @@ async function main() {
     console.log(
       `${files} upload(s) of ${mbPerFile} MB${gzip ? ' (gzip)' : ''} into ${useS3 ? 'S3 (s3rver)' : 'local storage'}; API RSS before ${before} MB`,
     );
+    const probe = probing ? startProbe(base, token) : undefined;
+    if (probe) {
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      probe.phase('idle');
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      probe.phase('upload');
+    }
     const cpuBefore = cpuSeconds(api.pid);
     const started = performance.now();
     const results = await Promise.all(Array.from({ length: files }, (_, i) => upload(base, token, i + 1)));
@@ -187,9 +253,11 @@ async function main() {
         `  upload ${i + 1}: ${r.status}, ${(r.bytes / 1e6).toFixed(0)} MB sent in ${r.seconds.toFixed(1)} s: ${(r.bytes / 1e6 / r.seconds).toFixed(1)} MB/s`,
       );
     }
+    probe?.phase('done');
     const total = results.reduce((s, r) => s + r.bytes, 0);
     console.log(`  all: ${(total / 1e6 / wall).toFixed(1)} MB/s; API peak RSS (VmHWM) ${procMb(api.pid, 'VmHWM')} MB`);
     if (cpu !== null) console.log(`  API CPU while receiving: ${cpu.toFixed(2)} s, ${(total / 1e6 / cpu).toFixed(1)} MB per CPU-second`);
+    await probe?.stop();
     if (s3Port !== undefined && sourceFile && !gzip) {
       const bare = await bareS3Put(s3Port, sourceFile);
       console.log(
