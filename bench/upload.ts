@@ -115,7 +115,15 @@ async function upload(base: string, token: string, n: number): Promise<{ status:
 /** The file put into s3rver by the minio client alone (`putObject` of a file stream of known size): MB/s. */
 async function bareS3Put(port: number, file: string): Promise<number> {
   // One PUT (parts as large as the file): s3rver does not list incomplete uploads, which the client's multipart path asks first.
-  const client = new Client({ endPoint: '127.0.0.1', port, useSSL: false, accessKey: 'S3RVER', secretKey: 'S3RVER', pathStyle: true, partSize: 1024 * 1024 * 1024 });
+  const client = new Client({
+    endPoint: '127.0.0.1',
+    port,
+    useSSL: false,
+    accessKey: 'S3RVER',
+    secretKey: 'S3RVER',
+    pathStyle: true,
+    partSize: 1024 * 1024 * 1024,
+  });
   if (!(await client.bucketExists('bench-bare'))) await client.makeBucket('bench-bare');
   const { size } = fs.statSync(file);
   const started = performance.now();
@@ -165,7 +173,10 @@ function startProbe(base: string, token: string) {
       });
       await thread.terminate();
       const p = (phase: string, q: number) => {
-        const ms = samples.filter((x) => x.phase === phase).map((x) => x.ms).sort((a, b) => a - b);
+        const ms = samples
+          .filter((x) => x.phase === phase)
+          .map((x) => x.ms)
+          .sort((a, b) => a - b);
         return ms[Math.min(ms.length - 1, Math.floor(q * ms.length))] ?? NaN;
       };
       for (const phase of ['idle', 'upload']) {

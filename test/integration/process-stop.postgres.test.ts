@@ -63,7 +63,7 @@ describe('npm start on PostgreSQL without REDIS_URL', () => {
     expect(metrics).toMatch(/^claims_import_rows_failed_total\{process="[^"]+"\} 1$/mu);
   }, 120_000);
 
-  it('runs its import thread at IMPORT_THREAD_NICE and its own thread at the process\'s priority (Linux)', async () => {
+  it("runs its import thread at IMPORT_THREAD_NICE and its own thread at the process's priority (Linux)", async () => {
     const { server } = await startServer({ IMPORT_THREAD_NICE: '7' });
     await printed(server, 'import thread ready');
     // Each thread's nice value: field 19 of /proc/<pid>/task/<tid>/stat, the 17th after the command's name.

@@ -8,7 +8,14 @@ import { PassThrough, Readable } from 'node:stream';
 import { Client } from 'minio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createS3ObjectStore, ObjectNotFound, ObjectTooLarge, StorageTimeout, StorageUnavailable, type ObjectStore } from '../../src/storage/object-store';
+import {
+  createS3ObjectStore,
+  ObjectNotFound,
+  ObjectTooLarge,
+  StorageTimeout,
+  StorageUnavailable,
+  type ObjectStore,
+} from '../../src/storage/object-store';
 import { startS3 } from '../s3rver';
 import { createTestContext, type TestContext } from '../harness';
 import { csv, postImport, validRow } from '../import-helpers';
@@ -108,9 +115,9 @@ describe('S3 object store (minio client against s3rver)', () => {
         yield part;
         yield part;
       }
-      await expect(outage.putStream('imports/c1/cut', Readable.from(source()), { maxBytes: 1e9, timeoutMs: 30_000 })).rejects.toBeInstanceOf(
-        StorageUnavailable,
-      );
+      await expect(
+        outage.putStream('imports/c1/cut', Readable.from(source()), { maxBytes: 1e9, timeoutMs: 30_000 }),
+      ).rejects.toBeInstanceOf(StorageUnavailable);
       await s3.start();
       expect(await s3.objects('parts-outage')).toEqual([]);
     } finally {
