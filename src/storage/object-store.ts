@@ -215,24 +215,18 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
     let parts: Buffer[] = [];
     let buffered = 0;
     const etags: { part: number; etag: string }[] = [];
-    let sending: Promise<void> = Promise.resolve();
     const sendPart = async () => {
       const body = Buffer.concat(parts, buffered);
       parts = [];
       buffered = 0;
-      await sending;
+      await state.sending;
       state.uploadId ??= await call(() => client.initiateNewMultipartUpload(bucket, key, headers));
       const part = etags.length + 1;
       const uploadID = state.uploadId;
-      etags.push({ part, etag: '' });
-      sending = call(() => client.uploadPart({ bucketName: bucket, objectName: key, uploadID, partNumber: part, headers: {} }, body)).then(
-        ({ etag }) => {
-          etags[part - 1] = { part, etag };
-        },
-      );
+      const sending = call(() => client.uploadPart({ bucketName: bucket, objectName: key, uploadID, partNumber: part, headers: {} }, body));
+      state.sending = sending.then(({ etag }) => void etags.push({ part, etag }));
       // Its failure is seen at the next part or at the end; until then it is not unhandled.
-      sending.catch(() => {});
-      state.sending = sending;
+      state.sending.catch(() => {});
     };
     for await (const chunk of source) {
       const buf = chunk as Buffer;
@@ -246,7 +240,7 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
       await call(() => client.putObject(bucket, key, Buffer.concat(parts, buffered), buffered, headers));
     } else {
       if (buffered > 0) await sendPart();
-      await sending;
+      await state.sending;
       const uploadID = state.uploadId;
       await call(() => client.completeMultipartUpload(bucket, key, uploadID, etags));
     }
