@@ -20,13 +20,18 @@
  * loop, beside the sender's) for 5 s idle before the uploads, then while they are received, and
  * prints each phase's p50 and p99 and the p99 during the uploads ÷ idle (the registry is empty: what
  * a search waits for here is the server's thread and the cores, not the database).
+ * BENCH_SENDER=curl has curl send BENCH_FILE from the disk instead of this process (a sender of
+ * little CPU, as a client on another machine would be). BENCH_ROUNDS=n sends the uploads n times,
+ * one round after the other (a probe long enough for its p99 to mean something).
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
+import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { createGzip } from 'node:zlib';
 
@@ -53,9 +58,16 @@ const gzip = process.env.BENCH_GZIP === '1';
 const useS3 = process.env.BENCH_S3 === '1';
 const sourceFile = process.env.BENCH_FILE;
 const probing = process.env.BENCH_PROBE === '1';
+const curlSender = process.env.BENCH_SENDER === 'curl';
+const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
 const outDir = path.resolve(process.env.BENCH_OUT ?? path.join(os.tmpdir(), 'claims-bench-upload'));
 const KEY = 'bench-upload-document-key-0123456789abcdef';
 const ROWS_PER_MB = 2_000_000 / 196.6;
+const execFileAsync = promisify(execFile);
+if (curlSender && (!sourceFile || gzip)) {
+  console.error('BENCH_SENDER=curl sends BENCH_FILE as it is: set BENCH_FILE, and not BENCH_GZIP.');
+  process.exit(2);
+}
 
 /** A generated CSV of about `mb` MB as a stream of bytes (gzip-compressed when asked). */
 function generated(mb: number): Readable {
@@ -110,6 +122,34 @@ async function upload(base: string, token: string, n: number): Promise<{ status:
   const seconds = (performance.now() - started) / 1000;
   if (res.status !== 202) console.error(`upload ${n}: ${res.status} ${text.slice(0, 300)}`);
   return { status: res.status, bytes, seconds };
+}
+
+/**
+ * The file sent by curl from the disk (`-F file=@…`) rather than by this process: a sender that
+ * takes little CPU, so that the cores measured are the service's.
+ */
+async function curlUpload(base: string, token: string): Promise<{ status: number; bytes: number; seconds: number }> {
+  const started = performance.now();
+  const { stdout } = await execFileAsync('curl', [
+    '-sS',
+    '-o',
+    '/dev/null',
+    '-w',
+    '%{http_code}',
+    '-H',
+    `authorization: Bearer ${token}`,
+    '-H',
+    'prefer: respond-async',
+    '-H',
+    'expect:',
+    '-F',
+    `file=@${sourceFile!};type=text/csv`,
+    `${base}/api/v1/claims/import`,
+  ]);
+  const seconds = (performance.now() - started) / 1000;
+  const status = Number(stdout.trim());
+  if (status !== 202) console.error(`upload by curl: ${status}`);
+  return { status, bytes: fs.statSync(sourceFile!).size, seconds };
 }
 
 /** The file put into s3rver by the minio client alone (`putObject` of a file stream of known size): MB/s. */
@@ -256,7 +296,14 @@ async function main() {
     }
     const cpuBefore = cpuSeconds(api.pid);
     const started = performance.now();
-    const results = await Promise.all(Array.from({ length: files }, (_, i) => upload(base, token, i + 1)));
+    const results: Awaited<ReturnType<typeof upload>>[] = [];
+    for (let round = 0; round < rounds; round++) {
+      results.push(
+        ...(await Promise.all(
+          Array.from({ length: files }, (_, i) => (curlSender ? curlUpload(base, token) : upload(base, token, i + 1))),
+        )),
+      );
+    }
     const wall = (performance.now() - started) / 1000;
     const cpu = cpuBefore === null ? null : (cpuSeconds(api.pid) ?? cpuBefore) - cpuBefore;
     for (const [i, r] of results.entries()) {

@@ -1,6 +1,6 @@
 /**
  * `npm run build`: every entry point as JavaScript in `dist/` (the server, the import worker, the
- * command line, the migrations' runner and the import thread), bundled by esbuild with the code
+ * command line, the migrations' runner, the import thread and the upload inspection thread), bundled by esbuild with the code
  * they share in chunks beside them (the packages stay in node_modules), and beside them what the
  * code reads from its own folder at run time: the migrations, the dashboard's views and assets,
  * and the embedded database's thread. `npm start`, `npm run worker`, `npm run admin` and
@@ -21,7 +21,7 @@ import { build } from 'esbuild';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The entry points: each becomes `dist/<name>.mjs`. */
-const ENTRIES = ['main-api', 'main-worker', 'main-admin', 'main-migrate', 'workers/import-thread-main'];
+const ENTRIES = ['main-api', 'main-worker', 'main-admin', 'main-migrate', 'workers/import-thread-main', 'workers/upload-inspection-main'];
 
 /** Folders and files the code finds next to its own file (`import.meta.url`), copied beside the bundle. */
 const BESIDE: Array<[from: string, to: string]> = [
@@ -32,10 +32,12 @@ const BESIDE: Array<[from: string, to: string]> = [
 ];
 
 /**
- * The import thread's entry under built code: src/workers/import-thread-entry.mjs registers tsx
- * and loads the TypeScript body; built, the body is JavaScript already.
+ * The threads' entries under built code (the import thread, the upload inspection thread):
+ * src/workers/<name>-entry.mjs registers tsx and loads the TypeScript body; built, the body is
+ * JavaScript already.
  */
-const BUILT_THREAD_ENTRY = "// Written by scripts/build.ts: the import thread's built body.\nimport './import-thread-main.mjs';\n";
+const THREADS = ['import-thread', 'upload-inspection'];
+const builtThreadEntry = (name: string) => `// Written by scripts/build.ts: the thread's built body.\nimport './${name}-main.mjs';\n`;
 
 /** Writes `content` to `file` unless the file holds it already. */
 function writeIfChanged(file: string, content: Uint8Array | string): void {
@@ -91,8 +93,10 @@ export async function buildAll(outdir = path.join(ROOT, 'dist')): Promise<string
     copyBeside(path.join(ROOT, from), path.join(outdir, to));
     written.add(to);
   }
-  writeIfChanged(path.join(outdir, 'import-thread-entry.mjs'), BUILT_THREAD_ENTRY);
-  written.add('import-thread-entry.mjs');
+  for (const name of THREADS) {
+    writeIfChanged(path.join(outdir, `${name}-entry.mjs`), builtThreadEntry(name));
+    written.add(`${name}-entry.mjs`);
+  }
   // Chunks of earlier builds that no entry imports any more.
   for (const name of fs.readdirSync(outdir)) {
     if (name.endsWith('.mjs') && !written.has(name)) fs.rmSync(path.join(outdir, name));

@@ -41,6 +41,7 @@ import type { ObjectStore } from './storage/object-store';
 import { sweepFiles } from './domain/storage';
 import { importCsvProcessor } from './workers/import-csv.processor';
 import { startImportThread } from './workers/import-thread';
+import { createUploadInspection } from './workers/upload-inspection';
 import { createInProcessBatchQueue, createInProcessImportQueue } from './workers/in-process-runner';
 import type { BullImportQueue } from './workers/queues';
 import { sendOnce, startWebhookDeliverer, type WebhookDeliverer } from './workers/webhook-deliverer';
@@ -223,8 +224,11 @@ export async function createDeps(config: Config, options: DepsOptions) {
       },
       whileChunkWrites: hooks.whileChunkWrites,
     });
+    // Import files are inspected on their way to storage on a thread of their own, started by the first upload.
+    const uploadInspection = createUploadInspection({ nice: config.importThreadNice, log });
     const imports = createImportService<RepositoriesTx>({
       repos,
+      fileCheck: uploadInspection.check,
       // PostgreSQL looks the next chunk up beside the one being written; PGlite has one session.
       writeClaims: createImportClaimWriter(claims, db.kind === 'postgres' ? repos.claims : undefined),
       documentsOf: claims.documentsOf,
@@ -376,6 +380,7 @@ export async function createDeps(config: Config, options: DepsOptions) {
         await importQueue.close();
         await batchQueue.close();
         await importThread?.close();
+        await uploadInspection.close();
         await deliverer?.stop();
         await loggedPlateSearches?.flush();
         await claims.flush();

@@ -212,14 +212,21 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
   async function upload(key: string, source: Readable, maxBytes: number, state: UploadState): Promise<number> {
     const client = await getClient();
     let size = 0;
-    let parts: Buffer[] = [];
+    /**
+     * The part being filled, and the one on its way (or free again): each chunk is copied into
+     * the part as it arrives and dies young, rather than being kept until the part is full (a
+     * stream of chunks kept across collections is promoted to the old generation, and makes the
+     * server's thread pause for full collections). The two buffers are used in turn.
+     */
+    let filling: Buffer | undefined;
+    let spare: Buffer | undefined;
     let buffered = 0;
     const etags: { part: number; etag: string }[] = [];
     const sendPart = async () => {
-      const body = Buffer.concat(parts, buffered);
-      parts = [];
-      buffered = 0;
       await state.sending;
+      const body = filling!.subarray(0, buffered);
+      [filling, spare] = [spare, filling];
+      buffered = 0;
       state.uploadId ??= await call(() => client.initiateNewMultipartUpload(bucket, key, headers));
       const part = etags.length + 1;
       const uploadID = state.uploadId;
@@ -232,16 +239,21 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
       const buf = chunk as Buffer;
       size += buf.length;
       if (size > maxBytes) throw new ObjectTooLarge(maxBytes);
-      parts.push(buf);
-      buffered += buf.length;
-      if (buffered >= PART_SIZE) await sendPart();
+      for (let at = 0; at < buf.length;) {
+        filling ??= Buffer.allocUnsafeSlow(PART_SIZE);
+        const n = buf.copy(filling, buffered, at);
+        buffered += n;
+        at += n;
+        if (buffered === PART_SIZE) await sendPart();
+      }
     }
-    if (state.uploadId === undefined) {
-      await call(() => client.putObject(bucket, key, Buffer.concat(parts, buffered), buffered, headers));
+    if (state.uploadId === undefined && state.sending === undefined) {
+      const body = filling ? filling.subarray(0, buffered) : Buffer.alloc(0);
+      await call(() => client.putObject(bucket, key, body, buffered, headers));
     } else {
       if (buffered > 0) await sendPart();
       await state.sending;
-      const uploadID = state.uploadId;
+      const uploadID = state.uploadId!;
       await call(() => client.completeMultipartUpload(bucket, key, uploadID, etags));
     }
     return size;

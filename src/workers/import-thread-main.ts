@@ -1,5 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 
 import { createDeps, systemClock } from '../deps';
@@ -11,6 +9,7 @@ import { createObjectStore } from '../storage/object-store';
 import { createHeapTrim, IMPORT_WORKER_HEAP_GROWTH_BYTES } from './heap-trim';
 import { importCsvProcessor, PermanentImportFailure } from './import-csv.processor';
 import type { ImportThreadData, ThreadReply, ThreadRequest } from './import-thread';
+import { lowerThisThreadsPriority } from './thread-priority';
 
 // The body of the server's import thread (import-thread.ts): its own connections to the database
 // and the same import service and processor as a worker process. It runs the jobs it is sent and
@@ -22,22 +21,8 @@ const { config } = workerData as ImportThreadData;
 const logger = createLogger(config.logLevel).child({ thread: 'imports' });
 const reply = (msg: ThreadReply) => port.postMessage(msg);
 
-/**
- * The imports are background work: on Linux this thread takes a lower scheduling priority than the
- * server's own thread (a nice value of its own), so that requests get a core first while an import
- * runs and the import takes whatever they leave. Elsewhere, or where it is not allowed, nothing changes.
- */
-function lowerThisThreadsPriority(nice: number): void {
-  try {
-    const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
-    if (Number.isInteger(tid) && tid > 0) os.setPriority(tid, nice);
-  } catch {
-    // Not Linux, or not permitted: the thread keeps the process's priority.
-  }
-}
-
 try {
-  if (config.importThreadNice > 0) lowerThisThreadsPriority(config.importThreadNice);
+  lowerThisThreadsPriority(config.importThreadNice);
   // The server exposed `gc` before starting this thread: its heap is kept as a worker process keeps its own.
   const trimHeap = createHeapTrim(IMPORT_WORKER_HEAP_GROWTH_BYTES);
   // The server opened and prepared the database (migrations, the key's fingerprint) before it started this thread.

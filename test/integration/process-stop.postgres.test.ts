@@ -63,16 +63,25 @@ describe('npm start on PostgreSQL without REDIS_URL', () => {
     expect(metrics).toMatch(/^claims_import_rows_failed_total\{process="[^"]+"\} 1$/mu);
   }, 120_000);
 
-  it("runs its import thread at IMPORT_THREAD_NICE and its own thread at the process's priority (Linux)", async () => {
-    const { server } = await startServer({ IMPORT_THREAD_NICE: '7' });
+  it("runs its import thread and its upload inspection thread at IMPORT_THREAD_NICE, its own thread at the process's priority (Linux)", async () => {
+    const { server, port } = await startServer({ IMPORT_THREAD_NICE: '7' });
     await printed(server, 'import thread ready');
+    // The first upload starts the inspection thread.
+    const company = await ctx.newCompany('Nice');
+    const body = await multipart(csv([validRow()]));
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/claims/import`, {
+      method: 'POST',
+      headers: { ...company.auth, 'content-type': body.contentType },
+      body: body.payload,
+    });
+    expect(res.status).toBe(200);
     // Each thread's nice value: field 19 of /proc/<pid>/task/<tid>/stat, the 17th after the command's name.
     const nices = fs.readdirSync(`/proc/${server.pid}/task`).map((tid) => {
       const stat = fs.readFileSync(`/proc/${server.pid}/task/${tid}/stat`, 'utf8');
       return { tid: Number(tid), nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) };
     });
     expect(nices.find((t) => t.tid === server.pid)?.nice).toBe(0);
-    expect(nices.filter((t) => t.nice === 7)).toHaveLength(1);
+    expect(nices.filter((t) => t.nice === 7)).toHaveLength(2);
   }, 120_000);
 
   it('fails an import whose file is gone for good, at once, without retrying it', async () => {

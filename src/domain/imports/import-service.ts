@@ -6,7 +6,7 @@ import { isUuid } from '../ids';
 import type { Principal } from '../principal';
 import { actorOf, NO_ORIGIN, type AuditActor, type AuditOrigin } from '../audit/audit';
 import { deleteObject, ObjectNotFound, type ObjectStore } from '../storage';
-import { checkUpload, createUploads, type StoredFile, type Upload } from '../uploads/upload';
+import { checkUpload, createUploads, type ContentCheck, type StoredFile, type Upload } from '../uploads/upload';
 import { createFileInspector, OPTIONAL_COLUMNS, REQUIRED_COLUMNS } from './csv-file';
 import { byColumn, importMessages } from './import-messages';
 import { createImportRun, type ImportRunDeps } from './import-run';
@@ -49,6 +49,11 @@ export type ImportServiceDeps<Tx extends ImportTx> = Omit<ImportRunDeps<Tx>, 'ma
   /** The time (ms since the epoch); default: the real time. */
   now?: () => number;
   limits: ImportRunDeps<Tx>['limits'] & { maxBytes: number; uploadTimeoutMs: number };
+  /**
+   * The import file's content check, one per upload; default: the file inspector on this thread
+   * (the server passes one on a thread of its own, src/workers/upload-inspection.ts).
+   */
+  fileCheck?: () => ContentCheck;
   /** Runs inside the transaction of every move into completed, failed or cancelled. */
   onTerminal?: (tx: Tx, run: ImportRecord) => Promise<void>;
 };
@@ -65,6 +70,12 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
   const runner = createImportRun<Tx>({ ...deps, machine });
   const objectKeyOf = (companyId: string, importId: string) => `imports/${companyId}/${importId}`;
   const uploads = createUploads({ storage, limits, pendingUploads: repos.pendingUploads });
+  const fileCheck =
+    deps.fileCheck ??
+    ((): ContentCheck => {
+      const inspector = createFileInspector();
+      return { stream: inspector, dataRows: () => inspector.result().dataRows };
+    });
 
   /**
    * Stores the upload (src/domain/uploads/upload.ts) through the import's file inspector. Every
@@ -74,11 +85,7 @@ export function createImportService<Tx extends ImportTx>(deps: ImportServiceDeps
     checkUpload(upload);
     if (!queue.available()) throw new AppError('UNAVAILABLE', importMessages.unavailable);
     const importId = randomUUID();
-    const inspector = createFileInspector();
-    const file = await uploads.store(upload, objectKeyOf(principal.companyId, importId), {
-      stream: inspector,
-      dataRows: () => inspector.result().dataRows,
-    });
+    const file = await uploads.store(upload, objectKeyOf(principal.companyId, importId), fileCheck());
     return { importId, ...file };
   }
 

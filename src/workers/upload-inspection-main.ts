@@ -1,0 +1,66 @@
+import { finished } from 'node:stream/promises';
+import { parentPort, workerData } from 'node:worker_threads';
+
+import { createFileInspector, InvalidImportFile } from '../domain/imports/csv-file';
+import { lowerThisThreadsPriority } from './thread-priority';
+import type { InspectionData, InspectionReply, InspectionRequest } from './upload-inspection';
+
+// The body of the server's upload inspection thread (upload-inspection.ts): one import file
+// inspector (src/domain/imports/csv-file.ts) per upload it is sent, fed the upload's bytes in
+// order. Each chunk is acknowledged once inspected, so that the server sends no more than a
+// window ahead; the end is answered with the data rows or the file's problem.
+
+const port = parentPort!;
+const { nice } = workerData as InspectionData;
+const reply = (msg: InspectionReply) => port.postMessage(msg);
+const open = new Map<number, ReturnType<typeof createFileInspector>>();
+
+/** The file's problem as its messages; anything else as a fault of the inspection, with its system error code only. */
+function refusal(id: number, err: unknown): InspectionReply {
+  if (err instanceof InvalidImportFile) return { id, invalid: err.messages };
+  const code = (err as { code?: unknown } | null)?.code;
+  return { id, fault: typeof code === 'string' ? { code } : {} };
+}
+
+function inspectorOf(id: number) {
+  let inspector = open.get(id);
+  if (inspector) return inspector;
+  inspector = createFileInspector();
+  // What passes through is not needed here: the server stores its own copy of the bytes.
+  inspector.resume();
+  inspector.on('error', (err) => {
+    if (!open.has(id)) return;
+    open.delete(id);
+    reply(refusal(id, err));
+  });
+  open.set(id, inspector);
+  return inspector;
+}
+
+lowerThisThreadsPriority(nice);
+port.on('message', (msg: InspectionRequest) => {
+  if (msg.op === 'abort') {
+    open.get(msg.id)?.destroy();
+    open.delete(msg.id);
+    return;
+  }
+  const inspector = inspectorOf(msg.id);
+  if (msg.op === 'chunk') {
+    const bytes = Buffer.from(msg.bytes.buffer, msg.bytes.byteOffset, msg.bytes.byteLength);
+    inspector.write(bytes, (err) => {
+      if (!err && open.has(msg.id)) reply({ id: msg.id, ack: bytes.length });
+    });
+    return;
+  }
+  inspector.end();
+  finished(inspector).then(
+    () => {
+      if (!open.delete(msg.id)) return;
+      reply({ id: msg.id, dataRows: inspector.result().dataRows });
+    },
+    () => {
+      // The inspector's 'error' handler has answered.
+    },
+  );
+});
+reply({ ready: true });
