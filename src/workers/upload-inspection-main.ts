@@ -14,6 +14,8 @@ const port = parentPort!;
 const { nice } = workerData as InspectionData;
 const reply = (msg: InspectionReply) => port.postMessage(msg);
 const open = new Map<number, ReturnType<typeof createFileInspector>>();
+/** Uploads refused here whose bytes may still be arriving: dropped until the server's abort. */
+const refused = new Set<number>();
 
 /** The file's problem as its messages; anything else as a fault of the inspection, with its system error code only. */
 function refusal(id: number, err: unknown): InspectionReply {
@@ -31,6 +33,7 @@ function inspectorOf(id: number) {
   inspector.on('error', (err) => {
     if (!open.has(id)) return;
     open.delete(id);
+    refused.add(id);
     reply(refusal(id, err));
   });
   open.set(id, inspector);
@@ -42,8 +45,10 @@ port.on('message', (msg: InspectionRequest) => {
   if (msg.op === 'abort') {
     open.get(msg.id)?.destroy();
     open.delete(msg.id);
+    refused.delete(msg.id);
     return;
   }
+  if (refused.has(msg.id)) return;
   const inspector = inspectorOf(msg.id);
   if (msg.op === 'chunk') {
     const bytes = Buffer.from(msg.bytes.buffer, msg.bytes.byteOffset, msg.bytes.byteLength);

@@ -196,7 +196,9 @@ export function createUploadInspection(opts: { nice: number; log: Logger }) {
       destroy(err, done) {
         // Failed elsewhere (too large, the storage) or here: the thread forgets the upload.
         batch = undefined;
-        if (forget(id)) send({ op: 'abort', id });
+        forget(id);
+        // Always, even after the thread's verdict: chunks sent before it are to be dropped there.
+        send({ op: 'abort', id });
         done(err);
       },
     });
