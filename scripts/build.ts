@@ -36,7 +36,7 @@ const BESIDE: Array<[from: string, to: string]> = [
  * src/workers/<name>-entry.mjs registers tsx and loads the TypeScript body; built, the body is
  * JavaScript already.
  */
-const THREADS = ['import-thread', 'upload-inspection'];
+const THREADS = ENTRIES.filter((entry) => entry.startsWith('workers/')).map((entry) => path.basename(entry).replace(/-main$/u, ''));
 const builtThreadEntry = (name: string) => `// Written by scripts/build.ts: the thread's built body.\nimport './${name}-main.mjs';\n`;
 
 /** Writes `content` to `file` unless the file holds it already. */

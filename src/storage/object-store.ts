@@ -213,10 +213,9 @@ export function createS3ObjectStore(s3: NonNullable<Config['s3']>): ObjectStore 
     const client = await getClient();
     let size = 0;
     /**
-     * The part being filled, and the one on its way (or free again): each chunk is copied into
-     * the part as it arrives and dies young, rather than being kept until the part is full (a
-     * stream of chunks kept across collections is promoted to the old generation, and makes the
-     * server's thread pause for full collections). The two buffers are used in turn.
+     * The part being filled, and the one on its way (or free again), used in turn: each chunk is
+     * copied into the part as it arrives, so that an upload's parts are two buffers allocated once
+     * rather than a new one joined from the chunks for every part.
      */
     let filling: Buffer | undefined;
     let spare: Buffer | undefined;

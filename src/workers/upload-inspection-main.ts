@@ -68,4 +68,3 @@ port.on('message', (msg: InspectionRequest) => {
     },
   );
 });
-reply({ ready: true });

@@ -10,7 +10,6 @@ import type { ContentCheck } from '../domain/uploads/upload';
 export type InspectionData = { nice: number };
 export type InspectionRequest = { op: 'chunk'; id: number; bytes: Uint8Array } | { op: 'end'; id: number } | { op: 'abort'; id: number };
 export type InspectionReply =
-  | { ready: true }
   | { id: number; ack: number }
   | { id: number; dataRows: number }
   | { id: number; invalid: string[] }
@@ -89,7 +88,6 @@ export function createUploadInspection(opts: { nice: number; log: Logger }) {
       resourceLimits: { maxYoungGenerationSizeMb: 8 },
     });
     t.on('message', (msg: InspectionReply) => {
-      if ('ready' in msg) return;
       const upload = open.get(msg.id);
       if (!upload) return;
       if ('ack' in msg) {
@@ -143,9 +141,8 @@ export function createUploadInspection(opts: { nice: number; log: Logger }) {
     };
     /**
      * Bytes not yet sent: they go to the thread together, MESSAGE_BYTES at a time, copied here from
-     * the chunks, which then die young (a chunk kept until a collection is promoted to the old
-     * generation, and a stream of those makes the server's thread pause for full collections).
-     * The message copies what it sends, so that this buffer is filled again at once.
+     * the chunks into one buffer of the upload's own. The message copies what it sends, so that
+     * this buffer is filled again at once.
      */
     let batch: Buffer | undefined;
     let batched = 0;
