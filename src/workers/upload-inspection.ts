@@ -8,25 +8,36 @@ import { InvalidImportFile } from '../domain/imports/csv-file';
 import type { ContentCheck } from '../domain/uploads/upload';
 
 export type InspectionData = { nice: number };
-export type InspectionRequest = { op: 'chunk'; id: number; bytes: Uint8Array } | { op: 'end'; id: number } | { op: 'abort'; id: number };
+export type InspectionRequest =
+  /** The upload's memory (SLOTS slots of `slotBytes`), sent before its first chunk. */
+  | { op: 'open'; id: number; memory: SharedArrayBuffer; slotBytes: number }
+  /** The next bytes of the upload: `length` bytes at the start of slot `slot`. */
+  | { op: 'chunk'; id: number; slot: number; length: number }
+  | { op: 'end'; id: number }
+  | { op: 'abort'; id: number };
 export type InspectionReply =
-  | { id: number; ack: number }
+  /** The upload's oldest slot in use may be filled again. */
+  | { id: number; freed: true }
   | { id: number; dataRows: number }
   | { id: number; invalid: string[] }
   /** Anything but the file's problem (the spill file's disk full, say): its error code, if any. */
   | { id: number; fault: { code?: string } };
 
 /**
- * Bytes of one upload sent to the thread and not yet inspected, at most: past them the upload waits
- * (and so its sender), so that a slow inspection holds at most this much of each upload in memory.
- */
-export const INSPECTION_WINDOW_BYTES = 1024 * 1024;
-
-/**
  * Bytes sent to the thread in one message (but the last): a message and its answer cost about as
  * much as inspecting a few kilobytes.
  */
 const MESSAGE_BYTES = 256 * 1024;
+
+/**
+ * The slots of an upload's memory shared with the thread, MESSAGE_BYTES each: the bytes on their
+ * way to the thread are copied into them in turn, and the upload waits (and so its sender) while
+ * every slot is in use, so that a slow inspection holds at most this much of each upload.
+ */
+const SLOTS = 4;
+
+/** The most bytes of one upload on their way to the thread or being inspected there. */
+export const INSPECTION_WINDOW_BYTES = SLOTS * MESSAGE_BYTES;
 
 /** The inspection could not give a verdict (its thread stopped): the upload fails with a 503, nothing is stored. */
 export class InspectionFault extends AppError {
@@ -45,9 +56,9 @@ function faultOf(code: string | undefined): Error {
 }
 
 type Open = {
-  /** Bytes sent and not yet acknowledged. */
-  inFlight: number;
-  /** The chunk waiting for the window to open, if any. */
+  /** Slots sent to the thread and not yet freed by it. */
+  inUse: number;
+  /** The chunk waiting for a slot to be freed, if any. */
   resume?: () => void;
   fail(err: Error): void;
   settle(dataRows: number): void;
@@ -61,8 +72,8 @@ type Open = {
  * large file arrived.
  *
  * `check()` is a ContentCheck as src/domain/uploads/upload.ts takes it. Each chunk goes on to
- * storage at once and a copy to the thread; the upload waits whenever INSPECTION_WINDOW_BYTES are
- * on their way to the thread. The file's problem comes back as InvalidImportFile, as soon as the
+ * storage at once and a copy to the thread, through memory the two threads share; the upload waits
+ * whenever INSPECTION_WINDOW_BYTES are on their way to the thread or being inspected. The file's problem comes back as InvalidImportFile, as soon as the
  * thread finds it (the upload is then failed, and its storage undone, at once); the end of the
  * stream waits for the verdict, so that a stored file has always been inspected to its last byte.
  * When the thread stops, the uploads it was inspecting fail with InspectionFault and the next
@@ -90,9 +101,9 @@ export function createUploadInspection(opts: { nice: number; log: Logger }) {
     t.on('message', (msg: InspectionReply) => {
       const upload = open.get(msg.id);
       if (!upload) return;
-      if ('ack' in msg) {
-        upload.inFlight -= msg.ack;
-        if (upload.inFlight < INSPECTION_WINDOW_BYTES) upload.resume?.();
+      if ('freed' in msg) {
+        upload.inUse--;
+        upload.resume?.();
         return;
       }
       forget(msg.id);
@@ -118,7 +129,7 @@ export function createUploadInspection(opts: { nice: number; log: Logger }) {
     let ended: ((err?: Error | null) => void) | undefined;
     const send = (msg: InspectionRequest) => worker?.postMessage(msg);
     const upload: Open = {
-      inFlight: 0,
+      inUse: 0,
       fail(err) {
         failure ??= err;
         forget(id);
@@ -140,26 +151,44 @@ export function createUploadInspection(opts: { nice: number; log: Logger }) {
       worker.ref();
     };
     /**
-     * Bytes not yet sent: they go to the thread together, MESSAGE_BYTES at a time, copied here from
-     * the chunks into one buffer of the upload's own. The message copies what it sends, so that
-     * this buffer is filled again at once.
+     * The upload's memory shared with the thread, allocated once at its first byte: the chunks'
+     * bytes are copied into its slots in turn, and a full slot is sent (its number and length),
+     * so that no buffer is allocated per message on either thread. The thread frees a slot once
+     * it holds no view of it (see upload-inspection-main.ts).
      */
-    let batch: Buffer | undefined;
-    let batched = 0;
-    const sendBatch = () => {
-      if (batched === 0) return;
-      send({ op: 'chunk', id, bytes: batch!.subarray(0, batched) });
-      upload.inFlight += batched;
-      batched = 0;
+    let memory: Buffer | undefined;
+    /** Slots sent so far: the one being filled is `sent % SLOTS`. */
+    let sent = 0;
+    let filled = 0;
+    const sendSlot = () => {
+      if (filled === 0) return;
+      send({ op: 'chunk', id, slot: sent % SLOTS, length: filled });
+      sent++;
+      upload.inUse++;
+      filled = 0;
     };
-    const take = (chunk: Buffer) => {
-      for (let at = 0; at < chunk.length;) {
-        batch ??= Buffer.allocUnsafeSlow(MESSAGE_BYTES);
-        const n = chunk.copy(batch, batched, at);
-        batched += n;
+    /** Copies `chunk` from `at` into the slots; calls `then` once all of it is copied, waiting for slots to be freed. */
+    const take = (chunk: Buffer, at: number, then: () => void) => {
+      while (at < chunk.length) {
+        if (upload.inUse === SLOTS) {
+          upload.resume = () => {
+            upload.resume = undefined;
+            if (!failure) take(chunk, at, then);
+          };
+          return;
+        }
+        if (!memory) {
+          const shared = new SharedArrayBuffer(INSPECTION_WINDOW_BYTES);
+          memory = Buffer.from(shared);
+          send({ op: 'open', id, memory: shared, slotBytes: MESSAGE_BYTES });
+        }
+        const slot = (sent % SLOTS) * MESSAGE_BYTES;
+        const n = chunk.copy(memory, slot + filled, at, at + MESSAGE_BYTES - filled);
+        filled += n;
         at += n;
-        if (batched === MESSAGE_BYTES) sendBatch();
+        if (filled === MESSAGE_BYTES) sendSlot();
       }
+      then();
     };
     const stream = new Transform({
       transform(chunk: Buffer, _enc, done) {
@@ -169,12 +198,7 @@ export function createUploadInspection(opts: { nice: number; log: Logger }) {
         } catch (err) {
           return done(err as Error);
         }
-        take(chunk);
-        if (upload.inFlight < INSPECTION_WINDOW_BYTES) return done(null, chunk);
-        upload.resume = () => {
-          upload.resume = undefined;
-          done(null, chunk);
-        };
+        take(chunk, 0, () => done(null, chunk));
       },
       flush(done) {
         if (failure) return done(failure);
@@ -187,12 +211,13 @@ export function createUploadInspection(opts: { nice: number; log: Logger }) {
           ended = undefined;
           done(err ?? null);
         };
-        sendBatch();
+        sendSlot();
         send({ op: 'end', id });
       },
       destroy(err, done) {
         // Failed elsewhere (too large, the storage) or here: the thread forgets the upload.
-        batch = undefined;
+        upload.resume = undefined;
+        memory = undefined;
         forget(id);
         // Always, even after the thread's verdict: chunks sent before it are to be dropped there.
         send({ op: 'abort', id });
