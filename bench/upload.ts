@@ -22,7 +22,8 @@
  * a search waits for here is the server's thread and the cores, not the database).
  * BENCH_SENDER=curl has curl send BENCH_FILE from the disk instead of this process (a sender of
  * little CPU, as a client on another machine would be). BENCH_ROUNDS=n sends the uploads n times,
- * one round after the other (a probe long enough for its p99 to mean something).
+ * one round after the other (a probe long enough for its p99 to mean something). UPLOAD_YIELD_MS,
+ * when set, is passed to the service (0: uploads do not give way to the probe's searches).
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -277,6 +278,7 @@ async function main() {
         LOG_LEVEL: 'warn',
         IMPORT_MAX_BYTES: String(4 * 1024 * 1024 * 1024),
         IMPORT_UPLOAD_TIMEOUT_SECONDS: '3600',
+        ...(process.env.UPLOAD_YIELD_MS === undefined ? {} : { UPLOAD_YIELD_MS: process.env.UPLOAD_YIELD_MS }),
         ...s3Env,
       },
       outDir,

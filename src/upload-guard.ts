@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -27,6 +27,8 @@ export class UploadTooSlow extends AppError {
 export type UploadGuard = {
   /** The file part being read: a sender cut off destroys it with UploadTooSlow. */
   attach(file: Readable): void;
+  /** The file's bytes as the upload is to read them: giving way to the other requests (UPLOAD_YIELD_MS). */
+  pace(file: Readable): Readable;
   /** Set when the sender was cut off. */
   readonly cut: UploadTooSlow | undefined;
 };
@@ -52,6 +54,13 @@ declare module 'fastify' {
  *
  * A slot is taken when the request arrives and given back once its body has been read (or the
  * response is over): the wait for an import's result holds none.
+ *
+ * Uploads give way to the other requests: while any other request is being answered, an upload's
+ * next chunk waits (up to UPLOAD_YIELD_MS, then it reads for as long as it waited before it waits
+ * again, so that a steady stream of requests slows an upload to half its pace at most). The
+ * upload's bytes stay in the socket meanwhile (TCP holds the sender back), so that a search has
+ * the server's thread and the cores to itself rather than sharing them with the upload's
+ * receiving, storing and hashing. A wait is not counted against the sender's rate.
  */
 export const uploadGuardPlugin = fp(
   async (app: FastifyInstance) => {
@@ -60,6 +69,11 @@ export const uploadGuardPlugin = fp(
     const tickMs = Math.min(1000, windowMs / 10);
     let active = 0;
     const warned = new Map<string, number>();
+    const yieldMs = app.deps.config.uploadYieldMs;
+    /** Requests other than uploads being answered. */
+    let others = 0;
+    /** The uploads' chunks waiting for the other requests to be answered. */
+    const waiting = new Set<() => void>();
 
     const warnOnce = (ip: string, log: FastifyInstance['log']) => {
       const now = Date.now();
@@ -70,9 +84,38 @@ export const uploadGuardPlugin = fp(
       log.warn({ client: ip, minBytesPerSecond: minRate, windowSeconds }, 'upload too slow: cut off');
     };
 
+    /** The file's chunks, each passed on at once unless another request is being answered (see above). */
+    const pace = (file: Readable): Readable => {
+      if (yieldMs === 0) return file;
+      let readUntil = 0;
+      const gate = new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          const since = performance.now();
+          if (others === 0 || since < readUntil) return done(null, chunk);
+          const go = () => {
+            clearTimeout(timer);
+            waiting.delete(go);
+            const now = performance.now();
+            readUntil = now + (now - since);
+            if (!gate.destroyed) done(null, chunk);
+          };
+          const timer = setTimeout(go, yieldMs);
+          waiting.add(go);
+        },
+      });
+      file.on('error', (err) => gate.destroy(err));
+      return file.pipe(gate);
+    };
+
     app.decorateRequest('uploadGuard', null);
     app.addHook('onRequest', (request, reply, done) => {
-      if (!request.routeOptions.config?.upload) return done();
+      if (!request.routeOptions.config?.upload) {
+        others++;
+        reply.raw.once('close', () => {
+          if (--others === 0) for (const go of [...waiting]) go();
+        });
+        return done();
+      }
       if (active >= max) {
         request.log.info({ active, max }, 'upload refused: every upload slot is taken');
         // The API's error body (the dashboard's page script reads `message` from it too).
@@ -126,6 +169,7 @@ export const uploadGuardPlugin = fp(
       }
       request.uploadGuard = {
         attach: (f) => void (file = f),
+        pace,
         get cut() {
           return cut;
         },

@@ -79,7 +79,8 @@ export async function readUploadForm<T>(
           continue;
         }
         request.uploadGuard?.attach(part.file);
-        const upload = { fileName: part.filename, stream: part.file, truncated: () => part.file.truncated };
+        const stream = request.uploadGuard?.pace(part.file) ?? part.file;
+        const upload = { fileName: part.filename, stream, truncated: () => part.file.truncated };
         received = { value: await receive(upload, { ...fields }) };
       }
     }

@@ -191,7 +191,8 @@ export async function receiveFilePart<T>(
     if (field && !Array.isArray(field) && field.type === 'field') fields[name] = field.value;
   }
   const decoded = decodedBodies.get(request);
-  const stream = decoded ? endingWithBody(part.file, decoded) : part.file;
+  const whole = decoded ? endingWithBody(part.file, decoded) : part.file;
+  const stream = request.uploadGuard?.pace(whole) ?? whole;
   try {
     return await receive({ fileName: part.filename, stream, truncated: () => part.file.truncated }, fields);
   } catch (err) {
