@@ -22,8 +22,8 @@
  * a search waits for here is the server's thread and the cores, not the database).
  * BENCH_SENDER=curl has curl send BENCH_FILE from the disk instead of this process (a sender of
  * little CPU, as a client on another machine would be). BENCH_ROUNDS=n sends the uploads n times,
- * one round after the other (a probe long enough for its p99 to mean something). UPLOAD_YIELD_MS,
- * when set, is passed to the service (0: uploads do not give way to the probe's searches).
+ * one round after the other (a probe long enough for its p99 to mean something). BENCH_NODE_FLAGS
+ * are given to the service's node (`--max-semi-space-size=1`, say).
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -260,7 +260,11 @@ async function main() {
       });
     }
     const port = freePort();
-    const args = [...(process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : []), await buildAll()];
+    const args = [
+      ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []),
+      ...(process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : []),
+      await buildAll(),
+    ];
     api = startNode(
       'api',
       args,
@@ -278,7 +282,6 @@ async function main() {
         LOG_LEVEL: 'warn',
         IMPORT_MAX_BYTES: String(4 * 1024 * 1024 * 1024),
         IMPORT_UPLOAD_TIMEOUT_SECONDS: '3600',
-        ...(process.env.UPLOAD_YIELD_MS === undefined ? {} : { UPLOAD_YIELD_MS: process.env.UPLOAD_YIELD_MS }),
         ...s3Env,
       },
       outDir,

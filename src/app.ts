@@ -91,7 +91,12 @@ declare module 'fastify' {
   }
 }
 
-export type AppOptions = { logger: FastifyBaseLogger; extraRoutes?: (app: FastifyInstance) => Promise<void> };
+export type AppOptions = {
+  logger: FastifyBaseLogger;
+  extraRoutes?: (app: FastifyInstance) => Promise<void>;
+  /** V8's young-generation collection, run while uploads arrive (src/upload-guard.ts); without it, none is asked for. */
+  youngCollection?: () => void;
+};
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 type LevelCheck = { isLevelEnabled?: (level: string) => boolean };
@@ -191,7 +196,7 @@ export function trustProxyOption(trust: Deps['config']['trustProxy']): false | s
   return trust;
 }
 
-export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp(deps: Deps, { logger, extraRoutes, youngCollection }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     childLoggerFactory,
@@ -221,7 +226,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes }: AppOptions):
     done();
   });
   await app.register(errorHandlerPlugin);
-  await app.register(uploadGuardPlugin);
+  await app.register(uploadGuardPlugin, { youngCollection });
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
   addSharedSchemas(app, [
     errorSchema,

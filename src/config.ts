@@ -49,8 +49,6 @@ const envSchema = {
     // An upload sending less than this on average over UPLOAD_MIN_RATE_WINDOW_SECONDS is cut off (408); 0: never.
     UPLOAD_MIN_BYTES_PER_SECOND: { type: 'integer', minimum: 0, default: 10_240 },
     UPLOAD_MIN_RATE_WINDOW_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 30 },
-    // The longest an upload's reading waits at a time while other requests are being answered; 0: never.
-    UPLOAD_YIELD_MS: { type: 'integer', minimum: 0, maximum: 60_000, default: 50 },
     QUEUE_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'bull' },
     SESSION_SECRET: { type: 'string', minLength: 32 },
     // A hop count or a comma-separated list of addresses/CIDR ranges (Fastify's trustProxy forms); never "true".
@@ -135,11 +133,6 @@ export type Config = Readonly<{
   /** An upload whose sender keeps under this rate for `uploadMinRateWindowSeconds` is cut off with a 408 (0: never). */
   uploadMinBytesPerSecond: number;
   uploadMinRateWindowSeconds: number;
-  /**
-   * The longest an upload's reading waits at a time while other requests are being answered
-   * (UPLOAD_YIELD_MS; 0: uploads never wait); it then reads for as long again before it waits.
-   */
-  uploadYieldMs: number;
   queuePrefix: string;
   sessionSecret: string | undefined;
   /** Whom X-Forwarded-* is believed from: false, a hop count, or addresses and CIDR ranges (TRUST_PROXY). */
@@ -283,7 +276,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxConcurrentUploads: v.MAX_CONCURRENT_UPLOADS ?? defaultMaxConcurrentUploads(),
     uploadMinBytesPerSecond: v.UPLOAD_MIN_BYTES_PER_SECOND,
     uploadMinRateWindowSeconds: v.UPLOAD_MIN_RATE_WINDOW_SECONDS,
-    uploadYieldMs: v.UPLOAD_YIELD_MS,
     queuePrefix: v.QUEUE_PREFIX,
     sessionSecret: v.SESSION_SECRET,
     trustProxy: trustProxy as Config['trustProxy'],

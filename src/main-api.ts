@@ -21,7 +21,8 @@ async function main() {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   // Before the database's and the imports' threads start, so that they have `gc` too.
-  const trimHeap = createHeapTrim(HEAP_GROWTH_BYTES, exposeGc());
+  const gc = exposeGc();
+  const trimHeap = createHeapTrim(HEAP_GROWTH_BYTES, gc);
   // The key (generated into DATA_DIR in embedded mode), the database migrated, the key's fingerprint checked.
   const deps = await openDeps(config, { optimizedEmbeddedCode: true, logger, chunkHooks: { whileChunkWrites: trimHeap } });
   // Without REDIS_URL there are no separate workers: this server runs the imports and batch
@@ -29,7 +30,7 @@ async function main() {
   // import does not wait for it), delivers the webhook outbox and runs the daily retention purge.
   // With REDIS_URL, `npm run worker` does.
   if (!config.redisUrl) startBackground(deps, { thread: true });
-  const app = await buildApp(deps, { logger });
+  const app = await buildApp(deps, { logger, youngCollection: () => gc({ type: 'minor' }) });
   // Embedded, `admin backup` asks this server for the copy (the server holds the database's folder).
   const backupChannel =
     deps.db.kind === 'pglite'

@@ -8,6 +8,11 @@ import './http-conditions';
 
 /** Seconds a client is asked to wait when every upload slot is taken. */
 export const UPLOADS_BUSY_RETRY_AFTER_SECONDS = 5;
+/**
+ * Upload bytes read between two young-generation collections asked for while uploads arrive (see
+ * the plugin): well under the 64 MB of external memory past which V8 collects the whole heap.
+ */
+export const YOUNG_COLLECTION_EVERY_BYTES = 4 * 1024 * 1024;
 /** A client address is warned of at most once in this long (slow senders come in crowds). */
 const WARN_EVERY_MS = 60_000;
 
@@ -27,8 +32,8 @@ export class UploadTooSlow extends AppError {
 export type UploadGuard = {
   /** The file part being read: a sender cut off destroys it with UploadTooSlow. */
   attach(file: Readable): void;
-  /** The file's bytes as the upload is to read them: giving way to the other requests (UPLOAD_YIELD_MS). */
-  pace(file: Readable): Readable;
+  /** The file's bytes as the upload is to read them: counted for the young collections (see the plugin). */
+  read(file: Readable): Readable;
   /** Set when the sender was cut off. */
   readonly cut: UploadTooSlow | undefined;
 };
@@ -55,25 +60,21 @@ declare module 'fastify' {
  * A slot is taken when the request arrives and given back once its body has been read (or the
  * response is over): the wait for an import's result holds none.
  *
- * Uploads give way to the other requests: while any other request is being answered, an upload's
- * next chunk waits (up to UPLOAD_YIELD_MS, then it reads for as long as it waited before it waits
- * again, so that a steady stream of requests slows an upload to half its pace at most). The
- * upload's bytes stay in the socket meanwhile (TCP holds the sender back), so that a search has
- * the server's thread and the cores to itself rather than sharing them with the upload's
- * receiving, storing and hashing. A wait is not counted against the sender's rate.
+ * Given `youngCollection` (V8's young-generation collection; the server passes it), one runs
+ * every YOUNG_COLLECTION_EVERY_BYTES of uploads read. The socket's chunks are memory outside
+ * V8's heap, freed only when a collection finds them dead; the few small objects each chunk makes
+ * fill the young generation slowly, so without these V8 let the dead chunks reach its limit for
+ * external memory and collected the whole heap for them: 17 to 24 pauses of 2 to 19 ms for every
+ * request during two 200 MB uploads. With these, 3 to 8 remain, and a young collection of dead
+ * chunks takes about a millisecond (docs/performance.md).
  */
 export const uploadGuardPlugin = fp(
-  async (app: FastifyInstance) => {
+  async (app: FastifyInstance, opts: { youngCollection?: (() => void) | undefined }) => {
     const { maxConcurrentUploads: max, uploadMinBytesPerSecond: minRate, uploadMinRateWindowSeconds: windowSeconds } = app.deps.config;
     const windowMs = windowSeconds * 1000;
     const tickMs = Math.min(1000, windowMs / 10);
     let active = 0;
     const warned = new Map<string, number>();
-    const yieldMs = app.deps.config.uploadYieldMs;
-    /** Requests other than uploads being answered. */
-    let others = 0;
-    /** The uploads' chunks waiting for the other requests to be answered. */
-    const waiting = new Set<() => void>();
 
     const warnOnce = (ip: string, log: FastifyInstance['log']) => {
       const now = Date.now();
@@ -84,38 +85,30 @@ export const uploadGuardPlugin = fp(
       log.warn({ client: ip, minBytesPerSecond: minRate, windowSeconds }, 'upload too slow: cut off');
     };
 
-    /** The file's chunks, each passed on at once unless another request is being answered (see above). */
-    const pace = (file: Readable): Readable => {
-      if (yieldMs === 0) return file;
-      let readUntil = 0;
-      const gate = new Transform({
+    const { youngCollection } = opts;
+    /** Upload bytes read since the last young collection. */
+    let sinceCollection = 0;
+
+    /** The file's chunks as they are read, counted towards the next young collection. */
+    const read = (file: Readable): Readable => {
+      if (!youngCollection) return file;
+      const counted = new Transform({
         transform(chunk: Buffer, _enc, done) {
-          const since = performance.now();
-          if (others === 0 || since < readUntil) return done(null, chunk);
-          const go = () => {
-            clearTimeout(timer);
-            waiting.delete(go);
-            const now = performance.now();
-            readUntil = now + (now - since);
-            if (!gate.destroyed) done(null, chunk);
-          };
-          const timer = setTimeout(go, yieldMs);
-          waiting.add(go);
+          sinceCollection += chunk.length;
+          if (sinceCollection >= YOUNG_COLLECTION_EVERY_BYTES) {
+            sinceCollection = 0;
+            youngCollection();
+          }
+          done(null, chunk);
         },
       });
-      file.on('error', (err) => gate.destroy(err));
-      return file.pipe(gate);
+      file.on('error', (err) => counted.destroy(err));
+      return file.pipe(counted);
     };
 
     app.decorateRequest('uploadGuard', null);
     app.addHook('onRequest', (request, reply, done) => {
-      if (!request.routeOptions.config?.upload) {
-        others++;
-        reply.raw.once('close', () => {
-          if (--others === 0) for (const go of [...waiting]) go();
-        });
-        return done();
-      }
+      if (!request.routeOptions.config?.upload) return done();
       if (active >= max) {
         request.log.info({ active, max }, 'upload refused: every upload slot is taken');
         // The API's error body (the dashboard's page script reads `message` from it too).
@@ -169,7 +162,7 @@ export const uploadGuardPlugin = fp(
       }
       request.uploadGuard = {
         attach: (f) => void (file = f),
-        pace,
+        read,
         get cut() {
           return cut;
         },

@@ -64,6 +64,8 @@ export async function createTestContext(
      * the other one, which must be closed after it.
      */
     restartOf?: TestContext;
+    /** V8's young collection as the server is given it (src/upload-guard.ts); default: none, as in any process but `npm start`. */
+    youngCollection?: () => void;
   } = {},
 ): Promise<TestContext> {
   const kind = dbKind();
@@ -129,7 +131,7 @@ export async function createTestContext(
   });
   // As the server without REDIS_URL: jobs run and webhooks are delivered in this process.
   if (!config.redisUrl) startBackground(deps);
-  const app = await buildApp(deps, { logger });
+  const app = await buildApp(deps, { logger, youngCollection: options.youngCollection });
   const conformance = checkResponsesAgainstOpenApi(app);
   await app.ready();
   let n = 0;

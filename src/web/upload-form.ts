@@ -79,7 +79,7 @@ export async function readUploadForm<T>(
           continue;
         }
         request.uploadGuard?.attach(part.file);
-        const stream = request.uploadGuard?.pace(part.file) ?? part.file;
+        const stream = request.uploadGuard?.read(part.file) ?? part.file;
         const upload = { fileName: part.filename, stream, truncated: () => part.file.truncated };
         received = { value: await receive(upload, { ...fields }) };
       }

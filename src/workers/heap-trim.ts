@@ -37,9 +37,12 @@ export function createHeapTrim(growthBytes: number, gc = (globalThis as { gc?: (
  * flag set at run time, and `gc` read from a new context. Threads started after this have `gc`
  * on their global, as with the flag.
  */
-export function exposeGc(): () => void {
-  const existing = (globalThis as { gc?: () => void }).gc;
+export function exposeGc(): Gc {
+  const existing = (globalThis as { gc?: Gc }).gc;
   if (typeof existing === 'function') return existing;
   setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as () => void;
+  return runInNewContext('gc') as Gc;
 }
+
+/** V8's `gc`: a full collection, or with `{ type: 'minor' }` a collection of the young generation only. */
+export type Gc = (options?: { type: 'minor' | 'major' }) => void;

@@ -21,7 +21,6 @@ describe('loadConfig', () => {
       maxConcurrentUploads: defaultMaxConcurrentUploads(),
       uploadMinBytesPerSecond: 10_240,
       uploadMinRateWindowSeconds: 30,
-      uploadYieldMs: 50,
     });
     const MiB = 1024 * 1024;
     expect([512 * MiB, 2048 * MiB, 8192 * MiB, 65_536 * MiB].map((m) => defaultMaxConcurrentUploads(m))).toEqual([8, 32, 64, 64]);

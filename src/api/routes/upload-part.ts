@@ -192,7 +192,7 @@ export async function receiveFilePart<T>(
   }
   const decoded = decodedBodies.get(request);
   const whole = decoded ? endingWithBody(part.file, decoded) : part.file;
-  const stream = request.uploadGuard?.pace(whole) ?? whole;
+  const stream = request.uploadGuard?.read(whole) ?? whole;
   try {
     return await receive({ fileName: part.filename, stream, truncated: () => part.file.truncated }, fields);
   } catch (err) {
