@@ -72,8 +72,9 @@ type Open = {
  * large file arrived.
  *
  * `check()` is a ContentCheck as src/domain/uploads/upload.ts takes it. Each chunk goes on to
- * storage at once and a copy to the thread, through memory the two threads share; the upload waits
- * whenever INSPECTION_WINDOW_BYTES are on their way to the thread or being inspected. The file's problem comes back as InvalidImportFile, as soon as the
+ * storage at once and a copy to the thread, through memory the two threads share; the upload
+ * waits whenever INSPECTION_WINDOW_BYTES are on their way to the thread or being inspected. The
+ * file's problem comes back as InvalidImportFile, as soon as the
  * thread finds it (the upload is then failed, and its storage undone, at once); the end of the
  * stream waits for the verdict, so that a stored file has always been inspected to its last byte.
  * When the thread stops, the uploads it was inspecting fail with InspectionFault and the next
