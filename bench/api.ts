@@ -42,18 +42,8 @@ import { loadConfig } from '../src/config';
 import { openDeps } from '../src/startup';
 import { todayIn } from '../src/domain/dates';
 
+import { benchNodeFlags, NEVER_TRIPPING_LIMITS } from './bench-process';
 import { addDays, seedRegistry, seedShape } from './seed';
-
-/** Every per-minute and per-hour limit of the service, set where a bench never reaches it. */
-const NEVER_TRIPPING_LIMITS = Object.fromEntries(
-  [
-    'RATE_LIMIT_PER_MINUTE',
-    'COMPANY_RATE_LIMIT_PER_MINUTE',
-    'SESSION_RATE_LIMIT_PER_MINUTE',
-    'AUTH_FAILURES_PER_MINUTE',
-    'IDENTITY_MISMATCHES_PER_HOUR',
-  ].map((name) => [name, '1000000000']),
-);
 
 const baseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const seedClaims = Number(process.env.BENCH_SEED_CLAIMS ?? 200_000);
@@ -149,7 +139,7 @@ try {
     [
       ...(heapSnapshot ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${outDir}`] : []),
       ...profFlags('service'),
-      ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []),
+      ...benchNodeFlags(),
       '--import',
       'tsx',
       'src/main-api.ts',
@@ -163,7 +153,6 @@ try {
       LOG_LEVEL: 'warn',
       DB_POOL_SIZE: '10',
       DATA_DIR: path.join(outDir, 'data'),
-      // The abuse limits on, as in production, but never reached (as the team bench sets them).
       ...NEVER_TRIPPING_LIMITS,
     },
   );

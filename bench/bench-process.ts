@@ -16,6 +16,20 @@ import { TOKEN_PREFIX } from '../src/domain/tokens/token-service';
 
 export const freePort = () => 20_000 + Math.floor(Math.random() * 40_000);
 
+/** Every per-minute and per-hour abuse limit of the service, on as in production but where a bench never reaches it (as the team bench sets them). */
+export const NEVER_TRIPPING_LIMITS: Record<string, string> = Object.fromEntries(
+  [
+    'RATE_LIMIT_PER_MINUTE',
+    'COMPANY_RATE_LIMIT_PER_MINUTE',
+    'SESSION_RATE_LIMIT_PER_MINUTE',
+    'AUTH_FAILURES_PER_MINUTE',
+    'IDENTITY_MISMATCHES_PER_HOUR',
+  ].map((name) => [name, '1000000000']),
+);
+
+/** BENCH_NODE_FLAGS, given to the measured server's node (`--max-semi-space-size=1`, say). */
+export const benchNodeFlags = (): string[] => process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+
 /** Starts `node <args>` from the project root with only `env` (and PATH, HOME), its output into `<outDir>/<name>.log`. */
 export function startNode(name: string, args: string[], env: Record<string, string>, outDir: string): ChildProcess {
   fs.mkdirSync(outDir, { recursive: true });

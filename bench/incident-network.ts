@@ -32,7 +32,7 @@ import { openDb, type Db } from '../src/db/db';
 import { createRegistryRepository } from '../src/db/registry-repository';
 import { minusYears, todayIn } from '../src/domain/dates';
 import { MAX_NETWORK_EDGES } from '../src/domain/registry/registry';
-import { benchCompany, createBenchToken, deleteBenchToken, freePort, holdRetention } from './bench-process';
+import { benchCompany, createBenchToken, deleteBenchToken, freePort, holdRetention, NEVER_TRIPPING_LIMITS } from './bench-process';
 
 const dbUrl = process.env.BENCH_DATABASE_URL;
 const key = process.env.BENCH_DOCUMENT_HASH_KEY;
@@ -68,7 +68,7 @@ function startServer(dir: string): { child: ChildProcess; base: string } {
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
       DATA_DIR: '/tmp/incident-bench-data',
-      RATE_LIMIT_PER_MINUTE: '1000000000',
+      ...NEVER_TRIPPING_LIMITS,
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

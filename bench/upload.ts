@@ -45,7 +45,7 @@ import { prepareDatabase } from '../src/startup';
 import { buildAll } from '../scripts/build';
 import { generateCsv } from '../scripts/gen-csv';
 
-import { createBenchToken, freePort, procMb, startNode, stopNode, waitReady } from './bench-process';
+import { benchNodeFlags, createBenchToken, freePort, procMb, startNode, stopNode, waitReady } from './bench-process';
 
 const url = process.env.BENCH_DATABASE_URL;
 const redisUrl = process.env.BENCH_REDIS_URL;
@@ -261,7 +261,7 @@ async function main() {
     }
     const port = freePort();
     const args = [
-      ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []),
+      ...benchNodeFlags(),
       ...(process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : []),
       await buildAll(),
     ];

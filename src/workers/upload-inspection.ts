@@ -24,20 +24,20 @@ export type InspectionReply =
   | { id: number; fault: { code?: string } };
 
 /**
- * Bytes sent to the thread in one message (but the last): a message and its answer cost about as
- * much as inspecting a few kilobytes.
+ * Bytes of one slot of an upload's memory shared with the thread, sent in one message (but the
+ * last): a message and its answer cost about as much as inspecting a few kilobytes.
  */
-const MESSAGE_BYTES = 256 * 1024;
+const SLOT_BYTES = 256 * 1024;
 
 /**
- * The slots of an upload's memory shared with the thread, MESSAGE_BYTES each: the bytes on their
+ * The slots of an upload's memory shared with the thread, SLOT_BYTES each: the bytes on their
  * way to the thread are copied into them in turn, and the upload waits (and so its sender) while
  * every slot is in use, so that a slow inspection holds at most this much of each upload.
  */
 const SLOTS = 4;
 
 /** The most bytes of one upload on their way to the thread or being inspected there. */
-export const INSPECTION_WINDOW_BYTES = SLOTS * MESSAGE_BYTES;
+export const INSPECTION_WINDOW_BYTES = SLOTS * SLOT_BYTES;
 
 /** The inspection could not give a verdict (its thread stopped): the upload fails with a 503, nothing is stored. */
 export class InspectionFault extends AppError {
@@ -181,13 +181,13 @@ export function createUploadInspection(opts: { nice: number; log: Logger }) {
         if (!memory) {
           const shared = new SharedArrayBuffer(INSPECTION_WINDOW_BYTES);
           memory = Buffer.from(shared);
-          send({ op: 'open', id, memory: shared, slotBytes: MESSAGE_BYTES });
+          send({ op: 'open', id, memory: shared, slotBytes: SLOT_BYTES });
         }
-        const slot = (sent % SLOTS) * MESSAGE_BYTES;
-        const n = chunk.copy(memory, slot + filled, at, at + MESSAGE_BYTES - filled);
+        const slot = (sent % SLOTS) * SLOT_BYTES;
+        const n = chunk.copy(memory, slot + filled, at, at + SLOT_BYTES - filled);
         filled += n;
         at += n;
-        if (filled === MESSAGE_BYTES) sendSlot();
+        if (filled === SLOT_BYTES) sendSlot();
       }
       then();
     };

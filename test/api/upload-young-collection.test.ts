@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestContext, type Company, type TestContext } from '../harness';
 import { csv, multipart, postLookupBatch, validRow, waitForImport } from '../import-helpers';
+import { companyWithPeople, signedIn } from '../web/web-client';
 import { YOUNG_COLLECTION_EVERY_BYTES } from '../../src/upload-guard';
 
 /**
@@ -48,6 +49,22 @@ describe('young collections while uploads arrive', () => {
     const plates = 'vehicle_registration\nAB123\n' + '\n'.repeat(YOUNG_COLLECTION_EVERY_BYTES + 1);
     const res = await postLookupBatch(ctx.app, company.auth, plates);
     expect(res.statusCode, res.body).toBeLessThan(300);
+    expect(collections - before).toBeGreaterThanOrEqual(1);
+  });
+
+  it("and for the dashboard's upload form", async () => {
+    const c = await companyWithPeople(ctx);
+    const web = await signedIn(ctx, c.member.email);
+    await web.get('/imports');
+    const before = collections;
+    const file = csv([validRow()]) + '\n'.repeat(YOUNG_COLLECTION_EVERY_BYTES + 1);
+    const res = await web.postMultipart(
+      '/imports',
+      {},
+      { name: 'claims.csv', content: file },
+      { accept: 'application/json', 'x-csrf-token': web.lastCsrf },
+    );
+    expect(res.statusCode, res.body).toBe(202);
     expect(collections - before).toBeGreaterThanOrEqual(1);
   });
 });
