@@ -23,7 +23,8 @@
  * BENCH_SENDER=curl has curl send BENCH_FILE from the disk instead of this process (a sender of
  * little CPU, as a client on another machine would be). BENCH_ROUNDS=n sends the uploads n times,
  * one round after the other (a probe long enough for its p99 to mean something). BENCH_NODE_FLAGS
- * are given to the service's node (`--max-semi-space-size=1`, say).
+ * are given to the service's node (`--max-semi-space-size=1`, say). UPLOAD_PACE_BYTES_PER_SECOND, when
+ * set, is given to the service (`0` reads the uploads unpaced beside the probe's searches).
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -282,6 +283,7 @@ async function main() {
         LOG_LEVEL: 'warn',
         IMPORT_MAX_BYTES: String(4 * 1024 * 1024 * 1024),
         IMPORT_UPLOAD_TIMEOUT_SECONDS: '3600',
+        ...(process.env.UPLOAD_PACE_BYTES_PER_SECOND ? { UPLOAD_PACE_BYTES_PER_SECOND: process.env.UPLOAD_PACE_BYTES_PER_SECOND } : {}),
         ...s3Env,
       },
       outDir,

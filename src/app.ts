@@ -20,7 +20,7 @@ import { addSharedSchemas, documentRoute, errorBody, errorSchema } from './api/s
 import { accessRegistry, routesNeed } from './http-access';
 import { isScopeNeed } from './domain/access/access';
 import { metricsPlugin } from './api/plugins/metrics';
-import { uploadGuardPlugin } from './upload-guard';
+import { uploadGuardPlugin, type PaceClock } from './upload-guard';
 import { claimRoutes } from './api/routes/claims';
 import { importRoutes } from './api/routes/imports';
 import { registryRoutes } from './api/routes/registry';
@@ -96,6 +96,8 @@ export type AppOptions = {
   extraRoutes?: (app: FastifyInstance) => Promise<void>;
   /** V8's young-generation collection, run while uploads arrive (src/upload-guard.ts); without it, none is asked for. */
   youngCollection?: () => void;
+  /** The time the uploads' pace is kept by (src/upload-guard.ts); default: the real one. */
+  uploadPaceClock?: PaceClock;
 };
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -196,7 +198,10 @@ export function trustProxyOption(trust: Deps['config']['trustProxy']): false | s
   return trust;
 }
 
-export async function buildApp(deps: Deps, { logger, extraRoutes, youngCollection }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp(
+  deps: Deps,
+  { logger, extraRoutes, youngCollection, uploadPaceClock }: AppOptions,
+): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     childLoggerFactory,
@@ -226,7 +231,7 @@ export async function buildApp(deps: Deps, { logger, extraRoutes, youngCollectio
     done();
   });
   await app.register(errorHandlerPlugin);
-  await app.register(uploadGuardPlugin, { youngCollection });
+  await app.register(uploadGuardPlugin, { youngCollection, paceClock: uploadPaceClock });
   // Named schemas: `{ $ref: 'Claim#' }` in routes, components/schemas/Claim in the OpenAPI document.
   addSharedSchemas(app, [
     errorSchema,

@@ -49,6 +49,8 @@ const envSchema = {
     // An upload sending less than this on average over UPLOAD_MIN_RATE_WINDOW_SECONDS is cut off (408); 0: never.
     UPLOAD_MIN_BYTES_PER_SECOND: { type: 'integer', minimum: 0, default: 10_240 },
     UPLOAD_MIN_RATE_WINDOW_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 30 },
+    // All uploads together are read at most this fast for a second after any other request arrived; 0: never paced.
+    UPLOAD_PACE_BYTES_PER_SECOND: { type: 'integer', minimum: 0, default: 50_000_000 },
     QUEUE_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'bull' },
     SESSION_SECRET: { type: 'string', minLength: 32 },
     // A hop count or a comma-separated list of addresses/CIDR ranges (Fastify's trustProxy forms); never "true".
@@ -133,6 +135,8 @@ export type Config = Readonly<{
   /** An upload whose sender keeps under this rate for `uploadMinRateWindowSeconds` is cut off with a 408 (0: never). */
   uploadMinBytesPerSecond: number;
   uploadMinRateWindowSeconds: number;
+  /** The uploads together are read at most this fast while other requests arrive (0: never paced; src/upload-guard.ts). */
+  uploadPaceBytesPerSecond: number;
   queuePrefix: string;
   sessionSecret: string | undefined;
   /** Whom X-Forwarded-* is believed from: false, a hop count, or addresses and CIDR ranges (TRUST_PROXY). */
@@ -225,6 +229,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `RETENTION_YEARS (${v.RETENTION_YEARS}) must be at least SEARCH_HISTORY_YEARS (${v.SEARCH_HISTORY_YEARS}): a claim is found by searches and alerts for SEARCH_HISTORY_YEARS, so it is kept at least that long`,
     );
   }
+  if (
+    typeof v.UPLOAD_PACE_BYTES_PER_SECOND === 'number' &&
+    typeof v.UPLOAD_MIN_BYTES_PER_SECOND === 'number' &&
+    v.UPLOAD_PACE_BYTES_PER_SECOND > 0
+  ) {
+    const uploads = typeof v.MAX_CONCURRENT_UPLOADS === 'number' ? v.MAX_CONCURRENT_UPLOADS : defaultMaxConcurrentUploads();
+    const slowest = v.UPLOAD_MIN_BYTES_PER_SECOND * uploads;
+    if (v.UPLOAD_PACE_BYTES_PER_SECOND < slowest) {
+      problems.push(
+        `UPLOAD_PACE_BYTES_PER_SECOND (${v.UPLOAD_PACE_BYTES_PER_SECOND}) must be 0 or at least UPLOAD_MIN_BYTES_PER_SECOND × MAX_CONCURRENT_UPLOADS (${v.UPLOAD_MIN_BYTES_PER_SECOND} × ${uploads} = ${slowest}): paced below that, uploads would be cut off as too slow`,
+      );
+    }
+  }
   const trustProxy = parseTrustProxy(input.TRUST_PROXY);
   if (typeof trustProxy === 'object' && !Array.isArray(trustProxy)) problems.push(trustProxy.error);
   if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
@@ -276,6 +293,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxConcurrentUploads: v.MAX_CONCURRENT_UPLOADS ?? defaultMaxConcurrentUploads(),
     uploadMinBytesPerSecond: v.UPLOAD_MIN_BYTES_PER_SECOND,
     uploadMinRateWindowSeconds: v.UPLOAD_MIN_RATE_WINDOW_SECONDS,
+    uploadPaceBytesPerSecond: v.UPLOAD_PACE_BYTES_PER_SECOND,
     queuePrefix: v.QUEUE_PREFIX,
     sessionSecret: v.SESSION_SECRET,
     trustProxy: trustProxy as Config['trustProxy'],

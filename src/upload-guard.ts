@@ -13,6 +13,8 @@ export const UPLOADS_BUSY_RETRY_AFTER_SECONDS = 5;
  * the plugin): well under the 64 MB of external memory past which V8 collects the whole heap.
  */
 export const YOUNG_COLLECTION_EVERY_BYTES = 4 * 1024 * 1024;
+/** Uploads are paced (UPLOAD_PACE_BYTES_PER_SECOND) for this long after any other request arrived. */
+export const PACE_AFTER_REQUEST_MS = 1000;
 /** A client address is warned of at most once in this long (slow senders come in crowds). */
 const WARN_EVERY_MS = 60_000;
 
@@ -32,10 +34,18 @@ export class UploadTooSlow extends AppError {
 export type UploadGuard = {
   /** The file part being read: a sender cut off destroys it with UploadTooSlow. */
   attach(file: Readable): void;
-  /** The file's bytes as the upload is to read them: counted for the young collections (see the plugin). */
+  /** The file's bytes as the upload is to read them: paced while other requests arrive, counted for the young collections (see the plugin). */
   read(file: Readable): Readable;
   /** Set when the sender was cut off. */
   readonly cut: UploadTooSlow | undefined;
+};
+
+/** The time the uploads' pace is kept by: milliseconds from any origin, and a wait of so many of them. */
+export type PaceClock = { now: () => number; wait: (ms: number) => Promise<void> };
+
+const realPaceClock: PaceClock = {
+  now: () => performance.now(),
+  wait: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
 declare module 'fastify' {
@@ -60,6 +70,13 @@ declare module 'fastify' {
  * A slot is taken when the request arrives and given back once its body has been read (or the
  * response is over): the wait for an import's result holds none.
  *
+ * For PACE_AFTER_REQUEST_MS after any other request arrived, the uploads together are read at
+ * most UPLOAD_PACE_BYTES_PER_SECOND (0: never paced): reading an upload at full speed takes the
+ * server's thread and the machine's cores from the searches and submissions beside it. An upload
+ * alone is read as fast as it arrives. Time spent paced is the server holding the body back, not
+ * the sender being slow (the configuration keeps the pace above the slowest rate allowed to all
+ * uploads at once).
+ *
  * Given `youngCollection` (V8's young-generation collection; the server passes it), one runs
  * every YOUNG_COLLECTION_EVERY_BYTES of uploads read. The socket's chunks are memory outside
  * V8's heap, freed only when a collection finds them dead; the few small objects each chunk makes
@@ -69,8 +86,13 @@ declare module 'fastify' {
  * chunks takes about a millisecond (docs/performance.md).
  */
 export const uploadGuardPlugin = fp(
-  async (app: FastifyInstance, opts: { youngCollection?: (() => void) | undefined }) => {
-    const { maxConcurrentUploads: max, uploadMinBytesPerSecond: minRate, uploadMinRateWindowSeconds: windowSeconds } = app.deps.config;
+  async (app: FastifyInstance, opts: { youngCollection?: (() => void) | undefined; paceClock?: PaceClock | undefined }) => {
+    const {
+      maxConcurrentUploads: max,
+      uploadMinBytesPerSecond: minRate,
+      uploadMinRateWindowSeconds: windowSeconds,
+      uploadPaceBytesPerSecond: pace,
+    } = app.deps.config;
     const windowMs = windowSeconds * 1000;
     const tickMs = Math.min(1000, windowMs / 10);
     let active = 0;
@@ -89,15 +111,29 @@ export const uploadGuardPlugin = fp(
     /** Upload bytes read since the last young collection. */
     let sinceCollection = 0;
 
-    /** The file's chunks as they are read, counted towards the next young collection. */
+    const clock = opts.paceClock ?? realPaceClock;
+    /** When the last request other than an upload arrived. */
+    let otherRequestAt = -Infinity;
+    /** When the uploads' bytes read so far are due at the pace (all uploads together). */
+    let dueAt = -Infinity;
+
+    /** The file's chunks as they are read: counted towards the next young collection, and paced. */
     const read = (file: Readable): Readable => {
-      if (!youngCollection) return file;
+      if (!youngCollection && pace === 0) return file;
       const counted = new Transform({
         transform(chunk: Buffer, _enc, done) {
           sinceCollection += chunk.length;
-          if (sinceCollection >= YOUNG_COLLECTION_EVERY_BYTES) {
+          if (youngCollection && sinceCollection >= YOUNG_COLLECTION_EVERY_BYTES) {
             sinceCollection = 0;
             youngCollection();
+          }
+          if (pace > 0) {
+            const now = clock.now();
+            if (now - otherRequestAt < PACE_AFTER_REQUEST_MS) {
+              dueAt = Math.max(dueAt, now) + (chunk.length * 1000) / pace;
+              // Under a millisecond is carried in dueAt to the next chunk (a timer cannot wait less).
+              if (dueAt - now >= 1) return void clock.wait(dueAt - now).then(() => done(null, chunk));
+            }
           }
           done(null, chunk);
         },
@@ -108,7 +144,10 @@ export const uploadGuardPlugin = fp(
 
     app.decorateRequest('uploadGuard', null);
     app.addHook('onRequest', (request, reply, done) => {
-      if (!request.routeOptions.config?.upload) return done();
+      if (!request.routeOptions.config?.upload) {
+        if (pace > 0) otherRequestAt = clock.now();
+        return done();
+      }
       if (active >= max) {
         request.log.info({ active, max }, 'upload refused: every upload slot is taken');
         // The API's error body (the dashboard's page script reads `message` from it too).

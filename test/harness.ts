@@ -13,6 +13,7 @@ import type { Principal } from '../src/domain/principal';
 import { createDeps, systemClock, type ChunkHooks, type Deps } from '../src/deps';
 import { openDatabase, prepareDatabase, startBackground } from '../src/startup';
 import { createObjectStore, type ObjectStore } from '../src/storage/object-store';
+import type { PaceClock } from '../src/upload-guard';
 
 import { checkResponsesAgainstOpenApi } from './openapi-conformance';
 
@@ -66,6 +67,8 @@ export async function createTestContext(
     restartOf?: TestContext;
     /** V8's young collection as the server is given it (src/upload-guard.ts); default: none, as in any process but `npm start`. */
     youngCollection?: () => void;
+    /** The time the uploads' pace is kept by (src/upload-guard.ts); default: the real one. */
+    uploadPaceClock?: PaceClock;
   } = {},
 ): Promise<TestContext> {
   const kind = dbKind();
@@ -131,7 +134,7 @@ export async function createTestContext(
   });
   // As the server without REDIS_URL: jobs run and webhooks are delivered in this process.
   if (!config.redisUrl) startBackground(deps);
-  const app = await buildApp(deps, { logger, youngCollection: options.youngCollection });
+  const app = await buildApp(deps, { logger, youngCollection: options.youngCollection, uploadPaceClock: options.uploadPaceClock });
   const conformance = checkResponsesAgainstOpenApi(app);
   await app.ready();
   let n = 0;

@@ -184,6 +184,17 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://x@db/claims', SEARCH_DATABASE_URL: '' }).searchDatabaseUrl).toBeUndefined();
   });
 
+  it('paces uploads at 50 MB/s beside other requests by default, and never below the slowest rate allowed to all uploads at once', () => {
+    expect(loadConfig({}).uploadPaceBytesPerSecond).toBe(50_000_000);
+    expect(loadConfig({ UPLOAD_PACE_BYTES_PER_SECOND: '0' }).uploadPaceBytesPerSecond).toBe(0);
+    expect(loadConfig({ UPLOAD_PACE_BYTES_PER_SECOND: '40960', MAX_CONCURRENT_UPLOADS: '4' }).uploadPaceBytesPerSecond).toBe(40_960);
+    expect(configError({ UPLOAD_PACE_BYTES_PER_SECOND: '40959', MAX_CONCURRENT_UPLOADS: '4' })).toMatch(
+      /UPLOAD_PACE_BYTES_PER_SECOND \(40959\) must be 0 or at least UPLOAD_MIN_BYTES_PER_SECOND × MAX_CONCURRENT_UPLOADS \(10240 × 4 = 40960\)/u,
+    );
+    expect(loadConfig({ UPLOAD_PACE_BYTES_PER_SECOND: '1000', UPLOAD_MIN_BYTES_PER_SECOND: '0' }).uploadPaceBytesPerSecond).toBe(1000);
+    expect(configError({ UPLOAD_PACE_BYTES_PER_SECOND: '-1' })).toMatch(/UPLOAD_PACE_BYTES_PER_SECOND/u);
+  });
+
   it('keeps claims at least as long as searches find them (RETENTION_YEARS >= SEARCH_HISTORY_YEARS)', () => {
     expect(configError({ RETENTION_YEARS: '2' })).toMatch(/RETENTION_YEARS \(2\) must be at least SEARCH_HISTORY_YEARS \(3\)/);
     expect(configError({ SEARCH_HISTORY_YEARS: '7' })).toMatch(/RETENTION_YEARS \(6\) must be at least SEARCH_HISTORY_YEARS \(7\)/);
