@@ -87,8 +87,8 @@ describe('uploads paced while other requests arrive', () => {
     const start = clock.t;
     await importOverSocket(ctx, company, 3 * PACE);
     // A second's worth of the pace held back (3 s had the whole file been paced), give or take the
-    // chunk that was read as the second ended.
-    expect(clock.t - start).toBeGreaterThanOrEqual(PACE_AFTER_REQUEST_MS);
+    // chunk that was read as the second ended and the few milliseconds a late wait is made up for.
+    expect(clock.t - start).toBeGreaterThan(PACE_AFTER_REQUEST_MS - 100);
     expect(clock.t - start).toBeLessThan(PACE_AFTER_REQUEST_MS + 150);
   });
 
@@ -100,7 +100,7 @@ describe('uploads paced while other requests arrive', () => {
     clock.at.push({ t: start + 800, run: () => search(ctx, company) });
     await importOverSocket(ctx, company, 3 * PACE);
     expect(clock.at).toHaveLength(0);
-    expect(clock.t - start).toBeGreaterThanOrEqual(800 + PACE_AFTER_REQUEST_MS);
+    expect(clock.t - start).toBeGreaterThan(800 + PACE_AFTER_REQUEST_MS - 100);
     expect(clock.t - start).toBeLessThan(800 + PACE_AFTER_REQUEST_MS + 150);
   });
 
@@ -111,7 +111,7 @@ describe('uploads paced while other requests arrive', () => {
     const plates = 'vehicle_registration\nAB123\n' + '\n'.repeat(2 * PACE);
     const res = await postLookupBatch(ctx.app, company.auth, plates);
     expect(res.statusCode, res.body).toBeLessThan(300);
-    expect(clock.t - start).toBeGreaterThanOrEqual(PACE_AFTER_REQUEST_MS);
+    expect(clock.t - start).toBeGreaterThan(PACE_AFTER_REQUEST_MS - 100);
   });
 });
 
