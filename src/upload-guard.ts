@@ -15,8 +15,11 @@ export const UPLOADS_BUSY_RETRY_AFTER_SECONDS = 5;
 export const YOUNG_COLLECTION_EVERY_BYTES = 4 * 1024 * 1024;
 /** Uploads are paced (UPLOAD_PACE_BYTES_PER_SECOND) for this long after any other request arrived. */
 export const PACE_AFTER_REQUEST_MS = 1000;
-/** How late the uploads' reading may fall behind the pace and catch up (a timer fires late on a busy thread). */
-const PACE_SLACK_MS = 20;
+/**
+ * How far the uploads' reading may fall behind the pace and then catch up: a timer that fired late,
+ * a moment the storage held the reading back.
+ */
+const PACE_SLACK_MS = 250;
 /** A client address is warned of at most once in this long (slow senders come in crowds). */
 const WARN_EVERY_MS = 60_000;
 
@@ -132,7 +135,7 @@ export const uploadGuardPlugin = fp(
           if (pace > 0) {
             const now = clock.now();
             if (now - otherRequestAt < PACE_AFTER_REQUEST_MS) {
-              // A wait that ended late is made up for (up to PACE_SLACK_MS), so that the pace is kept on average.
+              // Time lost behind the pace is made up for (up to PACE_SLACK_MS), so that the pace is kept on average.
               dueAt = Math.max(dueAt, now - PACE_SLACK_MS) + (chunk.length * 1000) / pace;
               // Under a millisecond is carried in dueAt to the next chunk (a timer cannot wait less).
               if (dueAt - now >= 1) return void clock.wait(dueAt - now).then(() => done(null, chunk));
