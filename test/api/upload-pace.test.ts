@@ -12,11 +12,19 @@ import { PACE_AFTER_REQUEST_MS, type PaceClock } from '../../src/upload-guard';
  */
 const PACE = 1_000_000;
 
-function testClock() {
-  const clock = {
+type TestClock = {
+  t: number;
+  /** Called as the clock passes each time (once), before the wait that passed it returns. */
+  at: { t: number; run: () => Promise<unknown> }[];
+  /** Waits asked for. */
+  waits: number;
+  paceClock: PaceClock;
+};
+
+function testClock(): TestClock {
+  const clock: TestClock = {
     t: 1_000_000,
-    /** Called as the clock passes each time (once), before the wait that passed it returns. */
-    at: [] as { t: number; run: () => Promise<unknown> }[],
+    at: [],
     waits: 0,
     paceClock: {
       now: () => clock.t,
@@ -28,7 +36,7 @@ function testClock() {
         for (const a of due) await a.run();
         await new Promise((resolve) => setImmediate(resolve));
       },
-    } satisfies PaceClock,
+    },
   };
   return clock;
 }
