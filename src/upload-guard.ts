@@ -127,8 +127,7 @@ export const uploadGuardPlugin = fp(
       if (!youngCollection && pace === 0) return file;
       const counted = new Transform({
         transform(chunk: Buffer, _enc, done) {
-          sinceCollection += chunk.length;
-          if (youngCollection && sinceCollection >= YOUNG_COLLECTION_EVERY_BYTES) {
+          if (youngCollection && (sinceCollection += chunk.length) >= YOUNG_COLLECTION_EVERY_BYTES) {
             sinceCollection = 0;
             youngCollection();
           }

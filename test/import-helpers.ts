@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Readable } from 'node:stream';
 
 import type { FastifyInstance } from 'fastify';
+import { expect } from 'vitest';
 
 import { minusYears, todayIn } from '../src/domain/dates';
 
@@ -145,6 +146,26 @@ export async function postImport(
     headers: { ...auth, 'content-type': body.contentType, ...opts.headers },
     payload: body.payload,
   });
+}
+
+/**
+ * POST /api/v1/claims/import with `Prefer: respond-async` over a socket, as a client sends it (the
+ * server reads it a socket's read at a time; inject hands it over whole): the app listens on a
+ * loopback port first if it does not yet. Expects the 202 and returns the import's id.
+ */
+export async function postImportOverSocket(app: FastifyInstance, auth: Record<string, string>, content: string | Buffer): Promise<string> {
+  const address = app.server.listening
+    ? `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+    : await app.listen({ port: 0, host: '127.0.0.1' });
+  const form = await multipart(content);
+  const res = await fetch(`${address}/api/v1/claims/import`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': form.contentType, prefer: 'respond-async' },
+    body: form.payload,
+  });
+  const body = (await res.json()) as { data: { id: string } };
+  expect(res.status, JSON.stringify(body)).toBe(202);
+  return body.data.id;
 }
 
 /** POST /api/v1/lookups/batch through inject: the file (plates.csv), after the `purpose` field when given. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestContext, type Company, type TestContext } from '../harness';
-import { csv, multipart, postLookupBatch, validRow, waitForImport } from '../import-helpers';
+import { csv, postImportOverSocket, postLookupBatch, validRow, waitForImport } from '../import-helpers';
 import { PACE_AFTER_REQUEST_MS, type PaceClock } from '../../src/upload-guard';
 
 /**
@@ -50,20 +50,10 @@ const search = (ctx: TestContext, company: Company) =>
     payload: { vehicle_registration: 'AB123' },
   });
 
-/** An import of five rows and `padding` blank lines after them, sent over a socket as a client sends it. */
+/** An import of five rows and `padding` blank lines after them, sent over a socket: imported whole. */
 async function importOverSocket(ctx: TestContext, company: Company, padding: number) {
-  const address = ctx.app.server.listening
-    ? `http://127.0.0.1:${(ctx.app.server.address() as { port: number }).port}`
-    : await ctx.app.listen({ port: 0, host: '127.0.0.1' });
-  const form = await multipart(csv(Array.from({ length: 5 }, () => validRow())) + '\n'.repeat(padding));
-  const res = await fetch(`${address}/api/v1/claims/import`, {
-    method: 'POST',
-    headers: { ...company.auth, 'content-type': form.contentType, prefer: 'respond-async' },
-    body: form.payload,
-  });
-  const body = (await res.json()) as { data: { id: string } };
-  expect(res.status, JSON.stringify(body)).toBe(202);
-  expect(await waitForImport(ctx.app, company.auth, body.data.id)).toMatchObject({ status: 'completed', imported: 5, failed: 0 });
+  const id = await postImportOverSocket(ctx.app, company.auth, csv(Array.from({ length: 5 }, () => validRow())) + '\n'.repeat(padding));
+  expect(await waitForImport(ctx.app, company.auth, id)).toMatchObject({ status: 'completed', imported: 5, failed: 0 });
 }
 
 describe('uploads paced while other requests arrive', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestContext, type Company, type TestContext } from '../harness';
-import { csv, multipart, postLookupBatch, validRow, waitForImport } from '../import-helpers';
+import { csv, postImportOverSocket, postLookupBatch, validRow, waitForImport } from '../import-helpers';
 import { companyWithPeople, signedIn } from '../web/web-client';
 import { YOUNG_COLLECTION_EVERY_BYTES } from '../../src/upload-guard';
 
@@ -29,19 +29,11 @@ describe('young collections while uploads arrive', () => {
     const file = rows + '\n'.repeat(2.5 * YOUNG_COLLECTION_EVERY_BYTES);
     const before = collections;
     // Over a socket, as a client sends it: the server reads it a socket's read at a time.
-    const address = await ctx.app.listen({ port: 0, host: '127.0.0.1' });
-    const form = await multipart(file);
-    const res = await fetch(`${address}/api/v1/claims/import`, {
-      method: 'POST',
-      headers: { ...company.auth, 'content-type': form.contentType, prefer: 'respond-async' },
-      body: form.payload,
-    });
-    const body = (await res.json()) as { data: { id: string } };
-    expect(res.status, JSON.stringify(body)).toBe(202);
+    const id = await postImportOverSocket(ctx.app, company.auth, file);
     // Two thresholds passed (with what earlier uploads left below the next one, perhaps a third).
     expect(collections - before).toBeGreaterThanOrEqual(2);
     expect(collections - before).toBeLessThanOrEqual(3);
-    expect(await waitForImport(ctx.app, company.auth, body.data.id)).toMatchObject({ status: 'completed', imported: 5 });
+    expect(await waitForImport(ctx.app, company.auth, id)).toMatchObject({ status: 'completed', imported: 5 });
   });
 
   it('and for a batch plate look-up', async () => {
